@@ -1,0 +1,258 @@
+// Package outbox starts Temporal workflows durably. A handler records the
+// intent to start a workflow in the same database transaction as the domain
+// change that needs it (a transactional outbox); after the commit the intent
+// is dispatched to Temporal at once, and a relay retries whatever could not
+// be started — Temporal down, network cut, process killed — until it is.
+// Workflow IDs are business keys started with a reject-duplicate policy, so
+// an intent is started exactly once however many times it is dispatched.
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
+)
+
+// Start describes one workflow to start.
+type Start struct {
+	// WorkflowID is built from a business key by a workflows.*ID function.
+	WorkflowID string
+	// Workflow is the registered workflow type name.
+	Workflow string
+	// Input is the workflow's single argument; it is stored as JSON.
+	Input any
+	// OrgID and Kind become the OrgId and Kind search attributes.
+	OrgID string
+	Kind  string
+}
+
+// ErrDuplicate is returned by Tx.Start when a start with the same workflow ID
+// was already recorded; callers treat it as "already under way".
+var ErrDuplicate = errors.New("workflow start already recorded")
+
+// Starter records and dispatches workflow starts.
+type Starter struct {
+	db     *gorm.DB
+	client client.Client
+	log    *slog.Logger
+	wake   chan struct{}
+
+	// PollInterval is how often the relay looks for due starts.
+	PollInterval time.Duration
+	// Lease is how long a dispatcher owns a start before another may retry it.
+	Lease time.Duration
+	// DispatchTimeout bounds one start call to Temporal.
+	DispatchTimeout time.Duration
+
+	results *prometheus.CounterVec
+}
+
+// New creates a Starter. reg may be nil.
+func New(db *gorm.DB, c client.Client, log *slog.Logger, reg prometheus.Registerer) *Starter {
+	s := &Starter{
+		db: db, client: c, log: log,
+		wake:            make(chan struct{}, 1),
+		PollInterval:    time.Second,
+		Lease:           30 * time.Second,
+		DispatchTimeout: 5 * time.Second,
+		results: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "suite_outbox_dispatch_total", Help: "Workflow start dispatch attempts by result.",
+		}, []string{"result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(s.results)
+	}
+	return s
+}
+
+// Tx is a database transaction that can also record workflow starts.
+type Tx struct {
+	*gorm.DB
+	recorded int
+}
+
+// Start records s in the transaction. It is dispatched only if the
+// transaction commits.
+func (tx *Tx) Start(s Start) error {
+	input, err := json.Marshal(s.Input)
+	if err != nil {
+		return fmt.Errorf("encode input of %s: %w", s.WorkflowID, err)
+	}
+	ok, err := models.InsertWorkflowStart(tx.DB, &models.WorkflowStart{
+		WorkflowID:   s.WorkflowID,
+		WorkflowType: s.Workflow,
+		TaskQueue:    workflows.TaskQueue,
+		Input:        string(input),
+		OrgID:        s.OrgID,
+		Kind:         s.Kind,
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrDuplicate
+	}
+	tx.recorded++
+	return nil
+}
+
+// Transact runs fn in one database transaction. Workflow starts recorded
+// with tx.Start commit or roll back with the domain writes; after a commit
+// the relay is woken to dispatch them immediately.
+func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
+	var recorded int
+	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
+		tx := &Tx{DB: gtx}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		recorded = tx.recorded
+		return nil
+	})
+	if err == nil && recorded > 0 {
+		s.Wake()
+	}
+	return err
+}
+
+// Wake asks the relay to look for due starts now.
+func (s *Starter) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run is the relay: it dispatches due starts whenever woken and at every
+// poll interval, until ctx ends.
+func (s *Starter) Run(ctx context.Context) {
+	ticker := time.NewTicker(s.PollInterval)
+	defer ticker.Stop()
+	for {
+		if _, err := s.DispatchDue(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("outbox relay pass failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-s.wake:
+		}
+	}
+}
+
+// DispatchDue starts every pending start that is due and reports how many
+// were started. Several relays may run at once (one per API replica): each
+// start is claimed with a lease first, so only one of them calls Temporal.
+func (s *Starter) DispatchDue(ctx context.Context) (int, error) {
+	var due []models.WorkflowStart
+	err := s.db.WithContext(ctx).
+		Where("status = ? AND next_attempt_at <= ?", models.StartPending, models.Now()).
+		Order("next_attempt_at").Limit(100).Find(&due).Error
+	if err != nil {
+		return 0, err
+	}
+	started := 0
+	for i := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		ok, err := s.dispatch(ctx, &due[i])
+		if err != nil {
+			return started, err
+		}
+		if ok {
+			started++
+		}
+	}
+	return started, nil
+}
+
+// dispatch claims one start and calls Temporal; it reports whether the
+// workflow is now started.
+func (s *Starter) dispatch(ctx context.Context, row *models.WorkflowStart) (bool, error) {
+	now := models.Now()
+	claim := s.db.WithContext(ctx).Model(&models.WorkflowStart{}).
+		Where("id = ? AND status = ? AND attempts = ?", row.ID, models.StartPending, row.Attempts).
+		Updates(map[string]any{"next_attempt_at": now.Add(s.Lease), "attempts": gorm.Expr("attempts + 1"), "updated_at": now})
+	if claim.Error != nil || claim.RowsAffected == 0 {
+		return false, claim.Error // another relay owns it
+	}
+	row.Attempts++
+
+	callCtx, cancel := context.WithTimeout(ctx, s.DispatchTimeout)
+	defer cancel()
+	run, err := s.client.ExecuteWorkflow(callCtx, client.StartWorkflowOptions{
+		ID:                       row.WorkflowID,
+		TaskQueue:                row.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		TypedSearchAttributes:    workflows.SearchAttributes(row.OrgID, row.Kind),
+	}, row.WorkflowType, json.RawMessage(row.Input))
+
+	update := map[string]any{"updated_at": models.Now()}
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	var invalid *serviceerror.InvalidArgument
+	switch {
+	case err == nil:
+		update["status"], update["run_id"], update["last_error"] = models.StartStarted, run.GetRunID(), ""
+		update["started_at"] = models.Now()
+		s.results.WithLabelValues("started").Inc()
+	case errors.As(err, &already):
+		// An earlier dispatch reached Temporal but its bookkeeping did not
+		// reach us (crash, timeout): the workflow runs once; record it.
+		update["status"], update["run_id"], update["last_error"] = models.StartStarted, already.RunId, ""
+		update["started_at"] = models.Now()
+		s.results.WithLabelValues("already_started").Inc()
+	case errors.As(err, &invalid):
+		update["status"], update["last_error"] = models.StartRejected, truncate(err.Error(), 1000)
+		s.results.WithLabelValues("rejected").Inc()
+		s.log.Error("temporal rejected workflow start", "workflow_id", row.WorkflowID, "error", err)
+	default:
+		update["next_attempt_at"] = models.Now().Add(backoff(row.Attempts))
+		update["last_error"] = truncate(err.Error(), 1000)
+		s.results.WithLabelValues("retry").Inc()
+		s.log.Warn("workflow start deferred; will retry", "workflow_id", row.WorkflowID, "attempt", row.Attempts, "error", err)
+	}
+	// Write the outcome even when ctx was cancelled mid-call.
+	res := s.db.WithContext(context.WithoutCancel(ctx)).Model(&models.WorkflowStart{}).Where("id = ?", row.ID).Updates(update)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	return update["status"] == models.StartStarted, nil
+}
+
+// backoff grows exponentially from 1 s to at most 1 minute, with jitter so
+// that many pending starts do not hammer a recovering Temporal together.
+func backoff(attempt int) time.Duration {
+	d := time.Second << min(attempt-1, 6)
+	d = min(d, time.Minute)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Pending counts starts not yet dispatched (for /readyz detail and tests).
+func (s *Starter) Pending(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&models.WorkflowStart{}).Where("status = ?", models.StartPending).Count(&n).Error
+	return n, err
+}

@@ -1,0 +1,130 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+// BodyLimit is the largest request body accepted (DESIGN §4).
+const BodyLimit = 1 << 20
+
+// Deps are the dependencies of the HTTP application.
+type Deps struct {
+	DB       *gorm.DB
+	Temporal client.Client
+	Starter  *outbox.Starter
+	Log      *slog.Logger
+	// Metrics is where HTTP metrics are registered and /metrics reads from.
+	Metrics *prometheus.Registry
+	Version string
+	// TrustedProxies may set X-Forwarded-For (load balancers); the client
+	// address used for rate limits is the connection's otherwise.
+	TrustedProxies []string
+}
+
+// New builds the application. It does not listen; call Listen or app.Test.
+func New(d Deps) *fiber.App {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Metrics == nil {
+		d.Metrics = prometheus.NewRegistry()
+	}
+	app := fiber.New(fiber.Config{
+		AppName:               "business-suite",
+		BodyLimit:             BodyLimit,
+		ErrorHandler:          web.ErrorHandler(d.Log),
+		DisableStartupMessage: true,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          d.TrustedProxies,
+		ProxyHeader:             proxyHeader(d.TrustedProxies),
+	})
+
+	app.Use(web.RequestIDMiddleware())
+	app.Use(web.Observe(d.Log, web.NewMetrics(d.Metrics)))
+	app.Use(recover.New())
+
+	app.Get("/healthz", func(c *fiber.Ctx) error {
+		return c.JSON(fiber.Map{"status": "ok", "version": d.Version})
+	})
+	app.Get("/readyz", readyz(d))
+	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})))
+	mountReference(app)
+
+	idem := web.Idempotency(d.DB, web.IdempotencyOptions{})
+	for _, prefix := range []string{"/crm", "/helpdesk", "/v1/ai", "/identity"} {
+		app.Group(prefix, idem)
+	}
+	app.Group("/crm", requireCredential)
+	app.Group("/helpdesk", requireCredential)
+	app.Group("/v1/ai", requireCredential)
+	return app
+}
+
+func proxyHeader(trusted []string) string {
+	if len(trusted) == 0 {
+		return ""
+	}
+	return fiber.HeaderXForwardedFor
+}
+
+// requireCredential answers 401 on the authenticated interfaces until the
+// identity service issues credentials that can be verified.
+func requireCredential(c *fiber.Ctx) error {
+	if c.Get(fiber.HeaderAuthorization) == "" && c.Get("X-Api-Key") == "" {
+		return web.Unauthorized("Send a credential: Authorization: Bearer <token or API key>, or x-api-key with x-workspace-id on the Helpdesk.")
+	}
+	return web.Unauthorized("The credential is not valid.")
+}
+
+type check struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// readyz reports whether this replica can serve: the database and Temporal
+// both answer. Outbox backlog is shown but does not make it unready.
+func readyz(d Deps) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
+		defer cancel()
+		checks := map[string]check{"database": {Status: "ok"}, "temporal": {Status: "ok"}}
+		ready := true
+		if err := models.Ping(ctx, d.DB); err != nil {
+			checks["database"], ready = check{Status: "down", Error: "database did not answer"}, false
+		}
+		if d.Temporal == nil {
+			checks["temporal"], ready = check{Status: "down", Error: "no Temporal client"}, false
+		} else if _, err := d.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			checks["temporal"], ready = check{Status: "down", Error: "temporal did not answer"}, false
+		}
+		body := fiber.Map{"status": "ready", "checks": checks}
+		if d.Starter != nil {
+			if n, err := d.Starter.Pending(ctx); err == nil {
+				body["pendingWorkflowStarts"] = n
+			}
+		}
+		if !ready {
+			body["status"] = "unavailable"
+			c.Set(fiber.HeaderRetryAfter, "5")
+			return c.Status(fiber.StatusServiceUnavailable).JSON(body)
+		}
+		return c.JSON(body)
+	}
+}

@@ -1,0 +1,70 @@
+package web
+
+import (
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics holds the HTTP metrics of one app.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers the HTTP metrics in reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "suite_http_requests_total", Help: "HTTP requests by route and status.",
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "suite_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"method", "route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+// Observe is the outermost middleware: it times the request, turns a
+// returned error into its problem response (so the status is known), then
+// records metrics and writes one JSON access-log line.
+func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		start := time.Now()
+		if err := c.Next(); err != nil {
+			if herr := c.App().ErrorHandler(c, err); herr != nil {
+				return herr
+			}
+		}
+		elapsed := time.Since(start)
+		status := c.Response().StatusCode()
+		route := c.Route().Path
+		if status == fiber.StatusNotFound && route == "/" {
+			route = "unmatched" // keep label cardinality bounded
+		}
+		if m != nil {
+			m.requests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
+			m.duration.WithLabelValues(c.Method(), route).Observe(elapsed.Seconds())
+		}
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		log.LogAttrs(c.UserContext(), level, "http request",
+			slog.String("request_id", RequestID(c)),
+			slog.String("method", c.Method()),
+			slog.String("path", c.Path()),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+			slog.Int("bytes", len(c.Response().Body())),
+			slog.String("ip", c.IP()),
+		)
+		return nil
+	}
+}

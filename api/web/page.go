@@ -1,0 +1,126 @@
+package web
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+)
+
+// List limits (DESIGN §4).
+const (
+	DefaultLimit = 25
+	MaxLimit     = 100
+)
+
+// PageRequest is a parsed ?limit=&cursor=.
+type PageRequest struct {
+	Limit  int
+	After  *Cursor
+	cursor string
+}
+
+// Cursor is the position after the last row of a page. It is sent to
+// clients base64url-encoded and is opaque to them.
+type Cursor struct {
+	CreatedAt time.Time `json:"t"`
+	ID        string    `json:"i"`
+}
+
+// Page is the envelope of every CRM and Helpdesk list.
+type Page[T any] struct {
+	Data       []T     `json:"data"`
+	NextCursor *string `json:"nextCursor"`
+	HasMore    bool    `json:"hasMore"`
+}
+
+// ParsePage reads ?limit= and ?cursor=; bad values are a 422 naming them.
+func ParsePage(c *fiber.Ctx) (PageRequest, error) {
+	p := PageRequest{Limit: DefaultLimit}
+	var bad []models.FieldError
+	if raw := c.Query("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > MaxLimit {
+			bad = append(bad, models.FieldError{Field: "limit", Code: "range", Message: "Must be an integer from 1 to 100."})
+		} else {
+			p.Limit = n
+		}
+	}
+	if raw := c.Query("cursor"); raw != "" {
+		cur, err := DecodeCursor(raw)
+		if err != nil {
+			bad = append(bad, models.FieldError{Field: "cursor", Code: "invalid", Message: "Not a cursor returned by this list."})
+		} else {
+			p.After = &cur
+		}
+	}
+	if len(bad) > 0 {
+		return p, models.Invalid(bad...)
+	}
+	return p, nil
+}
+
+// EncodeCursor makes the opaque cursor text.
+func EncodeCursor(c Cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor parses a cursor made by EncodeCursor.
+func DecodeCursor(s string) (Cursor, error) {
+	var c Cursor
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(b, &c)
+	}
+	if err == nil && (c.CreatedAt.IsZero() || !models.ValidID(c.ID)) {
+		err = strconv.ErrSyntax
+	}
+	return c, err
+}
+
+// Paginate runs q as a keyset-paginated list in (created_at desc, id desc)
+// order. Unlike OFFSET, a keyset page is stable under concurrent inserts: a
+// row created while a client pages never shifts or repeats the next page.
+// table qualifies the columns when q joins other tables ("" when it does not).
+func Paginate[T any](q *gorm.DB, p PageRequest, table string, key func(*T) Cursor) (Page[T], error) {
+	col := func(c string) string {
+		if table == "" {
+			return c
+		}
+		return table + "." + c
+	}
+	if p.After != nil {
+		q = q.Where("("+col("created_at")+" < ? OR ("+col("created_at")+" = ? AND "+col("id")+" < ?))",
+			p.After.CreatedAt, p.After.CreatedAt, p.After.ID)
+	}
+	var rows []T
+	if err := q.Order(col("created_at") + " DESC").Order(col("id") + " DESC").Limit(p.Limit + 1).Find(&rows).Error; err != nil {
+		return Page[T]{}, err
+	}
+	page := Page[T]{Data: rows}
+	if len(rows) > p.Limit {
+		page.Data = rows[:p.Limit]
+		page.HasMore = true
+		next := EncodeCursor(key(&page.Data[p.Limit-1]))
+		page.NextCursor = &next
+	}
+	if page.Data == nil {
+		page.Data = []T{}
+	}
+	return page, nil
+}
+
+// MapPage converts a page of rows into a page of response items.
+func MapPage[T, R any](p Page[T], f func(*T) R) Page[R] {
+	out := Page[R]{Data: make([]R, len(p.Data)), NextCursor: p.NextCursor, HasMore: p.HasMore}
+	for i := range p.Data {
+		out.Data[i] = f(&p.Data[i])
+	}
+	return out
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is every setting of every subcommand, read once from the
+// environment in main. Fields tagged secret are masked when logged.
+type Config struct {
+	HTTPAddr       string   `env:"SUITE_HTTP_ADDR" envDefault:":8080"`
+	DataDir        string   `env:"SUITE_DATA_DIR" envDefault:"./.data"`
+	DatabaseURL    string   `env:"DATABASE_URL" secret:"url"`
+	DBMaxOpenConns int      `env:"SUITE_DB_MAX_OPEN_CONNS" envDefault:"20"`
+	LogLevel       string   `env:"SUITE_LOG_LEVEL" envDefault:"info"`
+	TrustedProxies []string `env:"SUITE_TRUSTED_PROXIES" envSeparator:","`
+
+	TemporalAddress       string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
+	TemporalNamespace     string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
+	TemporalAPIKey        string `env:"TEMPORAL_API_KEY" secret:"true"`
+	TemporalTLSCert       string `env:"TEMPORAL_TLS_CERT"`
+	TemporalTLSKey        string `env:"TEMPORAL_TLS_KEY"`
+	TemporalTLSCA         string `env:"TEMPORAL_TLS_CA"`
+	TemporalTLSServerName string `env:"TEMPORAL_TLS_SERVER_NAME"`
+	// TemporalUIAddr serves the embedded Temporal UI in dev mode; empty disables it.
+	TemporalUIAddr string `env:"SUITE_TEMPORAL_UI_ADDR" envDefault:"127.0.0.1:8233"`
+
+	// WorkerHealthAddr is where `suite worker` serves /healthz, /readyz, /metrics.
+	WorkerHealthAddr string        `env:"SUITE_WORKER_HEALTH_ADDR" envDefault:":8081"`
+	ShutdownTimeout  time.Duration `env:"SUITE_SHUTDOWN_TIMEOUT" envDefault:"25s"`
+
+	// Demo seeds the demo organization; defaults to true under `suite dev`.
+	Demo *bool `env:"SUITE_DEMO"`
+
+	IdentityURL          string `env:"IDENTITY_URL"`
+	IdentityServiceToken string `env:"IDENTITY_SERVICE_TOKEN" secret:"true"`
+
+	StripeSecretKey     string `env:"STRIPE_SECRET_KEY" secret:"true"`
+	StripeWebhookSecret string `env:"STRIPE_WEBHOOK_SECRET" secret:"true"`
+	StripeAPIBase       string `env:"STRIPE_API_BASE"`
+
+	OpenAIAPIKey  string `env:"OPENAI_API_KEY" secret:"true"`
+	OpenAIBaseURL string `env:"OPENAI_BASE_URL"`
+	OpenAIModel   string `env:"OPENAI_MODEL" envDefault:"gpt-4o-mini"`
+}
+
+// LoadConfig reads the environment.
+func LoadConfig() (Config, error) {
+	var cfg Config
+	if err := env.Parse(&cfg); err != nil {
+		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	if cfg.DBMaxOpenConns < 1 {
+		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")
+	}
+	return cfg, nil
+}
+
+// DatabaseDSN is DATABASE_URL, or the embedded SQLite file in the data dir.
+func (c Config) DatabaseDSN() string {
+	if c.DatabaseURL != "" {
+		return c.DatabaseURL
+	}
+	return filepath.Join(c.DataDir, "suite.db")
+}
+
+// DemoEnabled tells whether to seed the demo organization.
+func (c Config) DemoEnabled(devDefault bool) bool {
+	if c.Demo == nil {
+		return devDefault
+	}
+	return *c.Demo
+}
+
+// LogAttrs lists every setting by its variable name, secrets masked.
+func (c Config) LogAttrs() []any {
+	var attrs []any
+	v := reflect.ValueOf(c)
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := f.Tag.Get("env")
+		val := v.Field(i)
+		var text string
+		switch {
+		case val.Kind() == reflect.Pointer && val.IsNil():
+			text = "(default)"
+		case val.Kind() == reflect.Pointer:
+			text = fmt.Sprint(val.Elem().Interface())
+		default:
+			text = fmt.Sprint(val.Interface())
+		}
+		switch f.Tag.Get("secret") {
+		case "true":
+			if text != "" {
+				text = "****"
+			}
+		case "url":
+			text = redactURL(text)
+		}
+		attrs = append(attrs, slog.String(name, text))
+	}
+	return attrs
+}
+
+func redactURL(raw string) string {
+	if raw == "" || !strings.Contains(raw, "://") {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "****"
+	}
+	return u.Redacted()
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/worker/devserver"
+	"github.com/business-suite/suite/workflows"
+)
+
+// runDev is `suite dev`: the whole suite in one process with nothing to
+// install. Temporal (server and Web UI) runs embedded on an SQLite file in
+// SUITE_DATA_DIR, next to the suite's own SQLite database, so data and
+// workflow history survive a restart.
+func runDev(ctx context.Context, cfg Config) error {
+	started := time.Now()
+	log := newLogger(cfg.LogLevel).With("process", "dev")
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("create SUITE_DATA_DIR: %w", err)
+	}
+	log.Debug("configuration", cfg.LogAttrs()...)
+
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = models.Close(db) }()
+	if _, err := models.Migrate(ctx, db); err != nil {
+		return err
+	}
+
+	searchAttrs := map[string]enumspb.IndexedValueType{}
+	for _, name := range workflows.SearchAttributeNames {
+		searchAttrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	ts, err := devserver.Start(devserver.Options{
+		DBPath:           filepath.Join(cfg.DataDir, "temporal.db"),
+		FrontendAddr:     cfg.TemporalAddress,
+		Namespace:        cfg.TemporalNamespace,
+		SearchAttributes: searchAttrs,
+		UIAddr:           cfg.TemporalUIAddr,
+		LogFile:          filepath.Join(cfg.DataDir, "temporal-server.log"),
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := ts.Stop(3 * time.Second); err != nil {
+			log.Warn("embedded temporal", "error", err)
+		}
+	}()
+
+	opts, err := temporalOptions(cfg, log)
+	if err != nil {
+		return err
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	tc, err := client.DialContext(dialCtx, opts)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect to the embedded Temporal server: %w", err)
+	}
+	defer tc.Close()
+
+	w, err := startWorker(ctx, cfg, db, tc, log)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	srv, err := startAPI(ctx, cfg, db, tc, log, newMetrics())
+	if err != nil {
+		return err
+	}
+	printDevBanner(cfg, srv.addr, ts.UIURL(), time.Since(started))
+	err = srv.wait()
+	log.Info("stopped")
+	return err
+}
+
+func printDevBanner(cfg Config, apiAddr, uiURL string, took time.Duration) {
+	base := "http://" + displayAddr(apiAddr)
+	fmt.Fprintf(stdout, "\nBusiness Suite is running (started in %s). Ctrl-C stops it; data stays in %s.\n\n", took.Round(time.Millisecond), cfg.DataDir)
+	fmt.Fprintf(stdout, "  API            %s   (CRM %s/crm, Helpdesk %s/helpdesk, AI %s/v1/ai)\n", base, base, base, base)
+	fmt.Fprintf(stdout, "  Identity       %s/identity\n", base)
+	fmt.Fprintf(stdout, "  API reference  %s/docs   (OpenAPI: %s/openapi.json)\n", base, base)
+	fmt.Fprintf(stdout, "  Health         %s/healthz   %s/readyz   %s/metrics\n", base, base, base)
+	if uiURL != "" {
+		fmt.Fprintf(stdout, "  Temporal UI    %s   (namespace %s)\n", uiURL, cfg.TemporalNamespace)
+	}
+	fmt.Fprintf(stdout, "  Temporal gRPC  %s   (server log: %s)\n", cfg.TemporalAddress, filepath.Join(cfg.DataDir, "temporal-server.log"))
+	fmt.Fprintf(stdout, "  Database       %s\n\n", redactURL(cfg.DatabaseDSN()))
+}
+
+// displayAddr turns a listen address such as [::]:8080 into 127.0.0.1:8080.
+func displayAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}

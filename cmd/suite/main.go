@@ -1,0 +1,91 @@
+// Command suite runs Business Suite. One binary, several roles:
+//
+//	suite dev        everything in one process, zero set-up (embedded Temporal + UI, SQLite)
+//	suite api        the HTTP API (production)
+//	suite worker     the Temporal worker (production; scale horizontally)
+//	suite migrate    apply database migrations and exit
+//	suite version    print the version
+//
+// All configuration comes from environment variables (see README.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+var stdout io.Writer = os.Stdout
+
+const usage = `Business Suite — CRM, Helpdesk and Generative AI on Temporal.
+
+Usage: suite <command> [arguments]
+
+Commands:
+  dev                  run everything in one process (embedded Temporal, UI, SQLite)
+  api                  run the HTTP API (production)
+  worker               run the Temporal worker (production)
+  migrate              apply database migrations and exit
+  healthcheck <url>    exit 0 when url answers 200 (container health checks)
+  version              print the version
+
+Configuration is read from the environment; see README.md.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprint(os.Stderr, string(ue))
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "suite:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError string
+
+func (u usageError) Error() string { return string(u) }
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageError(usage)
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "suite", version)
+		return nil
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "healthcheck":
+		return healthcheck(ctx, rest)
+	}
+	cfg, err := LoadConfig()
+	if err != nil {
+		return err
+	}
+	switch cmd {
+	case "dev":
+		return runDev(ctx, cfg)
+	case "api":
+		return runAPI(ctx, cfg)
+	case "worker":
+		return runWorker(ctx, cfg)
+	case "migrate":
+		return runMigrate(ctx, cfg)
+	}
+	return usageError("unknown command " + fmt.Sprintf("%q", cmd) + "\n\n" + usage)
+}

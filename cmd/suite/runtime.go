@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+// openDB connects to the configured database.
+func openDB(ctx context.Context, cfg Config) (*gorm.DB, error) {
+	return models.Open(ctx, cfg.DatabaseDSN(), models.DBOptions{MaxOpenConns: cfg.DBMaxOpenConns, ConnMaxLifetime: 30 * time.Minute})
+}
+
+// requireCurrentSchema refuses to serve on a schema older than the code.
+func requireCurrentSchema(ctx context.Context, db *gorm.DB) error {
+	pending, err := models.PendingMigrations(ctx, db)
+	if err != nil {
+		return fmt.Errorf("check migrations: %w", err)
+	}
+	if pending {
+		return errors.New("the database schema is behind this version: run `suite migrate` first")
+	}
+	return nil
+}
+
+// temporalOptions builds client options from the configuration: address,
+// namespace, and either an API key (Temporal Cloud) or mTLS files.
+func temporalOptions(cfg Config, log *slog.Logger) (client.Options, error) {
+	opts := client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-client")),
+	}
+	if cfg.TemporalAPIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
+		opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if cfg.TemporalTLSCert != "" || cfg.TemporalTLSKey != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TemporalTLSCert, cfg.TemporalTLSKey)
+		if err != nil {
+			return opts, fmt.Errorf("TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY: %w", err)
+		}
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, ServerName: cfg.TemporalTLSServerName}
+		if cfg.TemporalTLSCA != "" {
+			pem, err := os.ReadFile(cfg.TemporalTLSCA)
+			if err != nil {
+				return opts, fmt.Errorf("TEMPORAL_TLS_CA: %w", err)
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return opts, errors.New("TEMPORAL_TLS_CA holds no PEM certificate")
+			}
+		}
+		opts.ConnectionOptions.TLS = tc
+	}
+	return opts, nil
+}
+
+// newMetrics is a registry with the Go runtime and process collectors.
+func newMetrics() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// runBackground runs the API replica's background loops until ctx ends: the
+// outbox relay and the purge of expired idempotency keys.
+func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, log *slog.Logger) {
+	go starter.Run(ctx)
+	go func() {
+		ticker := time.NewTicker(10 * time.Minute)
+		defer ticker.Stop()
+		for {
+			if n, err := web.PurgeIdempotencyKeys(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
+				log.Warn("purge idempotency keys", "error", err)
+			} else if n > 0 {
+				log.Info("purged expired idempotency keys", "count", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+}
+
+// healthcheck is `suite healthcheck URL`: exit 0 when URL answers 200. The
+// container image has no shell or curl, so its health checks use this.
+func healthcheck(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return usageError("usage: suite healthcheck <url>\n")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args[0], nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %d", args[0], resp.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/worker"
+)
+
+// startWorker registers the suite's workflows and activities and starts
+// polling the task queue.
+func startWorker(ctx context.Context, cfg Config, db *gorm.DB, tc client.Client, log *slog.Logger) (sdkworker.Worker, error) {
+	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
+		// Not fatal: workflows still run; only UI filtering suffers.
+		log.Warn("custom search attributes are not registered", "error", err)
+	}
+	w := worker.New(tc, worker.Deps{DB: db}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start worker: %w", err)
+	}
+	return w, nil
+}
+
+// runWorker is `suite worker`: the production Temporal worker, with a small
+// HTTP listener for probes and metrics.
+func runWorker(ctx context.Context, cfg Config) error {
+	log := newLogger(cfg.LogLevel).With("process", "worker")
+	log.Info("starting", append([]any{"version", version}, cfg.LogAttrs()...)...)
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = models.Close(db) }()
+	if err := requireCurrentSchema(ctx, db); err != nil {
+		return err
+	}
+	opts, err := temporalOptions(cfg, log)
+	if err != nil {
+		return err
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	tc, err := client.DialContext(dialCtx, opts)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	defer tc.Close()
+	w, err := startWorker(ctx, cfg, db, tc, log)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+
+	reg := newMetrics()
+	health, err := serveWorkerHealth(cfg.WorkerHealthAddr, db, tc, reg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = health.Close() }()
+	log.Info("worker polling", "task_queue", "suite", "health", cfg.WorkerHealthAddr)
+	<-ctx.Done()
+	log.Info("shutting down")
+	return nil
+}
+
+// serveWorkerHealth serves /healthz, /readyz (database and Temporal answer)
+// and /metrics for the worker process.
+func serveWorkerHealth(addr string, db *gorm.DB, tc client.Client, reg *prometheus.Registry) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		_, terr := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
+		if err := errors.Join(models.Ping(ctx, db), terr); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"unavailable"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"ready"}`))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on SUITE_WORKER_HEALTH_ADDR %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}

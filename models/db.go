@@ -1,0 +1,147 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	// Pure-Go SQLite (registers the "sqlite" database/sql driver). The cgo
+	// driver that gorm.io/driver/sqlite imports by default is never used.
+	_ "modernc.org/sqlite"
+)
+
+// Dialect names the SQL dialect behind a *gorm.DB.
+type Dialect string
+
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// DBOptions tunes the connection pool.
+type DBOptions struct {
+	MaxOpenConns    int
+	MaxIdleConns    int
+	ConnMaxLifetime time.Duration
+	// LogSQL logs every statement (development aid).
+	LogSQL bool
+}
+
+// Open connects to PostgreSQL when dsn starts with postgres:// or
+// postgresql://, and otherwise treats dsn as the path of an SQLite database
+// file (created if missing) opened in WAL mode with foreign keys enforced.
+func Open(ctx context.Context, dsn string, opts DBOptions) (*gorm.DB, error) {
+	gcfg := &gorm.Config{
+		Logger:                                   logger.Discard,
+		TranslateError:                           true,
+		DisableForeignKeyConstraintWhenMigrating: true,
+		NowFunc:                                  Now,
+	}
+	if opts.LogSQL {
+		gcfg.Logger = logger.Default.LogMode(logger.Info)
+	}
+
+	var dialector gorm.Dialector
+	dialect := DialectOf(dsn)
+	switch dialect {
+	case Postgres:
+		dialector = postgres.Open(dsn)
+	default:
+		if err := os.MkdirAll(filepath.Dir(dsn), 0o755); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+		dialector = sqlite.New(sqlite.Config{DriverName: "sqlite", DSN: sqliteDSN(dsn)})
+	}
+
+	db, err := gorm.Open(dialector, gcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", dialect, err)
+	}
+	sqlDB, err := db.DB()
+	if err != nil {
+		return nil, err
+	}
+	maxOpen := opts.MaxOpenConns
+	if maxOpen <= 0 {
+		maxOpen = 20
+	}
+	maxIdle := opts.MaxIdleConns
+	if maxIdle <= 0 || maxIdle > maxOpen {
+		maxIdle = maxOpen
+	}
+	sqlDB.SetMaxOpenConns(maxOpen)
+	sqlDB.SetMaxIdleConns(maxIdle)
+	if opts.ConnMaxLifetime > 0 {
+		sqlDB.SetConnMaxLifetime(opts.ConnMaxLifetime)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pingCtx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("ping %s database: %w", dialect, err)
+	}
+	return db, nil
+}
+
+// DialectOf tells which dialect a DSN selects.
+func DialectOf(dsn string) Dialect {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return Postgres
+	}
+	return SQLite
+}
+
+// DialectFor tells which dialect an open *gorm.DB speaks.
+func DialectFor(db *gorm.DB) Dialect {
+	if db.Dialector.Name() == "postgres" {
+		return Postgres
+	}
+	return SQLite
+}
+
+// sqliteDSN turns a file path into a modernc.org/sqlite DSN: WAL so readers
+// never block the writer, a busy timeout so concurrent writers queue instead
+// of failing, foreign keys on, and IMMEDIATE transactions so a transaction
+// that reads and then writes cannot deadlock on lock upgrade.
+func sqliteDSN(path string) string {
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	q.Set("_time_format", "sqlite")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Close closes the pool behind db.
+func Close(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// Ping checks the database answers within ctx.
+func Ping(ctx context.Context, db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// IsUniqueViolation tells whether err is a duplicate-key error on either dialect.
+func IsUniqueViolation(err error) bool {
+	return errors.Is(err, gorm.ErrDuplicatedKey) || (err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed"))
+}

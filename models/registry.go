@@ -1,0 +1,10 @@
+package models
+
+// All lists every entity with a table, in migration order. The schema test
+// checks each against the migrated database on both dialects.
+func All() []any {
+	return []any{
+		&WorkflowStart{},
+		&IdempotencyKey{},
+	}
+}

@@ -1,0 +1,313 @@
+// Package devserver runs a complete Temporal server and the Temporal Web UI
+// inside the current process, backed by an SQLite file, for `suite dev` and
+// for tests that must stop and restart Temporal with its state intact.
+//
+// It is not for production: one history shard, no replication, one
+// process. Production points TEMPORAL_ADDRESS at a real cluster.
+package devserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	tlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/metrics"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Options configures the embedded server.
+type Options struct {
+	// DBPath is the SQLite file holding all Temporal state; "" keeps the
+	// state in memory (lost on Stop).
+	DBPath string
+	// FrontendAddr is the gRPC address clients dial, e.g. 127.0.0.1:7233.
+	FrontendAddr string
+	// Namespace is created on first start (default "default").
+	Namespace string
+	// SearchAttributes are registered on the namespace when it is created.
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// Retention keeps closed workflows visible this long (default 7 days).
+	Retention time.Duration
+	// UIAddr serves the Temporal Web UI, e.g. 127.0.0.1:8233; "" disables it.
+	UIAddr string
+	// LogLevel of the server's own log (default "warn").
+	LogLevel string
+	// LogFile receives the server's own log; "" discards it.
+	LogFile string
+}
+
+// Server is a running embedded Temporal server.
+type Server struct {
+	temporal temporal.Server
+	ui       *uiserver.Server
+	uiDone   chan struct{}
+	opts     Options
+}
+
+// Start creates the schema and namespace on first use and starts the
+// server (and UI). It returns once the frontend accepts connections.
+func Start(opts Options) (*Server, error) {
+	if opts.Namespace == "" {
+		opts.Namespace = "default"
+	}
+	if opts.Retention == 0 {
+		opts.Retention = 7 * 24 * time.Hour
+	}
+	if opts.LogLevel == "" {
+		opts.LogLevel = "warn"
+	}
+	host, portText, err := net.SplitHostPort(opts.FrontendAddr)
+	if err != nil {
+		return nil, fmt.Errorf("temporal frontend address %q: %w", opts.FrontendAddr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, fmt.Errorf("temporal frontend port %q: %w", portText, err)
+	}
+	for _, addr := range []string{opts.FrontendAddr, opts.UIAddr} {
+		if err := checkFree(addr); err != nil {
+			return nil, err
+		}
+	}
+
+	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
+	if opts.DBPath == "" {
+		sqlCfg.ConnectAttributes["mode"] = "memory"
+		sqlCfg.ConnectAttributes["cache"] = "shared"
+		sqlCfg.DatabaseName = "suite-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	} else {
+		sqlCfg.ConnectAttributes["mode"] = "rwc"
+		sqlCfg.ConnectAttributes["_journal_mode"] = "WAL"
+		sqlCfg.ConnectAttributes["_synchronous"] = "NORMAL"
+		sqlCfg.DatabaseName = opts.DBPath
+		if err := os.MkdirAll(filepath.Dir(opts.DBPath), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if _, statErr := os.Stat(opts.DBPath); opts.DBPath == "" || errors.Is(statErr, os.ErrNotExist) {
+		if err := sqlite.SetupSchema(sqlCfg); err != nil {
+			return nil, fmt.Errorf("create temporal schema: %w", err)
+		}
+	}
+
+	cfg, err := serverConfig(host, port, sqlCfg)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := sqlite.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, opts.SearchAttributes)
+	if err != nil {
+		return nil, err
+	}
+	ns.Detail.Config.Retention = durationpb.New(opts.Retention)
+	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %w", opts.Namespace, err)
+	}
+
+	var logger tlog.Logger = tlog.NewNoopLogger()
+	if opts.LogFile != "" {
+		logger = tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: opts.LogLevel, OutputFile: opts.LogFile}))
+	}
+	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
+	if err != nil {
+		return nil, err
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			// Newly registered search attributes are usable at once.
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("create temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	s := &Server{temporal: srv, opts: opts}
+	if opts.UIAddr != "" {
+		if err := s.startUI(); err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Server) startUI() error {
+	host, portText, err := net.SplitHostPort(s.opts.UIAddr)
+	if err != nil {
+		return fmt.Errorf("temporal UI address %q: %w", s.opts.UIAddr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return fmt.Errorf("temporal UI port %q: %w", portText, err)
+	}
+	s.ui = uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
+		TemporalGRPCAddress: s.opts.FrontendAddr,
+		Host:                host,
+		Port:                port,
+		EnableUI:            true,
+		DefaultNamespace:    s.opts.Namespace,
+		HideLogs:            true,
+		DisableNewsFetch:    true,
+		CORS:                uiconfig.CORS{CookieInsecure: true},
+		Distribution:        "business-suite",
+	}))
+	s.uiDone = make(chan struct{})
+	go func() {
+		defer close(s.uiDone)
+		_ = s.ui.Start()
+	}()
+	return waitListening(s.opts.UIAddr, 10*time.Second)
+}
+
+// FrontendAddr is the address clients dial.
+func (s *Server) FrontendAddr() string { return s.opts.FrontendAddr }
+
+// UIURL is the Temporal Web UI address, or "" when disabled.
+func (s *Server) UIURL() string {
+	if s.opts.UIAddr == "" {
+		return ""
+	}
+	return "http://" + s.opts.UIAddr
+}
+
+// Stop stops the UI and the server; state in DBPath is kept. The server's
+// own shutdown can linger on internal RPCs to its already-stopped frontend;
+// after timeout Stop returns anyway — every committed write is already in
+// the SQLite file, so nothing is lost by not waiting.
+func (s *Server) Stop(timeout time.Duration) error {
+	if s.ui != nil {
+		s.ui.Stop()
+		<-s.uiDone
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.temporal.Stop() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("temporal server still stopping after %s; leaving it", timeout)
+	}
+}
+
+func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, error) {
+	ports, err := freePorts(host, 7)
+	if err != nil {
+		return nil, err
+	}
+	service := func(grpc, membership int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: host}}
+	}
+	const clusterName = "active"
+	return &config.Config{
+		Global: config.Global{
+			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
+			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
+				ListenAddress: net.JoinHostPort(host, strconv.Itoa(ports[6])), HandlerPath: "/metrics",
+			}},
+		},
+		Persistence: config.Persistence{
+			DefaultStore:     sqliteplugin.PluginName,
+			VisibilityStore:  sqliteplugin.PluginName,
+			NumHistoryShards: 1,
+			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+		},
+		ClusterMetadata: &cluster.Config{
+			EnableGlobalNamespace:    false,
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        clusterName,
+			CurrentClusterName:       clusterName,
+			ClusterInformation: map[string]cluster.ClusterInformation{clusterName: {
+				Enabled: true, InitialFailoverVersion: 1, RPCAddress: net.JoinHostPort(host, strconv.Itoa(port)),
+			}},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services: map[string]config.Service{
+			"frontend": service(port, ports[0]),
+			"history":  service(ports[1], ports[2]),
+			"matching": service(ports[3], ports[4]),
+			"worker":   service(ports[5], 0),
+		},
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+		PublicClient: config.PublicClient{HostPort: net.JoinHostPort(host, strconv.Itoa(port))},
+	}, nil
+}
+
+// freePorts reserves n distinct free ports on host (released before use;
+// the window for a race is tiny on a development machine).
+func freePorts(host string, n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("reserve a port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func checkFree(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s is already in use (is another `suite dev` or Temporal running?): %w", addr, err)
+	}
+	return l.Close()
+}
+
+func waitListening(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not start listening within %s: %w", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

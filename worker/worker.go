@@ -1,0 +1,60 @@
+// Package worker wires workflows and activities onto a Temporal worker. The
+// same Register is used by `suite worker`, `suite dev` and the tests, so what
+// runs in production is exactly what the tests exercise.
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/workflows"
+)
+
+// Deps are the dependencies activities need.
+type Deps struct {
+	DB *gorm.DB
+}
+
+// Register registers every workflow and activity of the suite on r.
+func Register(r sdkworker.Registry, deps Deps) {
+	_ = r
+	_ = deps
+}
+
+// New creates a worker on the suite task queue with everything registered.
+func New(c client.Client, deps Deps, opts sdkworker.Options) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.TaskQueue, opts)
+	Register(w, deps)
+	return w
+}
+
+// EnsureSearchAttributes registers the suite's custom search attributes on
+// namespace when missing. It needs operator rights, so production may
+// instead register them once by hand (deploy/README.md); the error says so.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	op := c.OperatorService()
+	have, err := op.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes of %s: %w", namespace, err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for _, name := range workflows.SearchAttributeNames {
+		if _, ok := have.GetCustomAttributes()[name]; !ok {
+			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
+	if err != nil {
+		return fmt.Errorf("register search attributes %v on %s (register them once with `temporal operator search-attribute create`): %w", workflows.SearchAttributeNames, namespace, err)
+	}
+	return nil
+}
