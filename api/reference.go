@@ -72,8 +72,14 @@ type refOperation struct {
 	Responses                                  []refResponse
 }
 
-type refParam struct{ Name, In, Type, Description string; Required bool }
-type refField struct{ Name, Type, Description string; Required bool }
+type refParam struct {
+	Name, In, Type, Description string
+	Required                    bool
+}
+type refField struct {
+	Name, Type, Description string
+	Required                bool
+}
 type refResponse struct{ Status, Description string }
 type refTag struct {
 	Name, Description string

@@ -13,6 +13,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities/identityclient"
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/crm"
+	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
@@ -33,6 +37,14 @@ type Deps struct {
 	// TrustedProxies may set X-Forwarded-For (load balancers); the client
 	// address used for rate limits is the connection's otherwise.
 	TrustedProxies []string
+
+	// Identity is the identity service served by this process (nil when
+	// another process serves it).
+	Identity *identity.Service
+	// IdentityClient reaches the identity service (this process or not).
+	IdentityClient *identityclient.Client
+	// Auth authenticates every interface.
+	Auth *auth.Authenticator
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -44,13 +56,13 @@ func New(d Deps) *fiber.App {
 		d.Metrics = prometheus.NewRegistry()
 	}
 	app := fiber.New(fiber.Config{
-		AppName:               "business-suite",
-		BodyLimit:             BodyLimit,
-		ErrorHandler:          web.ErrorHandler(d.Log),
-		DisableStartupMessage: true,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           120 * time.Second,
+		AppName:                 "business-suite",
+		BodyLimit:               BodyLimit,
+		ErrorHandler:            web.ErrorHandler(d.Log),
+		DisableStartupMessage:   true,
+		ReadTimeout:             30 * time.Second,
+		WriteTimeout:            30 * time.Second,
+		IdleTimeout:             120 * time.Second,
 		EnableTrustedProxyCheck: true,
 		TrustedProxies:          d.TrustedProxies,
 		ProxyHeader:             proxyHeader(d.TrustedProxies),
@@ -67,13 +79,18 @@ func New(d Deps) *fiber.App {
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})))
 	mountReference(app)
 
+	// Authentication runs before idempotency: a request refused for its
+	// credential stores nothing.
 	idem := web.Idempotency(d.DB, web.IdempotencyOptions{})
-	for _, prefix := range []string{"/crm", "/helpdesk", "/v1/ai", "/identity"} {
-		app.Group(prefix, idem)
+	if d.Identity != nil {
+		app.Group("/identity", idem)
+		identity.Mount(app, d.Identity)
 	}
-	app.Group("/crm", requireCredential)
-	app.Group("/helpdesk", requireCredential)
-	app.Group("/v1/ai", requireCredential)
+	crm.Routes(app.Group("/crm", d.Auth.CRM(), idem), crm.Deps{
+		DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log,
+	})
+	app.Group("/helpdesk", d.Auth.Helpdesk(), idem)
+	app.Group("/v1/ai", d.Auth.AI(), idem)
 	return app
 }
 
@@ -82,15 +99,6 @@ func proxyHeader(trusted []string) string {
 		return ""
 	}
 	return fiber.HeaderXForwardedFor
-}
-
-// requireCredential answers 401 on the authenticated interfaces until the
-// identity service issues credentials that can be verified.
-func requireCredential(c *fiber.Ctx) error {
-	if c.Get(fiber.HeaderAuthorization) == "" && c.Get("X-Api-Key") == "" {
-		return web.Unauthorized("Send a credential: Authorization: Bearer <token or API key>, or x-api-key with x-workspace-id on the Helpdesk.")
-	}
-	return web.Unauthorized("The credential is not valid.")
 }
 
 type check struct {

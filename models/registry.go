@@ -6,5 +6,14 @@ func All() []any {
 	return []any{
 		&WorkflowStart{},
 		&IdempotencyKey{},
+		&IdentityUser{},
+		&IdentityRefreshToken{},
+		&IdentitySigningKey{},
+		&IdentityOrg{},
+		&IdentityMembership{},
+		&Plan{},
+		&Organization{},
+		&Member{},
+		&APIKey{},
 	}
 }

@@ -11,20 +11,26 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/activities/identityclient"
 
 	"github.com/business-suite/suite/workflows"
 )
 
 // Deps are the dependencies activities need.
 type Deps struct {
-	DB *gorm.DB
+	DB       *gorm.DB
+	Identity *identityclient.Client
 }
 
 // Register registers every workflow and activity of the suite on r.
 func Register(r sdkworker.Registry, deps Deps) {
-	_ = r
-	_ = deps
+	r.RegisterWorkflowWithOptions(workflows.OrgRegistration, workflow.RegisterOptions{Name: workflows.OrgRegistrationWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.OrgSync, workflow.RegisterOptions{Name: workflows.OrgSyncWorkflow})
+	r.RegisterActivity(&activities.Orgs{DB: deps.DB, Identity: deps.Identity})
 }
 
 // New creates a worker on the suite task queue with everything registered.

@@ -27,3 +27,24 @@ func SearchAttributes(orgID, kind string) temporal.SearchAttributes {
 	}
 	return temporal.NewSearchAttributes(updates...)
 }
+
+// Workflow type names (registered under these names; started by name from
+// the outbox).
+const (
+	OrgRegistrationWorkflow = "OrgRegistration"
+	OrgSyncWorkflow         = "OrgSync"
+)
+
+// Kinds, the value of the Kind search attribute.
+const (
+	KindOrgRegistration = "org-registration"
+	KindOrgSync         = "org-sync"
+)
+
+// OrgRegistrationID is the ID of an organization's registration: one per
+// organization, ever.
+func OrgRegistrationID(orgID string) string { return "org-registration/" + orgID }
+
+// OrgSyncID is the ID of the identity-service sync that follows one change
+// of an organization's name or members.
+func OrgSyncID(orgID, changeID string) string { return "org-sync/" + orgID + "/" + changeID }

@@ -44,8 +44,10 @@ func (p *Problem) WithRetryAfter(seconds int) *Problem { p.retryAfter = seconds;
 func (p *Problem) WithErrors(errs []models.FieldError) *Problem { p.Errors = errs; return p }
 
 // Common problems.
-func Unauthorized(detail string) *Problem { return NewProblem(fiber.StatusUnauthorized, "unauthorized", detail) }
-func Forbidden(detail string) *Problem    { return NewProblem(fiber.StatusForbidden, "forbidden", detail) }
+func Unauthorized(detail string) *Problem {
+	return NewProblem(fiber.StatusUnauthorized, "unauthorized", detail)
+}
+func Forbidden(detail string) *Problem { return NewProblem(fiber.StatusForbidden, "forbidden", detail) }
 func NotFound(what string) *Problem {
 	return NewProblem(fiber.StatusNotFound, "not_found", what+" was not found.")
 }
@@ -71,19 +73,19 @@ var kindStatus = []struct {
 // statusCode is the default problem code for statuses that reach the
 // handler as plain fiber errors (routing, body limit, method).
 var statusCode = map[int]string{
-	fiber.StatusBadRequest:            "bad_request",
-	fiber.StatusUnauthorized:          "unauthorized",
-	fiber.StatusForbidden:             "forbidden",
-	fiber.StatusNotFound:              "not_found",
-	fiber.StatusMethodNotAllowed:      "method_not_allowed",
-	fiber.StatusConflict:              "conflict",
-	fiber.StatusRequestEntityTooLarge: "payload_too_large",
-	fiber.StatusUnsupportedMediaType:  "unsupported_media_type",
-	fiber.StatusUnprocessableEntity:   "validation_failed",
-	fiber.StatusTooManyRequests:       "rate_limited",
-	fiber.StatusRequestTimeout:        "request_timeout",
+	fiber.StatusBadRequest:                  "bad_request",
+	fiber.StatusUnauthorized:                "unauthorized",
+	fiber.StatusForbidden:                   "forbidden",
+	fiber.StatusNotFound:                    "not_found",
+	fiber.StatusMethodNotAllowed:            "method_not_allowed",
+	fiber.StatusConflict:                    "conflict",
+	fiber.StatusRequestEntityTooLarge:       "payload_too_large",
+	fiber.StatusUnsupportedMediaType:        "unsupported_media_type",
+	fiber.StatusUnprocessableEntity:         "validation_failed",
+	fiber.StatusTooManyRequests:             "rate_limited",
+	fiber.StatusRequestTimeout:              "request_timeout",
 	fiber.StatusRequestHeaderFieldsTooLarge: "headers_too_large",
-	fiber.StatusServiceUnavailable:    "service_unavailable",
+	fiber.StatusServiceUnavailable:          "service_unavailable",
 }
 
 // ToProblem converts any error returned by a handler into a Problem. Errors

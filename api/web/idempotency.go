@@ -16,11 +16,11 @@ import (
 
 // Idempotency headers.
 const (
-	HeaderIdempotencyKey      = "Idempotency-Key"
-	HeaderIdempotentReplayed  = "Idempotent-Replayed"
-	idempotencyRetention      = 24 * time.Hour
-	idempotencyInFlightLease  = 2 * time.Minute
-	maxIdempotencyKeyLength   = 255
+	HeaderIdempotencyKey     = "Idempotency-Key"
+	HeaderIdempotentReplayed = "Idempotent-Replayed"
+	idempotencyRetention     = 24 * time.Hour
+	idempotencyInFlightLease = 2 * time.Minute
+	maxIdempotencyKeyLength  = 255
 )
 
 // IdempotencyOptions tunes the middleware.

@@ -20,9 +20,8 @@ const (
 
 // PageRequest is a parsed ?limit=&cursor=.
 type PageRequest struct {
-	Limit  int
-	After  *Cursor
-	cursor string
+	Limit int
+	After *Cursor
 }
 
 // Cursor is the position after the last row of a page. It is sent to

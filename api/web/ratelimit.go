@@ -22,13 +22,41 @@ func RateLimit(name string, max int, window time.Duration, key func(c *fiber.Ctx
 		Expiration:        window,
 		LimiterMiddleware: limiter.SlidingWindow{},
 		KeyGenerator:      func(c *fiber.Ctx) string { return name + "\x00" + key(c) },
-		LimitReached: func(c *fiber.Ctx) error {
-			retry, _ := strconv.Atoi(string(c.Response().Header.Peek(fiber.HeaderRetryAfter)))
-			if retry < 1 {
-				retry = int(window.Seconds())
-			}
-			return NewProblem(fiber.StatusTooManyRequests, "rate_limited",
-				"Too many requests; retry after the time in Retry-After.").WithRetryAfter(retry)
-		},
+		LimitReached:      limitReached(window),
 	})
+}
+
+func limitReached(window time.Duration) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		retry, _ := strconv.Atoi(string(c.Response().Header.Peek(fiber.HeaderRetryAfter)))
+		if retry < 1 {
+			retry = int(window.Seconds())
+		}
+		return NewProblem(fiber.StatusTooManyRequests, "rate_limited",
+			"Too many requests; retry after the time in Retry-After.").WithRetryAfter(retry)
+	}
+}
+
+// RateLimitFailures is RateLimit counting only failed requests (status ≥
+// 400): e.g. wrong passwords per account, so that a user who signs in
+// successfully is never locked out by the limiter.
+func RateLimitFailures(name string, max int, window time.Duration, key func(c *fiber.Ctx) string) fiber.Handler {
+	return limiter.New(limiter.Config{
+		Max:                    max,
+		Expiration:             window,
+		LimiterMiddleware:      limiter.SlidingWindow{},
+		SkipSuccessfulRequests: true,
+		KeyGenerator:           func(c *fiber.Ctx) string { return name + "\x00" + key(c) },
+		LimitReached:           limitReached(window),
+	})
+}
+
+// ErrorsAsResponses writes a returned error as its problem response right
+// away, so that middleware earlier in the chain (such as RateLimitFailures)
+// sees the final status code.
+func ErrorsAsResponses(c *fiber.Ctx) error {
+	if err := c.Next(); err != nil {
+		return c.App().ErrorHandler(c, err)
+	}
+	return nil
 }

@@ -39,8 +39,18 @@ type Config struct {
 	// Demo seeds the demo organization; defaults to true under `suite dev`.
 	Demo *bool `env:"SUITE_DEMO"`
 
+	// IdentityURL is the identity service's base URL; empty means the
+	// service this API process serves itself at /identity.
 	IdentityURL          string `env:"IDENTITY_URL"`
 	IdentityServiceToken string `env:"IDENTITY_SERVICE_TOKEN" secret:"true"`
+	// IdentityIssuer and IdentityJWKSURL let an external OIDC provider issue
+	// user tokens (defaults: IDENTITY_URL and its /.well-known/jwks.json).
+	IdentityIssuer   string `env:"IDENTITY_ISSUER"`
+	IdentityJWKSURL  string `env:"IDENTITY_JWKS_URL"`
+	IdentityAudience string `env:"IDENTITY_AUDIENCE" envDefault:"business-suite"`
+	// IdentitySigningKey is a base64 Ed25519 seed; empty: generated once
+	// and kept in the database.
+	IdentitySigningKey string `env:"IDENTITY_SIGNING_KEY" secret:"true"`
 
 	StripeSecretKey     string `env:"STRIPE_SECRET_KEY" secret:"true"`
 	StripeWebhookSecret string `env:"STRIPE_WEBHOOK_SECRET" secret:"true"`

@@ -52,6 +52,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	log.Debug("embedded temporal started", "after", time.Since(started).String())
 	defer func() {
 		if err := ts.Stop(3 * time.Second); err != nil {
 			log.Warn("embedded temporal", "error", err)
@@ -69,18 +70,36 @@ func runDev(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("connect to the embedded Temporal server: %w", err)
 	}
 	defer tc.Close()
+	log.Debug("temporal client connected", "after", time.Since(started).String())
 
-	w, err := startWorker(ctx, cfg, db, tc, log)
+	ln, self, err := listen(cfg)
 	if err != nil {
+		return err
+	}
+	id, err := wireIdentity(ctx, cfg, db, self, true, true, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	// The embedded server registered the search attributes with the namespace.
+	w, err := startWorker(cfg, db, tc, id)
+	if err != nil {
+		_ = ln.Close()
 		return err
 	}
 	defer w.Stop()
 
-	srv, err := startAPI(ctx, cfg, db, tc, log, newMetrics())
-	if err != nil {
-		return err
+	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics())
+	var demo *demoCredentials
+	if cfg.DemoEnabled(true) {
+		if demo, err = seedDemo(ctx, cfg, db, self); err != nil {
+			log.Error("seeding the demo organization failed", "error", err)
+		}
 	}
 	printDevBanner(cfg, srv.addr, ts.UIURL(), time.Since(started))
+	if demo != nil {
+		printDemo(demo, self)
+	}
 	err = srv.wait()
 	log.Info("stopped")
 	return err

@@ -4,6 +4,7 @@
 //	suite api        the HTTP API (production)
 //	suite worker     the Temporal worker (production; scale horizontally)
 //	suite migrate    apply database migrations and exit
+//	suite admin      operator tasks (set-plan, create-key)
 //	suite version    print the version
 //
 // All configuration comes from environment variables (see README.md).
@@ -33,6 +34,7 @@ Commands:
   api                  run the HTTP API (production)
   worker               run the Temporal worker (production)
   migrate              apply database migrations and exit
+  admin <task> ...     operator tasks; run "suite admin" for the list
   healthcheck <url>    exit 0 when url answers 200 (container health checks)
   version              print the version
 
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string) error {
 		return runWorker(ctx, cfg)
 	case "migrate":
 		return runMigrate(ctx, cfg)
+	case "admin":
+		return runAdmin(ctx, cfg, rest)
 	}
 	return usageError("unknown command " + fmt.Sprintf("%q", cmd) + "\n\n" + usage)
 }

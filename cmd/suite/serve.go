@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
@@ -21,18 +22,25 @@ type apiServer struct {
 	done chan error
 }
 
-// startAPI listens on cfg.HTTPAddr and serves until ctx ends, then shuts
-// down gracefully (in-flight requests finish within the shutdown timeout).
-func startAPI(ctx context.Context, cfg Config, db *gorm.DB, tc client.Client, log *slog.Logger, reg *prometheus.Registry) (*apiServer, error) {
+// listen opens the API listener first, so that the identity service's own
+// URL (the default IDENTITY_URL) is known before anything is built.
+func listen(cfg Config) (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, "", fmt.Errorf("listen on SUITE_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	return ln, "http://" + displayAddr(ln.Addr().String()), nil
+}
+
+// startAPI serves on ln until ctx ends, then shuts down gracefully
+// (in-flight requests finish within the shutdown timeout).
+func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry) (*apiServer, *outbox.Starter) {
 	starter := outbox.New(db, tc, log.With("component", "outbox"), reg)
 	app := api.New(api.Deps{
 		DB: db, Temporal: tc, Starter: starter, Log: log, Metrics: reg,
 		Version: version, TrustedProxies: cfg.TrustedProxies,
+		Identity: id.service, IdentityClient: id.client, Auth: id.auth,
 	})
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on SUITE_HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
-	}
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
 
@@ -45,15 +53,21 @@ func startAPI(ctx context.Context, cfg Config, db *gorm.DB, tc client.Client, lo
 			stopBackground()
 			s.done <- err
 		case <-ctx.Done():
+			// In-flight requests get the shutdown budget; connections still
+			// open after it are dropped rather than waited for.
 			err := app.ShutdownWithTimeout(cfg.ShutdownTimeout)
 			stopBackground()
-			if e := <-serveErr; e != nil && !errors.Is(e, net.ErrClosed) {
-				err = errors.Join(err, e)
+			select {
+			case e := <-serveErr:
+				if e != nil && !errors.Is(e, net.ErrClosed) {
+					err = errors.Join(err, e)
+				}
+			case <-time.After(time.Second):
 			}
 			s.done <- err
 		}
 	}()
-	return s, nil
+	return s, starter
 }
 
 // wait blocks until the server has stopped.
@@ -81,10 +95,16 @@ func runAPI(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("temporal client: %w", err)
 	}
 	defer tc.Close()
-	srv, err := startAPI(ctx, cfg, db, tc, log, newMetrics())
+	ln, self, err := listen(cfg)
 	if err != nil {
 		return err
 	}
-	log.Info("listening", "addr", srv.addr)
+	id, err := wireIdentity(ctx, cfg, db, self, true, false, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics())
+	log.Info("listening", "addr", srv.addr, "identity", id.url)
 	return srv.wait()
 }

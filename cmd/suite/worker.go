@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -21,12 +20,8 @@ import (
 
 // startWorker registers the suite's workflows and activities and starts
 // polling the task queue.
-func startWorker(ctx context.Context, cfg Config, db *gorm.DB, tc client.Client, log *slog.Logger) (sdkworker.Worker, error) {
-	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
-		// Not fatal: workflows still run; only UI filtering suffers.
-		log.Warn("custom search attributes are not registered", "error", err)
-	}
-	w := worker.New(tc, worker.Deps{DB: db}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
+func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring) (sdkworker.Worker, error) {
+	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
@@ -57,7 +52,20 @@ func runWorker(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
 	}
 	defer tc.Close()
-	w, err := startWorker(ctx, cfg, db, tc, log)
+	if cfg.IdentityURL == "" {
+		return fmt.Errorf("IDENTITY_URL is required: the base URL of the identity service (e.g. http://suite-api:8080/identity)")
+	}
+	id, err := wireIdentity(ctx, cfg, db, "", false, false, log)
+	if err != nil {
+		return err
+	}
+	saCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	if err := worker.EnsureSearchAttributes(saCtx, tc, cfg.TemporalNamespace); err != nil {
+		// Not fatal: workflows still run; only filtering in the UI suffers.
+		log.Warn("custom search attributes are not registered", "error", err)
+	}
+	cancel()
+	w, err := startWorker(cfg, db, tc, id)
 	if err != nil {
 		return err
 	}

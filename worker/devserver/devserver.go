@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"time"
 
-	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/authorization"
@@ -100,7 +100,9 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if _, statErr := os.Stat(opts.DBPath); opts.DBPath == "" || errors.Is(statErr, os.ErrNotExist) {
+	// The SQLite plugin creates the schema of an in-memory database itself;
+	// a database file gets it once, when the file is new.
+	if _, statErr := os.Stat(opts.DBPath); opts.DBPath != "" && errors.Is(statErr, os.ErrNotExist) {
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
 			return nil, fmt.Errorf("create temporal schema: %w", err)
 		}

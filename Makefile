@@ -1,0 +1,42 @@
+# Business Suite — `make help` lists the targets.
+SHELL := bash
+export GOTOOLCHAIN := local
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+# Pinned tool versions (run with `go run tool@version`, nothing to install).
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+TEST_FLAGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/suite (static, no cgo)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/suite ./cmd/suite
+
+.PHONY: run
+run: build ## Run the whole suite in one process (embedded Temporal + UI, SQLite in ./.data)
+	./bin/suite dev
+
+.PHONY: test
+test: ## Run all tests (SQLite always; PostgreSQL too when it answers on 127.0.0.1:5432 or TEST_DATABASE_URL is set)
+	$(GO) test $(TEST_FLAGS) -timeout 20m ./...
+
+.PHONY: lint
+lint: ## go vet, staticcheck and workflowcheck
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(WORKFLOWCHECK) ./workflows/...
+
+.PHONY: migrate
+migrate: build ## Apply database migrations (DATABASE_URL, or the dev SQLite file)
+	./bin/suite migrate
+
+.PHONY: clean
+clean: ## Remove build output and the dev data directory
+	rm -rf bin .data

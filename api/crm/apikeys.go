@@ -1,0 +1,112 @@
+package crm
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+type keyResponse struct {
+	ID         string     `json:"id"`
+	OrgID      string     `json:"orgId"`
+	Name       string     `json:"name"`
+	Service    string     `json:"service"`
+	Prefix     string     `json:"prefix"`
+	Last4      string     `json:"last4"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+	RevokedAt  *time.Time `json:"revokedAt"`
+	// Key is the secret, present only in the response that creates it.
+	Key string `json:"key,omitempty"`
+}
+
+func toKey(k *models.APIKey) keyResponse {
+	return keyResponse{ID: k.ID, OrgID: k.OrgID, Name: k.Name, Service: k.Service, Prefix: k.Prefix, Last4: k.Last4,
+		CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, RevokedAt: k.RevokedAt}
+}
+
+func keyCursor(k *models.APIKey) web.Cursor { return web.Cursor{CreatedAt: k.CreatedAt, ID: k.ID} }
+
+// keyAdmin resolves the organization for a key-management route: ADMIN
+// users only, never an API key.
+func (h *handlers) keyAdmin(c *fiber.Ctx) (*auth.Principal, error) {
+	id, err := pathID(c, "id", "The organization")
+	if err != nil {
+		return nil, err
+	}
+	p, err := h.Auth.ResolveOrg(c, id)
+	if err != nil {
+		return nil, err
+	}
+	return p, auth.RequireUserAdmin(p)
+}
+
+func (h *handlers) listKeys(c *fiber.Ctx) error {
+	p, err := h.keyAdmin(c)
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.APIKey{}).Where("org_id = ?", p.OrgID), page, "", keyCursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, toKey))
+}
+
+type createKeyRequest struct {
+	Name    string `json:"name" validate:"required,max=100"`
+	Service string `json:"service" validate:"required,oneof=crm helpdesk ai"`
+}
+
+// createKey generates a key; its text is in this response only.
+func (h *handlers) createKey(c *fiber.Ctx) error {
+	p, err := h.keyAdmin(c)
+	if err != nil {
+		return err
+	}
+	var req createKeyRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	k, secret, err := models.CreateAPIKey(c.UserContext(), h.DB, p.OrgID, req.Service, strings.TrimSpace(req.Name), p.UserID)
+	if err != nil {
+		return err
+	}
+	out := toKey(k)
+	out.Key = secret
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	c.Location("/crm/organization/" + p.OrgID + "/apikeys/" + k.ID)
+	return c.Status(fiber.StatusCreated).JSON(out)
+}
+
+// revokeKey revokes a key at once (idempotent).
+func (h *handlers) revokeKey(c *fiber.Ctx) error {
+	p, err := h.keyAdmin(c)
+	if err != nil {
+		return err
+	}
+	keyID, err := pathID(c, "keyId", "The API key")
+	if err != nil {
+		return err
+	}
+	res := h.DB.WithContext(c.UserContext()).Model(&models.APIKey{}).
+		Where("id = ? AND org_id = ?", keyID, p.OrgID).
+		Update("revoked_at", gorm.Expr("COALESCE(revoked_at, ?)", models.Now()))
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return web.NotFound("The API key")
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}

@@ -1,0 +1,261 @@
+package crm
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+type memberResponse struct {
+	ID        string    `json:"id"`
+	OrgID     string    `json:"orgId"`
+	UserID    *string   `json:"userId"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Status    string    `json:"status"`
+	Target    float64   `json:"target"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func toMember(m *models.Member) memberResponse {
+	return memberResponse{ID: m.ID, OrgID: m.OrgID, UserID: m.UserID, Email: m.Email, Name: m.Name, Role: m.Role,
+		Status: m.Status, Target: m.Target, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+}
+
+func memberCursor(m *models.Member) web.Cursor { return web.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} }
+
+// listMembers lists members and pending invites; any member may look.
+func (h *handlers) listMembers(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "The organization")
+	if err != nil {
+		return err
+	}
+	p, err := h.Auth.ResolveOrg(c, id)
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	q := h.DB.WithContext(c.UserContext()).Model(&models.Member{}).Where("org_id = ?", p.OrgID)
+	if status := c.Query("status"); status != "" {
+		if status != models.MemberActive && status != models.MemberInvited {
+			return models.Invalid(models.FieldError{Field: "status", Code: "oneof", Message: "Must be one of: active, invited."})
+		}
+		q = q.Where("status = ?", status)
+	}
+	rows, err := web.Paginate(q, page, "", memberCursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, toMember))
+}
+
+type inviteRequest struct {
+	Email  string   `json:"email" validate:"required,email,max=254"`
+	Name   string   `json:"name" validate:"max=200"`
+	Role   string   `json:"role" validate:"required,oneof=OWNER ADMIN AGENT"`
+	Target *float64 `json:"target" validate:"omitempty,gte=0"`
+}
+
+// canGrant: only an OWNER may make or unmake OWNERs.
+func canGrant(p *auth.Principal, roles ...string) error {
+	for _, r := range roles {
+		if r == models.RoleOwner && p.Role != models.RoleOwner {
+			return models.Err(models.ErrForbidden, "owner_required", "Only an OWNER can grant, change or remove the OWNER role.")
+		}
+	}
+	return nil
+}
+
+// inviteMember invites an e-mail address with a role. The invite holds a
+// seat at once; the seat check and the insert share a transaction that
+// locks the organization, so two invites cannot both take the last seat.
+func (h *handlers) inviteMember(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "The organization")
+	if err != nil {
+		return err
+	}
+	p, err := h.Auth.ResolveOrg(c, id)
+	if err != nil {
+		return err
+	}
+	if err := auth.RequireUserAdmin(p); err != nil {
+		return err
+	}
+	var req inviteRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	if err := canGrant(p, req.Role); err != nil {
+		return err
+	}
+	now := models.Now()
+	inviter := p.UserID
+	m := &models.Member{ID: models.NewID(), OrgID: p.OrgID, Email: models.NormalizeEmail(req.Email), Name: strings.TrimSpace(req.Name),
+		Role: req.Role, Status: models.MemberInvited, InvitedBy: &inviter, CreatedAt: now, UpdatedAt: now}
+	if req.Target != nil {
+		m.Target = *req.Target
+	}
+	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		org, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx), p.OrgID)
+		if err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.Model(&models.Member{}).Where("org_id = ? AND email = ?", p.OrgID, m.Email).Count(&n).Error; err != nil {
+			return err
+		}
+		if n > 0 {
+			return models.Err(models.ErrConflict, "already_member", "%s is already a member or invited.", m.Email)
+		}
+		if err := models.CheckSeat(tx, org); err != nil {
+			return err
+		}
+		return tx.Create(m).Error
+	})
+	if err != nil {
+		if models.IsUniqueViolation(err) {
+			return models.Err(models.ErrConflict, "already_member", "%s is already a member or invited.", m.Email)
+		}
+		return err
+	}
+	c.Location("/crm/organization/" + p.OrgID + "/members/" + m.ID)
+	return c.Status(fiber.StatusCreated).JSON(toMember(m))
+}
+
+type updateMemberRequest struct {
+	Role   *string  `json:"role" validate:"omitempty,oneof=OWNER ADMIN AGENT"`
+	Name   *string  `json:"name" validate:"omitempty,max=200"`
+	Target *float64 `json:"target" validate:"omitempty,gte=0"`
+}
+
+// updateMember changes a member's role, name or sales target.
+func (h *handlers) updateMember(c *fiber.Ctx) error {
+	p, memberID, err := h.memberRoute(c)
+	if err != nil {
+		return err
+	}
+	var req updateMemberRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	var m models.Member
+	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
+		if _, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
+			return err
+		}
+		if err := tx.Take(&m, "id = ? AND org_id = ?", memberID, p.OrgID).Error; err != nil {
+			return memberNotFound(err)
+		}
+		roleChanged := req.Role != nil && *req.Role != m.Role
+		if roleChanged {
+			if err := canGrant(p, m.Role, *req.Role); err != nil {
+				return err
+			}
+			if m.Role == models.RoleOwner && m.Status == models.MemberActive {
+				if owners, err := models.CountOwners(tx.DB, p.OrgID); err != nil || owners <= 1 {
+					return firstErr(err, errLastOwner)
+				}
+			}
+			m.Role = *req.Role
+		}
+		if req.Name != nil {
+			m.Name = strings.TrimSpace(*req.Name)
+		}
+		if req.Target != nil {
+			m.Target = *req.Target
+		}
+		m.UpdatedAt = models.Now()
+		if err := tx.Save(&m).Error; err != nil {
+			return err
+		}
+		if roleChanged && m.Status == models.MemberActive {
+			return startOrgSync(tx, p.OrgID)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(toMember(&m))
+}
+
+// removeMember removes a member or withdraws an invite, freeing the seat.
+func (h *handlers) removeMember(c *fiber.Ctx) error {
+	p, memberID, err := h.memberRoute(c)
+	if err != nil {
+		return err
+	}
+	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
+		if _, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
+			return err
+		}
+		var m models.Member
+		if err := tx.Take(&m, "id = ? AND org_id = ?", memberID, p.OrgID).Error; err != nil {
+			return memberNotFound(err)
+		}
+		if err := canGrant(p, m.Role); err != nil {
+			return err
+		}
+		if m.Role == models.RoleOwner && m.Status == models.MemberActive {
+			if owners, err := models.CountOwners(tx.DB, p.OrgID); err != nil || owners <= 1 {
+				return firstErr(err, errLastOwner)
+			}
+		}
+		if err := tx.Delete(&m).Error; err != nil {
+			return err
+		}
+		if m.Status == models.MemberActive {
+			return startOrgSync(tx, p.OrgID)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// memberRoute resolves /organization/:id/members/:memberId for an admin.
+func (h *handlers) memberRoute(c *fiber.Ctx) (*auth.Principal, string, error) {
+	id, err := pathID(c, "id", "The organization")
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := h.Auth.ResolveOrg(c, id)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := auth.RequireUserAdmin(p); err != nil {
+		return nil, "", err
+	}
+	memberID, err := pathID(c, "memberId", "The member")
+	return p, memberID, err
+}
+
+func memberNotFound(err error) error {
+	if isNotFound(err) {
+		return models.Err(models.ErrNotFound, "not_found", "The member was not found.")
+	}
+	return err
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

@@ -1,0 +1,243 @@
+package identity
+
+import (
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+func base64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// Mount serves the identity service: /identity/v1/* and the discovery
+// documents under both /.well-known and /identity/.well-known.
+func Mount(app *fiber.App, s *Service) {
+	for _, prefix := range []string{"", "/identity"} {
+		app.Get(prefix+"/.well-known/jwks.json", s.jwks)
+		app.Get(prefix+"/.well-known/openid-configuration", s.discovery)
+	}
+	v1 := app.Group("/identity/v1")
+	v1.Post("/users", web.RateLimit("signup", 20, time.Minute, nil), s.signUp)
+	v1.Post("/token",
+		web.RateLimit("login-ip", 30, time.Minute, nil),
+		web.RateLimitFailures("login-email", 5, time.Minute, emailOf),
+		web.ErrorsAsResponses,
+		s.token)
+	v1.Post("/token/refresh", web.RateLimit("refresh-ip", 60, time.Minute, nil), s.refresh)
+	v1.Get("/me", s.me)
+
+	svc := v1.Group("", s.requireService)
+	svc.Put("/orgs/:orgId", s.putOrg)
+	svc.Delete("/orgs/:orgId", s.deleteOrg)
+	svc.Put("/orgs/:orgId/members", s.putMembers)
+	svc.Get("/users/:userId/orgs", s.userOrgs)
+}
+
+// emailOf keys the per-account login limit on the e-mail in the body.
+func emailOf(c *fiber.Ctx) string {
+	var body struct {
+		Email string `json:"email"`
+	}
+	_ = json.Unmarshal(c.Body(), &body)
+	return models.NormalizeEmail(body.Email)
+}
+
+type signUpRequest struct {
+	Email    string `json:"email" validate:"required,email,max=254"`
+	Password string `json:"password" validate:"required,min=10,max=200"`
+	Name     string `json:"name" validate:"required,max=200"`
+}
+
+type userResponse struct {
+	ID        string    `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func toUser(u *models.IdentityUser) userResponse {
+	return userResponse{ID: u.ID, Email: u.Email, Name: u.Name, CreatedAt: u.CreatedAt}
+}
+
+func (s *Service) signUp(c *fiber.Ctx) error {
+	var req signUpRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	u, err := s.SignUp(c.UserContext(), req.Email, req.Password, strings.TrimSpace(req.Name))
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(toUser(u))
+}
+
+type tokenRequest struct {
+	GrantType string `json:"grant_type" validate:"required,oneof=password"`
+	Email     string `json:"email" validate:"required,email"`
+	Password  string `json:"password" validate:"required"`
+}
+
+func (s *Service) token(c *fiber.Ctx) error {
+	var req tokenRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	pair, err := s.PasswordGrant(c.UserContext(), req.Email, req.Password)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(pair)
+}
+
+type refreshRequest struct {
+	RefreshToken string `json:"refresh_token" validate:"required"`
+}
+
+func (s *Service) refresh(c *fiber.Ctx) error {
+	var req refreshRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	pair, err := s.Refresh(c.UserContext(), req.RefreshToken)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderCacheControl, "no-store")
+	return c.JSON(pair)
+}
+
+func (s *Service) me(c *fiber.Ctx) error {
+	token, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok || token == "" {
+		return web.Unauthorized("Send Authorization: Bearer <access token>.")
+	}
+	claims, err := s.Verify(token)
+	if err != nil {
+		return err
+	}
+	u, err := s.User(c.UserContext(), claims.Subject)
+	if err != nil {
+		return web.Unauthorized("The account no longer exists.")
+	}
+	return c.JSON(toUser(u))
+}
+
+func (s *Service) jwks(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
+	return c.JSON(s.JWKS())
+}
+
+func (s *Service) discovery(c *fiber.Ctx) error {
+	iss := s.cfg.Issuer
+	return c.JSON(fiber.Map{
+		"issuer":                                iss,
+		"jwks_uri":                              iss + "/.well-known/jwks.json",
+		"token_endpoint":                        iss + "/v1/token",
+		"userinfo_endpoint":                     iss + "/v1/me",
+		"grant_types_supported":                 []string{"password", "refresh_token"},
+		"response_types_supported":              []string{"token"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{"EdDSA"},
+		"token_endpoint_auth_methods_supported": []string{"none"},
+		"claims_supported":                      []string{"sub", "iss", "aud", "exp", "iat", "email", "name"},
+	})
+}
+
+// requireService admits calls bearing the configured service token.
+func (s *Service) requireService(c *fiber.Ctx) error {
+	token, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.ServiceToken)) != 1 {
+		return web.Unauthorized("Service-to-service endpoints need the identity service token.")
+	}
+	return c.Next()
+}
+
+func orgIDParam(c *fiber.Ctx) (string, error) {
+	id := c.Params("orgId")
+	if !models.ValidID(id) {
+		return "", models.Invalid(models.FieldError{Field: "orgId", Code: "uuid", Message: "Must be a valid id."})
+	}
+	return id, nil
+}
+
+type putOrgRequest struct {
+	Name string `json:"name" validate:"required,max=200"`
+}
+
+func (s *Service) putOrg(c *fiber.Ctx) error {
+	id, err := orgIDParam(c)
+	if err != nil {
+		return err
+	}
+	var req putOrgRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	created, err := s.RegisterOrg(c.UserContext(), id, req.Name)
+	if err != nil {
+		return err
+	}
+	status := fiber.StatusOK
+	if created {
+		status = fiber.StatusCreated
+	}
+	return c.Status(status).JSON(fiber.Map{"id": id, "name": req.Name})
+}
+
+func (s *Service) deleteOrg(c *fiber.Ctx) error {
+	id, err := orgIDParam(c)
+	if err != nil {
+		return err
+	}
+	if err := s.DeregisterOrg(c.UserContext(), id); err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+type putMembersRequest struct {
+	Members []memberEntry `json:"members" validate:"required,dive"`
+}
+
+type memberEntry struct {
+	UserID string `json:"userId" validate:"required,uuid"`
+	Role   string `json:"role" validate:"required,oneof=OWNER ADMIN AGENT"`
+}
+
+func (s *Service) putMembers(c *fiber.Ctx) error {
+	id, err := orgIDParam(c)
+	if err != nil {
+		return err
+	}
+	var req putMembersRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	ms := make([]Membership, len(req.Members))
+	for i, m := range req.Members {
+		ms[i] = Membership{OrgID: id, UserID: m.UserID, Role: m.Role}
+	}
+	if err := s.SetMembers(c.UserContext(), id, ms); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"orgId": id, "members": req.Members})
+}
+
+func (s *Service) userOrgs(c *fiber.Ctx) error {
+	id := c.Params("userId")
+	if !models.ValidID(id) {
+		return web.NotFound("The user")
+	}
+	ms, err := s.UserOrgs(c.UserContext(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"data": ms})
+}

@@ -1,0 +1,190 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+	"github.com/business-suite/suite/worker"
+	"github.com/business-suite/suite/worker/devserver"
+	"github.com/business-suite/suite/workflows"
+)
+
+// runs counts executions per workflow ID across the test.
+type runs struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *runs) Record(ctx context.Context, workflowID string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[workflowID]++
+	return nil
+}
+
+func (r *runs) count(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[id]
+}
+
+type probeInput struct{ Note string }
+
+func probeWorkflow(ctx workflow.Context, in probeInput) (string, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	var r *runs
+	if err := workflow.ExecuteActivity(ctx, r.Record, workflow.GetInfo(ctx).WorkflowExecution.ID).Get(ctx, nil); err != nil {
+		return "", err
+	}
+	return in.Note, nil
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// TestStartsRecordedWhileTemporalIsDownRunExactlyOnce is the outbox's
+// promise: callers succeed while Temporal is unreachable, and once it is
+// back every recorded start happens, exactly once.
+func TestStartsRecordedWhileTemporalIsDownRunExactlyOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		addr := freeAddr(t)
+		// A lazy client pointing at a Temporal that is not running yet.
+		tc, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: "default", Logger: nil})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		starter := outbox.New(db, tc, quiet, nil)
+		starter.DispatchTimeout = 500 * time.Millisecond
+
+		var ids []string
+		for i := range 5 {
+			id := fmt.Sprintf("probe/%s/%d", db.Dialector.Name(), i)
+			ids = append(ids, id)
+			err := starter.Transact(ctx, func(tx *outbox.Tx) error {
+				return tx.Start(outbox.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{Note: id}, OrgID: "org-1", Kind: "probe"})
+			})
+			if err != nil {
+				t.Fatalf("record start %d: %v", i, err)
+			}
+		}
+		// Recording the same workflow ID twice is refused, and rolls back.
+		err = starter.Transact(ctx, func(tx *outbox.Tx) error {
+			return tx.Start(outbox.Start{WorkflowID: ids[0], Workflow: "probeWorkflow", Input: probeInput{}})
+		})
+		if !errors.Is(err, outbox.ErrDuplicate) {
+			t.Fatalf("duplicate start: %v", err)
+		}
+		// A start in a transaction that rolls back never happens.
+		_ = starter.Transact(ctx, func(tx *outbox.Tx) error {
+			if err := tx.Start(outbox.Start{WorkflowID: "probe/rolled-back", Workflow: "probeWorkflow", Input: probeInput{}}); err != nil {
+				return err
+			}
+			return errors.New("domain write failed")
+		})
+
+		started, err := starter.DispatchDue(ctx)
+		if err != nil || started != 0 {
+			t.Fatalf("dispatch with Temporal down: started %d, err %v", started, err)
+		}
+		var failed models.WorkflowStart
+		if err := db.Where("workflow_id = ?", ids[0]).Take(&failed).Error; err != nil {
+			t.Fatal(err)
+		}
+		if failed.Status != models.StartPending || failed.Attempts != 1 || failed.LastError == "" || !failed.NextAttemptAt.After(models.Now()) {
+			t.Fatalf("after a failed dispatch: %+v", failed)
+		}
+
+		// Temporal comes up; a worker runs the probe workflow.
+		ts, err := devserver.Start(devserver.Options{FrontendAddr: addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = ts.Stop(3 * time.Second) }()
+		counter := &runs{n: map[string]int{}}
+		w := sdkworker.New(tc, workflows.TaskQueue, sdkworker.Options{})
+		w.RegisterWorkflow(probeWorkflow)
+		w.RegisterActivity(counter)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if err := worker.EnsureSearchAttributes(ctx, tc, "default"); err != nil {
+			t.Fatal(err)
+		}
+
+		// Two relays race for the same due starts (two API replicas).
+		db.Model(&models.WorkflowStart{}).Where("status = ?", models.StartPending).Update("next_attempt_at", models.Now())
+		other := outbox.New(db, tc, quiet, nil)
+		var wg sync.WaitGroup
+		for _, s := range []*outbox.Starter{starter, other} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					if n, _ := s.Pending(ctx); n == 0 {
+						return
+					}
+					_, _ = s.DispatchDue(ctx)
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+		}
+		wg.Wait()
+		if n, _ := starter.Pending(ctx); n != 0 {
+			t.Fatalf("%d starts still pending after Temporal came back", n)
+		}
+		for _, id := range ids {
+			var note string
+			if err := tc.GetWorkflow(ctx, id, "").Get(ctx, &note); err != nil || note != id {
+				t.Fatalf("workflow %s: %q %v", id, note, err)
+			}
+			if c := counter.count(id); c != 1 {
+				t.Fatalf("workflow %s ran %d times", id, c)
+			}
+		}
+
+		// Lost bookkeeping (start reached Temporal, the "started" mark did
+		// not): re-dispatching finds the execution and records it — no rerun.
+		db.Model(&models.WorkflowStart{}).Where("workflow_id = ?", ids[1]).
+			Updates(map[string]any{"status": models.StartPending, "next_attempt_at": models.Now(), "run_id": ""})
+		if _, err := starter.DispatchDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var row models.WorkflowStart
+		db.Where("workflow_id = ?", ids[1]).Take(&row)
+		if row.Status != models.StartStarted || row.RunID == "" || counter.count(ids[1]) != 1 {
+			t.Fatalf("re-dispatch: %+v, runs %d", row, counter.count(ids[1]))
+		}
+		var rolledBack int64
+		db.Model(&models.WorkflowStart{}).Where("workflow_id = ?", "probe/rolled-back").Count(&rolledBack)
+		if rolledBack != 0 {
+			t.Fatal("a start recorded in a rolled-back transaction survived")
+		}
+	})
+}

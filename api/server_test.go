@@ -1,0 +1,120 @@
+package api_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+
+	"github.com/business-suite/suite/api"
+	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+)
+
+func TestOperationsEndpoints(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		r := e.Do(apitest.Request{Method: "GET", Path: "/healthz"}).Expect(200)
+		if r.Header.Get("X-Request-Id") == "" {
+			t.Fatal("no X-Request-Id")
+		}
+		ready := e.Do(apitest.Request{Method: "GET", Path: "/readyz"}).Expect(200).Map()
+		if ready["status"] != "ready" {
+			t.Fatalf("readyz: %v", ready)
+		}
+		metrics := e.Do(apitest.Request{Method: "GET", Path: "/metrics"}).Expect(200)
+		if !strings.Contains(string(metrics.Body), `suite_http_requests_total{method="GET",route="/readyz",status="200"} 1`) {
+			t.Fatalf("metrics do not count requests:\n%s", metrics.Body)
+		}
+		var doc map[string]any
+		e.Do(apitest.Request{Method: "GET", Path: "/openapi.json"}).Expect(200).JSON(&doc)
+		if doc["openapi"] != "3.1.0" {
+			t.Fatalf("openapi.json: %v", doc["openapi"])
+		}
+		page := e.Do(apitest.Request{Method: "GET", Path: "/docs"}).Expect(200)
+		if !strings.Contains(string(page.Body), "Business Suite API") || !strings.Contains(string(page.Body), "/readyz") {
+			t.Fatal("the reference page does not render the document")
+		}
+	})
+}
+
+func TestProblemResponsesForTheBasics(t *testing.T) {
+	e := apitest.New(t, models.SQLite)
+	// Unknown route: 404 problem+json with a request id.
+	e.Do(apitest.Request{Method: "GET", Path: "/no/such/route"}).ExpectProblem(404, "not_found")
+
+	// The authenticated interfaces refuse requests without a credential,
+	// before routing: 401 whatever the path.
+	for _, path := range []string{"/crm/contacts", "/helpdesk/tickets", "/v1/ai/summarize"} {
+		e.Do(apitest.Request{Method: "GET", Path: path, SkipSpec: true}).ExpectProblem(401, "unauthorized")
+	}
+
+	// A 2 MiB body is refused by the server itself with 413, still as a
+	// problem with a request id. (fasthttp reads the body before routing,
+	// so this goes over a real socket rather than app.Test.)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = e.App.Listener(ln) }()
+	defer func() { _ = e.App.Shutdown() }()
+	// The client announces 2 MiB; the server answers from the headers.
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /crm/contacts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"name\":\"", 2<<20)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 413 || p["code"] != "payload_too_large" || resp.Header.Get("Content-Type") != "application/problem+json" ||
+		resp.Header.Get("X-Request-Id") == "" || p["requestId"] != resp.Header.Get("X-Request-Id") {
+		t.Fatalf("2 MiB body: %d %v %v", resp.StatusCode, resp.Header, p)
+	}
+}
+
+func TestReadyzReportsTemporalDown(t *testing.T) {
+	db := dbtest.Open(t, models.SQLite)
+	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	app := api.New(api.Deps{DB: db, Temporal: tc, Metrics: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e := &apitest.Env{T: t, App: app, DB: db}
+	r := e.Do(apitest.Request{Method: "GET", Path: "/readyz"}).Expect(503)
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	var body struct {
+		Checks map[string]struct{ Status string } `json:"checks"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil || body.Checks["temporal"].Status != "down" || body.Checks["database"].Status != "ok" {
+		t.Fatalf("readyz body: %s", r.Body)
+	}
+}
+
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	doc, err := api.LoadOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,303 @@
+package web_test
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+)
+
+func newApp() *fiber.App {
+	app := fiber.New(fiber.Config{ErrorHandler: web.ErrorHandler(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	app.Use(web.RequestIDMiddleware(), recover.New())
+	return app
+}
+
+type result struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func send(t *testing.T, app *fiber.App, method, path, body string, headers ...string) result {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := app.Test(req, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return result{resp.StatusCode, resp.Header, string(b)}
+}
+
+type contactReq struct {
+	Name  string   `json:"name" validate:"required,max=5"`
+	Email string   `json:"email" validate:"omitempty,email"`
+	Age   int      `json:"age" validate:"gte=0"`
+	Score *float64 `json:"score"`
+}
+
+func TestDecodeListsEveryBadField(t *testing.T) {
+	app := newApp()
+	app.Post("/x", func(c *fiber.Ctx) error {
+		var r contactReq
+		if err := web.Decode(c, &r); err != nil {
+			return err
+		}
+		return c.JSON(r)
+	})
+	cases := []struct {
+		name, body, ctype string
+		status            int
+		code              string
+		fields            []string
+	}{
+		{"ok", `{"name":"Ada","email":"ada@example.com"}`, "", 200, "", nil},
+		{"unknown fields all listed", `{"name":"Ada","nickname":"x","shoe":1}`, "", 422, "validation_failed", []string{`"field":"nickname"`, `"field":"shoe"`, "unknown_field"}},
+		{"wrong types all listed", `{"name":5,"age":"old"}`, "", 422, "validation_failed", []string{`"field":"name"`, `"field":"age"`, "invalid_type"}},
+		{"rules all listed", `{"name":"Adalbert","email":"nope","age":-1}`, "", 422, "validation_failed", []string{`"field":"name"`, `"field":"email"`, `"field":"age"`}},
+		{"required", `{}`, "", 422, "validation_failed", []string{`"field":"name"`, `"code":"required"`}},
+		{"malformed", `{"name":`, "", 400, "malformed_json", nil},
+		{"not an object", `[1,2]`, "", 400, "malformed_json", nil},
+		{"two objects", `{"name":"a"}{"name":"b"}`, "", 400, "malformed_json", nil},
+		{"not json", `name=Ada`, "application/x-www-form-urlencoded", 415, "unsupported_media_type", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var headers []string
+			if tc.ctype != "" {
+				headers = []string{"Content-Type", tc.ctype}
+			}
+			r := send(t, app, "POST", "/x", tc.body, headers...)
+			if r.status != tc.status {
+				t.Fatalf("status %d want %d: %s", r.status, tc.status, r.body)
+			}
+			if tc.code != "" && !strings.Contains(r.body, `"code":"`+tc.code+`"`) {
+				t.Fatalf("code %s missing: %s", tc.code, r.body)
+			}
+			if tc.status >= 400 && r.header.Get("Content-Type") != web.ContentTypeProblem {
+				t.Fatalf("content type %q", r.header.Get("Content-Type"))
+			}
+			for _, f := range tc.fields {
+				if !strings.Contains(r.body, f) {
+					t.Errorf("%s missing from %s", f, r.body)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorsNeverLeakInternals(t *testing.T) {
+	app := newApp()
+	app.Get("/boom", func(*fiber.Ctx) error { return fmt.Errorf("dial tcp 10.0.0.7:5432: secret detail") })
+	app.Get("/panic", func(*fiber.Ctx) error { panic("secret panic") })
+	app.Get("/limit", func(*fiber.Ctx) error {
+		return models.Err(models.ErrLimit, "seat_limit_reached", "All 2 seats are in use.")
+	})
+	for _, path := range []string{"/boom", "/panic"} {
+		r := send(t, app, "GET", path, "")
+		if r.status != 500 || strings.Contains(r.body, "secret") || !strings.Contains(r.body, `"code":"internal_error"`) {
+			t.Fatalf("%s: %d %s", path, r.status, r.body)
+		}
+		if r.header.Get(web.HeaderRequestID) == "" || !strings.Contains(r.body, r.header.Get(web.HeaderRequestID)) {
+			t.Fatalf("%s: request id missing: %v %s", path, r.header, r.body)
+		}
+	}
+	r := send(t, app, "GET", "/limit", "")
+	if r.status != 402 || !strings.Contains(r.body, `"code":"seat_limit_reached"`) {
+		t.Fatalf("limit: %d %s", r.status, r.body)
+	}
+}
+
+func TestRequestIDIsEchoedOrMinted(t *testing.T) {
+	app := newApp()
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	if r := send(t, app, "GET", "/", "", web.HeaderRequestID, "abc-123"); r.header.Get(web.HeaderRequestID) != "abc-123" {
+		t.Fatalf("sane id not echoed: %q", r.header.Get(web.HeaderRequestID))
+	}
+	r := send(t, app, "GET", "/", "", web.HeaderRequestID, "bad id\twith spaces")
+	if got := r.header.Get(web.HeaderRequestID); got == "" || strings.Contains(got, " ") {
+		t.Fatalf("insane id kept: %q", got)
+	}
+}
+
+func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
+	app := newApp()
+	app.Get("/public", web.RateLimit("test", 2, time.Minute, nil), func(c *fiber.Ctx) error { return c.SendString("ok") })
+	for i := range 2 {
+		if r := send(t, app, "GET", "/public", ""); r.status != 200 {
+			t.Fatalf("request %d: %d", i, r.status)
+		}
+	}
+	r := send(t, app, "GET", "/public", "")
+	if r.status != 429 || !strings.Contains(r.body, `"code":"rate_limited"`) || r.header.Get("Retry-After") == "" {
+		t.Fatalf("third request: %d %v %s", r.status, r.header, r.body)
+	}
+}
+
+func idempotentApp(db *gorm.DB, now *atomic.Pointer[time.Time], hits *atomic.Int32, gate chan struct{}) *fiber.App {
+	app := newApp()
+	app.Use(web.Idempotency(db, web.IdempotencyOptions{Now: func() time.Time { return *now.Load() }}))
+	app.Post("/orders", func(c *fiber.Ctx) error {
+		n := hits.Add(1)
+		if gate != nil && c.Get("X-Wait") != "" {
+			<-gate
+		}
+		c.Location("/orders/" + fmt.Sprint(n))
+		return c.Status(201).JSON(fiber.Map{"order": n})
+	})
+	app.Post("/fail", func(c *fiber.Ctx) error {
+		hits.Add(1)
+		return fmt.Errorf("database exploded")
+	})
+	app.Post("/invalid", func(c *fiber.Ctx) error {
+		hits.Add(1)
+		return models.Invalid(models.FieldError{Field: "x", Code: "required", Message: "x"})
+	})
+	return app
+}
+
+func TestIdempotencyKeys(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		var now atomic.Pointer[time.Time]
+		start := models.Now()
+		now.Store(&start)
+		var hits atomic.Int32
+		gate := make(chan struct{})
+		app := idempotentApp(db, &now, &hits, gate)
+		key := func(k string) []string {
+			return []string{web.HeaderIdempotencyKey, k, "Authorization", "Bearer tenant-a"}
+		}
+
+		first := send(t, app, "POST", "/orders", `{"sku":"a"}`, key("k1")...)
+		again := send(t, app, "POST", "/orders", `{"sku":"a"}`, key("k1")...)
+		if first.status != 201 || again.status != 201 || first.body != again.body || hits.Load() != 1 {
+			t.Fatalf("replay: %d %s / %d %s, hits %d", first.status, first.body, again.status, again.body, hits.Load())
+		}
+		if again.header.Get(web.HeaderIdempotentReplayed) != "true" || again.header.Get("Location") != first.header.Get("Location") {
+			t.Fatalf("replay headers: %v", again.header)
+		}
+
+		if r := send(t, app, "POST", "/orders", `{"sku":"b"}`, key("k1")...); r.status != 422 || !strings.Contains(r.body, "idempotency_key_reused") {
+			t.Fatalf("different body: %d %s", r.status, r.body)
+		}
+		// The same key from another credential is another key.
+		other := send(t, app, "POST", "/orders", `{"sku":"b"}`, web.HeaderIdempotencyKey, "k1", "Authorization", "Bearer tenant-b")
+		if other.status != 201 || hits.Load() != 2 {
+			t.Fatalf("other tenant: %d, hits %d", other.status, hits.Load())
+		}
+
+		// 4xx outcomes are stored; 5xx are not, so a retry runs again.
+		send(t, app, "POST", "/invalid", `{}`, key("k2")...)
+		send(t, app, "POST", "/invalid", `{}`, key("k2")...)
+		send(t, app, "POST", "/fail", `{}`, key("k3")...)
+		send(t, app, "POST", "/fail", `{}`, key("k3")...)
+		if hits.Load() != 5 {
+			t.Fatalf("after 4xx/5xx retries hits = %d, want 5 (4xx replayed once, 5xx re-run)", hits.Load())
+		}
+
+		// A retry while the first is in flight is a 409.
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			send(t, app, "POST", "/orders", `{"sku":"c"}`, append(key("k4"), "X-Wait", "1")...)
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for hits.Load() != 6 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		r := send(t, app, "POST", "/orders", `{"sku":"c"}`, append(key("k4"), "X-Wait", "1")...)
+		close(gate)
+		wg.Wait()
+		if r.status != 409 || !strings.Contains(r.body, "idempotency_key_in_flight") || r.header.Get("Retry-After") == "" {
+			t.Fatalf("in flight: %d %s", r.status, r.body)
+		}
+
+		// After 24 hours the key is forgotten and the request runs anew.
+		later := start.Add(25 * time.Hour)
+		now.Store(&later)
+		if r := send(t, app, "POST", "/orders", `{"sku":"z"}`, key("k1")...); r.status != 201 || hits.Load() != 7 {
+			t.Fatalf("expired key: %d hits %d", r.status, hits.Load())
+		}
+		if n, err := web.PurgeIdempotencyKeys(t.Context(), db, later); err != nil || n == 0 {
+			t.Fatalf("purge: %d %v", n, err)
+		}
+
+		long := strings.Repeat("k", 256)
+		if r := send(t, app, "POST", "/orders", `{}`, key(long)...); r.status != 422 {
+			t.Fatalf("long key: %d %s", r.status, r.body)
+		}
+	})
+}
+
+func TestCursorPaginationIsStableUnderInserts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		base := models.Now()
+		// Ten rows, several sharing a timestamp, so the id tie-break matters.
+		var want []string
+		for i := range 10 {
+			row := models.WorkflowStart{ID: models.NewID(), WorkflowID: fmt.Sprintf("wf-%d", i), WorkflowType: "T", TaskQueue: "q",
+				Status: models.StartPending, NextAttemptAt: base, CreatedAt: base.Add(time.Duration(i/3) * time.Second), UpdatedAt: base}
+			if err := db.Create(&row).Error; err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, row.ID)
+		}
+		key := func(s *models.WorkflowStart) web.Cursor { return web.Cursor{CreatedAt: s.CreatedAt, ID: s.ID} }
+		seen := map[string]bool{}
+		req := web.PageRequest{Limit: 3}
+		for pageNo := 0; ; pageNo++ {
+			page, err := web.Paginate(db.Model(&models.WorkflowStart{}), req, "", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Data {
+				if seen[r.ID] {
+					t.Fatalf("row %s repeated on page %d", r.ID, pageNo)
+				}
+				seen[r.ID] = true
+			}
+			// A newer row arrives while the client pages: it must not shift pages.
+			newer := models.WorkflowStart{ID: models.NewID(), WorkflowID: fmt.Sprintf("new-%d", pageNo), WorkflowType: "T", TaskQueue: "q",
+				Status: models.StartPending, NextAttemptAt: base, CreatedAt: models.Now().Add(time.Hour), UpdatedAt: base}
+			if err := db.Create(&newer).Error; err != nil {
+				t.Fatal(err)
+			}
+			if !page.HasMore {
+				break
+			}
+			cur, err := web.DecodeCursor(*page.NextCursor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.After = &cur
+		}
+		for _, id := range want {
+			if !seen[id] {
+				t.Fatalf("row %s never listed", id)
+			}
+		}
+	})
+}

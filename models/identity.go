@@ -1,0 +1,53 @@
+package models
+
+import "time"
+
+// Identity-service entities. They belong to the identity service (api/identity)
+// alone: the CRM reaches them only over HTTP, so the service can be split out.
+
+// IdentityUser is an account that can sign in.
+type IdentityUser struct {
+	ID           string `gorm:"primaryKey"`
+	Email        string
+	Name         string
+	PasswordHash string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// IdentityRefreshToken is one rotating refresh token. Tokens of one sign-in
+// form a family; presenting a spent token revokes the whole family.
+type IdentityRefreshToken struct {
+	ID        string `gorm:"primaryKey"`
+	UserID    string
+	FamilyID  string
+	TokenHash string
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+	RevokedAt *time.Time
+	CreatedAt time.Time
+}
+
+// IdentitySigningKey is an Ed25519 key that signs access tokens.
+type IdentitySigningKey struct {
+	KID         string `gorm:"column:kid;primaryKey"`
+	PrivateSeed []byte
+	CreatedAt   time.Time
+}
+
+// IdentityOrg is an organization as registered in the identity service.
+type IdentityOrg struct {
+	ID        string `gorm:"primaryKey"`
+	Name      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// IdentityMembership says a user belongs to an organization with a role.
+type IdentityMembership struct {
+	OrgID     string `gorm:"primaryKey"`
+	UserID    string `gorm:"primaryKey"`
+	Role      string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}

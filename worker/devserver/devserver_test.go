@@ -1,0 +1,115 @@
+package devserver_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/business-suite/suite/worker/devserver"
+	"github.com/business-suite/suite/workflows"
+)
+
+func greet(ctx workflow.Context, name string) (string, error) { return "hello " + name, nil }
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestStateSurvivesRestart: a workflow completed before a restart is still
+// there, with its search attributes, after the server starts again on the
+// same file — what `make run` users see after Ctrl-C and a new start.
+func TestStateSurvivesRestart(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "temporal.db")
+	addr, uiAddr := freeAddr(t), freeAddr(t)
+	opts := devserver.Options{
+		DBPath: dbPath, FrontendAddr: addr, UIAddr: uiAddr,
+		SearchAttributes: map[string]enumspb.IndexedValueType{"OrgId": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "Kind": enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	srv, err := devserver.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	w.RegisterWorkflow(greet)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: "greet/restart", TaskQueue: workflows.TaskQueue,
+		TypedSearchAttributes: workflows.SearchAttributes("org-7", "greeting"),
+	}, greet, "ada")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	if err := run.Get(ctx, &out); err != nil || out != "hello ada" {
+		t.Fatalf("workflow: %q %v", out, err)
+	}
+	// The UI is served and knows the namespace.
+	resp, err := http.Get("http://" + uiAddr + "/api/v1/namespaces")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("UI namespaces: %d", resp.StatusCode)
+	}
+	w.Stop()
+	c.Close()
+	_ = srv.Stop(3 * time.Second)
+
+	srv, err = devserver.Start(opts)
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	defer func() { _ = srv.Stop(3 * time.Second) }()
+	c, err = client.DialContext(ctx, client.Options{HostPort: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	desc, err := c.DescribeWorkflowExecution(ctx, "greet/restart", "")
+	if err != nil {
+		t.Fatalf("workflow lost across restart: %v", err)
+	}
+	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		t.Fatalf("status after restart: %v", st)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: `OrgId = "org-7" AND Kind = "greeting"`})
+		if err == nil && len(list.GetExecutions()) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("search by OrgId/Kind after restart: %v %v", list, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.HasPrefix(srv.UIURL(), "http://") {
+		t.Fatalf("UI URL %q", srv.UIURL())
+	}
+}
