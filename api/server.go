@@ -83,8 +83,7 @@ func New(d Deps) *fiber.App {
 	// credential stores nothing.
 	idem := web.Idempotency(d.DB, web.IdempotencyOptions{})
 	if d.Identity != nil {
-		app.Group("/identity", idem)
-		identity.Mount(app, d.Identity)
+		identity.Mount(app, d.Identity, idem)
 	}
 	crm.Routes(app.Group("/crm", d.Auth.CRM(), idem), crm.Deps{
 		DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log,

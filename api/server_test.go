@@ -16,6 +16,7 @@ import (
 
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -95,7 +96,8 @@ func TestReadyzReportsTemporalDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	app := api.New(api.Deps{DB: db, Temporal: tc, Metrics: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	app := api.New(api.Deps{DB: db, Temporal: tc, Metrics: prometheus.NewRegistry(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Auth: auth.New(db, nil)})
 	e := &apitest.Env{T: t, App: app, DB: db}
 	r := e.Do(apitest.Request{Method: "GET", Path: "/readyz"}).Expect(503)
 	if r.Header.Get("Retry-After") == "" {

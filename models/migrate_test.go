@@ -42,8 +42,14 @@ func TestMigrationsFromEmptyAreIdempotentAndMatchModels(t *testing.T) {
 	}
 }
 
+// Several API replicas may run migrations at once against PostgreSQL; the
+// advisory lock serialises them. (SQLite is the single-process embedded
+// default, so it has no such case.)
 func TestConcurrentMigrateIsSerialised(t *testing.T) {
 	for _, d := range dbtest.Dialects(t) {
+		if d != models.Postgres {
+			continue
+		}
 		t.Run(string(d), func(t *testing.T) {
 			dsn := dbtest.DSN(t, d)
 			var wg sync.WaitGroup

@@ -10,9 +10,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/alexedwards/argon2id"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
@@ -20,7 +22,10 @@ import (
 	"go.temporal.io/server/temporaltest"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/api"
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
@@ -37,13 +42,27 @@ type Env struct {
 	Starter  *outbox.Starter
 	App      *fiber.App
 	Log      *slog.Logger
+	// BaseURL is where the app listens (identity and JWKS calls go there).
+	BaseURL  string
+	Identity *identity.Service
 }
+
+// ServiceToken is the identity service token of every test Env.
+const ServiceToken = "test-identity-service-token"
 
 // Option adjusts an Env before it starts.
 type Option func(*options)
 
 type options struct {
-	register []func(sdkworker.Registry)
+	register    []func(sdkworker.Registry)
+	identityURL string
+}
+
+// WithIdentityURL points the identity client (used by handlers and
+// activities) at url instead of this Env's own identity service — e.g. at
+// an address where nothing answers, to test behaviour while it is down.
+func WithIdentityURL(url string) Option {
+	return func(o *options) { o.identityURL = url }
 }
 
 // WithRegistered registers extra workflows or activities on the worker
@@ -73,6 +92,35 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	}
 	e := &Env{T: t, Dialect: d, DB: dbtest.Open(t, d), Log: log}
 
+	// The app serves on a real loopback listener: the JWKS that verifies
+	// tokens and the identity service's HTTP API are reached over HTTP,
+	// exactly as in production.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.BaseURL = "http://" + ln.Addr().String()
+	issuer := e.BaseURL + "/identity"
+	bg, stopBG := context.WithCancel(context.Background())
+	t.Cleanup(stopBG)
+	e.Identity, err = identity.New(bg, e.DB, identity.Config{
+		Issuer: issuer, ServiceToken: ServiceToken,
+		// Cheap hashing keeps tests fast; production uses the defaults.
+		PasswordParams: &argon2id.Params{Memory: 8 * 1024, Iterations: 1, Parallelism: 1, SaltLength: 16, KeyLength: 32},
+	}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientURL := issuer
+	if o.identityURL != "" {
+		clientURL = o.identityURL
+	}
+	idClient := identityclient.New(clientURL, ServiceToken, 2*time.Second)
+	verifier, err := auth.NewJWKSVerifier(bg, issuer+"/.well-known/jwks.json", issuer, identity.DefaultAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// One Temporal server per Env: two Envs never share a task queue, so a
 	// workflow of one test can never run against another test's database.
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
@@ -82,7 +130,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	if err := worker.EnsureSearchAttributes(ctx, e.Temporal, ts.GetDefaultNamespace()); err != nil {
 		t.Fatalf("search attributes: %v", err)
 	}
-	e.Worker = worker.New(e.Temporal, worker.Deps{DB: e.DB}, sdkworker.Options{})
+	e.Worker = worker.New(e.Temporal, worker.Deps{DB: e.DB, Identity: idClient}, sdkworker.Options{})
 	for _, fn := range o.register {
 		fn(e.Worker)
 	}
@@ -98,7 +146,10 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	t.Cleanup(stopRelay)
 
 	e.App = api.New(api.Deps{DB: e.DB, Temporal: e.Temporal, Starter: e.Starter, Log: log,
-		Metrics: prometheus.NewRegistry(), Version: "test"})
+		Metrics: prometheus.NewRegistry(), Version: "test",
+		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier)})
+	go func() { _ = e.App.Listener(ln) }()
+	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e
 }
 

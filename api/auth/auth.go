@@ -13,7 +13,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -86,13 +85,7 @@ var (
 	errNotAMember   = web.NotFound("The organization")
 )
 
-func bearer(c *fiber.Ctx) (string, bool) {
-	h := c.Get(fiber.HeaderAuthorization)
-	if len(h) > 7 && strings.EqualFold(h[:7], "Bearer ") {
-		return strings.TrimSpace(h[7:]), true
-	}
-	return "", h != ""
-}
+func bearer(c *fiber.Ctx) (string, bool) { return web.BearerToken(c) }
 
 // CRM authenticates CRM requests: a user token or a crm_ key in
 // Authorization. The organization is resolved per route (ResolveOrg).

@@ -64,7 +64,7 @@ func (h *handlers) listKeys(c *fiber.Ctx) error {
 }
 
 type createKeyRequest struct {
-	Name    string `json:"name" validate:"required,max=100"`
+	Name    string `json:"name" validate:"required,notblank,max=100"`
 	Service string `json:"service" validate:"required,oneof=crm helpdesk ai"`
 }
 

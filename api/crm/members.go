@@ -1,6 +1,7 @@
 package crm
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -65,7 +66,7 @@ type inviteRequest struct {
 	Email  string   `json:"email" validate:"required,email,max=254"`
 	Name   string   `json:"name" validate:"max=200"`
 	Role   string   `json:"role" validate:"required,oneof=OWNER ADMIN AGENT"`
-	Target *float64 `json:"target" validate:"omitempty,gte=0"`
+	Target *float64 `json:"target" validate:"omitnil,gte=0,lte=999999999999"`
 }
 
 // canGrant: only an OWNER may make or unmake OWNERs.
@@ -105,7 +106,7 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 	m := &models.Member{ID: models.NewID(), OrgID: p.OrgID, Email: models.NormalizeEmail(req.Email), Name: strings.TrimSpace(req.Name),
 		Role: req.Role, Status: models.MemberInvited, InvitedBy: &inviter, CreatedAt: now, UpdatedAt: now}
 	if req.Target != nil {
-		m.Target = *req.Target
+		m.Target = cents(*req.Target)
 	}
 	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
 		org, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx), p.OrgID)
@@ -137,7 +138,7 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 type updateMemberRequest struct {
 	Role   *string  `json:"role" validate:"omitempty,oneof=OWNER ADMIN AGENT"`
 	Name   *string  `json:"name" validate:"omitempty,max=200"`
-	Target *float64 `json:"target" validate:"omitempty,gte=0"`
+	Target *float64 `json:"target" validate:"omitnil,gte=0,lte=999999999999"`
 }
 
 // updateMember changes a member's role, name or sales target.
@@ -174,7 +175,7 @@ func (h *handlers) updateMember(c *fiber.Ctx) error {
 			m.Name = strings.TrimSpace(*req.Name)
 		}
 		if req.Target != nil {
-			m.Target = *req.Target
+			m.Target = cents(*req.Target)
 		}
 		m.UpdatedAt = models.Now()
 		if err := tx.Save(&m).Error; err != nil {
@@ -259,3 +260,7 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// cents rounds money to the stored precision, so the response shows what
+// was stored.
+func cents(v float64) float64 { return math.Round(v*100) / 100 }

@@ -47,7 +47,7 @@ func toOrg(o *models.Organization, role string) orgResponse {
 type orgFields struct {
 	Timezone *string `json:"timezone" validate:"omitempty,timezone"`
 	Currency *string `json:"currency" validate:"omitempty,iso4217"`
-	Website  *string `json:"website" validate:"omitempty,max=300,http_url"`
+	Website  *string `json:"website" validate:"omitnil,max=300,url_or_empty"`
 	Industry *string `json:"industry" validate:"omitempty,max=100"`
 	Phone    *string `json:"phone" validate:"omitempty,max=50"`
 	Address  *string `json:"address" validate:"omitempty,max=500"`
@@ -68,7 +68,7 @@ func (f *orgFields) apply(o *models.Organization) {
 }
 
 type createOrgRequest struct {
-	Name string `json:"name" validate:"required,max=200"`
+	Name string `json:"name" validate:"required,notblank,max=200"`
 	orgFields
 }
 
@@ -287,7 +287,7 @@ func (h *handlers) getOrg(c *fiber.Ctx) error {
 }
 
 type updateOrgRequest struct {
-	Name *string `json:"name" validate:"omitempty,min=1,max=200"`
+	Name *string `json:"name" validate:"omitnil,notblank,max=200"`
 	orgFields
 }
 

@@ -16,27 +16,30 @@ import (
 func base64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // Mount serves the identity service: /identity/v1/* and the discovery
-// documents under both /.well-known and /identity/.well-known.
-func Mount(app *fiber.App, s *Service) {
+// documents under both /.well-known and /identity/.well-known. idem is the
+// idempotency middleware; it runs after the rate limits, so a refused
+// request is not stored. Token responses are marked no-store, so the
+// idempotency layer never writes them down.
+func Mount(app *fiber.App, s *Service, idem fiber.Handler) {
 	for _, prefix := range []string{"", "/identity"} {
 		app.Get(prefix+"/.well-known/jwks.json", s.jwks)
 		app.Get(prefix+"/.well-known/openid-configuration", s.discovery)
 	}
 	v1 := app.Group("/identity/v1")
-	v1.Post("/users", web.RateLimit("signup", 20, time.Minute, nil), s.signUp)
+	v1.Post("/users", web.RateLimit("signup", 20, time.Minute, nil), idem, s.signUp)
 	v1.Post("/token",
 		web.RateLimit("login-ip", 30, time.Minute, nil),
 		web.RateLimitFailures("login-email", 5, time.Minute, emailOf),
 		web.ErrorsAsResponses,
+		idem,
 		s.token)
-	v1.Post("/token/refresh", web.RateLimit("refresh-ip", 60, time.Minute, nil), s.refresh)
+	v1.Post("/token/refresh", web.RateLimit("refresh-ip", 60, time.Minute, nil), idem, s.refresh)
 	v1.Get("/me", s.me)
 
-	svc := v1.Group("", s.requireService)
-	svc.Put("/orgs/:orgId", s.putOrg)
-	svc.Delete("/orgs/:orgId", s.deleteOrg)
-	svc.Put("/orgs/:orgId/members", s.putMembers)
-	svc.Get("/users/:userId/orgs", s.userOrgs)
+	v1.Put("/orgs/:orgId", s.requireService, s.putOrg)
+	v1.Delete("/orgs/:orgId", s.requireService, s.deleteOrg)
+	v1.Put("/orgs/:orgId/members", s.requireService, s.putMembers)
+	v1.Get("/users/:userId/orgs", s.requireService, s.userOrgs)
 }
 
 // emailOf keys the per-account login limit on the e-mail in the body.
@@ -51,7 +54,7 @@ func emailOf(c *fiber.Ctx) string {
 type signUpRequest struct {
 	Email    string `json:"email" validate:"required,email,max=254"`
 	Password string `json:"password" validate:"required,min=10,max=200"`
-	Name     string `json:"name" validate:"required,max=200"`
+	Name     string `json:"name" validate:"required,notblank,max=200"`
 }
 
 type userResponse struct {
@@ -114,8 +117,8 @@ func (s *Service) refresh(c *fiber.Ctx) error {
 }
 
 func (s *Service) me(c *fiber.Ctx) error {
-	token, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	if !ok || token == "" {
+	token, _ := web.BearerToken(c)
+	if token == "" {
 		return web.Unauthorized("Send Authorization: Bearer <access token>.")
 	}
 	claims, err := s.Verify(token)
@@ -140,20 +143,20 @@ func (s *Service) discovery(c *fiber.Ctx) error {
 		"issuer":                                iss,
 		"jwks_uri":                              iss + "/.well-known/jwks.json",
 		"token_endpoint":                        iss + "/v1/token",
-		"userinfo_endpoint":                     iss + "/v1/me",
-		"grant_types_supported":                 []string{"password", "refresh_token"},
+		"grant_types_supported":                 []string{"password"},
 		"response_types_supported":              []string{"token"},
 		"subject_types_supported":               []string{"public"},
-		"id_token_signing_alg_values_supported": []string{"EdDSA"},
 		"token_endpoint_auth_methods_supported": []string{"none"},
-		"claims_supported":                      []string{"sub", "iss", "aud", "exp", "iat", "email", "name"},
+		// Access tokens are JWTs signed with these algorithms (no ID tokens).
+		"access_token_signing_alg_values_supported": []string{"EdDSA"},
+		"claims_supported":                          []string{"sub", "iss", "aud", "exp", "iat", "nbf", "jti", "email", "name"},
 	})
 }
 
 // requireService admits calls bearing the configured service token.
 func (s *Service) requireService(c *fiber.Ctx) error {
-	token, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.ServiceToken)) != 1 {
+	token, _ := web.BearerToken(c)
+	if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.ServiceToken)) != 1 {
 		return web.Unauthorized("Service-to-service endpoints need the identity service token.")
 	}
 	return c.Next()
@@ -168,7 +171,7 @@ func orgIDParam(c *fiber.Ctx) (string, error) {
 }
 
 type putOrgRequest struct {
-	Name string `json:"name" validate:"required,max=200"`
+	Name string `json:"name" validate:"required,notblank,max=200"`
 }
 
 func (s *Service) putOrg(c *fiber.Ctx) error {
@@ -233,7 +236,7 @@ func (s *Service) putMembers(c *fiber.Ctx) error {
 func (s *Service) userOrgs(c *fiber.Ctx) error {
 	id := c.Params("userId")
 	if !models.ValidID(id) {
-		return web.NotFound("The user")
+		return models.Invalid(models.FieldError{Field: "userId", Code: "uuid", Message: "Must be a valid id."})
 	}
 	ms, err := s.UserOrgs(c.UserContext(), id)
 	if err != nil {

@@ -327,18 +327,26 @@ func (s *Service) SetMembers(ctx context.Context, orgID string, ms []Membership)
 			return err
 		}
 		keep := make([]string, 0, len(ms))
-		now := s.now()
 		for _, m := range ms {
 			keep = append(keep, m.UserID)
+		}
+		var known int64
+		if len(keep) > 0 {
+			if err := tx.Model(&models.IdentityUser{}).Where("id IN ?", keep).Count(&known).Error; err != nil {
+				return err
+			}
+		}
+		if int(known) != len(uniq(keep)) {
+			return models.Invalid(models.FieldError{Field: "members", Code: "unknown_user", Message: "Every userId must be an existing user."})
+		}
+		now := s.now()
+		for _, m := range ms {
 			row := models.IdentityMembership{OrgID: orgID, UserID: m.UserID, Role: m.Role, CreatedAt: now, UpdatedAt: now}
 			err := tx.Clauses(clause.OnConflict{
 				Columns:   []clause.Column{{Name: "org_id"}, {Name: "user_id"}},
 				DoUpdates: clause.Assignments(map[string]any{"role": m.Role, "updated_at": now}),
 			}).Create(&row).Error
 			if err != nil {
-				if errors.Is(err, gorm.ErrForeignKeyViolated) {
-					return models.Invalid(models.FieldError{Field: "members", Code: "unknown_user", Message: "User " + m.UserID + " does not exist."})
-				}
 				return err
 			}
 		}
@@ -367,4 +375,12 @@ func (s *Service) JWKS() map[string]any {
 		"kty": "OKP", "crv": "Ed25519", "alg": "EdDSA", "use": "sig", "kid": s.kid,
 		"x": base64url(pub),
 	}}}
+}
+
+func uniq(ids []string) map[string]bool {
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
 }

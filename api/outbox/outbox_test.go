@@ -126,15 +126,22 @@ func TestStartsRecordedWhileTemporalIsDownRunExactlyOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = ts.Stop(3 * time.Second) }()
+		// The worker gets its own connection; the starter keeps the lazy
+		// client that has been failing, which must recover by itself.
+		wc, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: "default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wc.Close()
 		counter := &runs{n: map[string]int{}}
-		w := sdkworker.New(tc, workflows.TaskQueue, sdkworker.Options{})
+		w := sdkworker.New(wc, workflows.TaskQueue, sdkworker.Options{})
 		w.RegisterWorkflow(probeWorkflow)
 		w.RegisterActivity(counter)
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		if err := worker.EnsureSearchAttributes(ctx, tc, "default"); err != nil {
+		if err := worker.EnsureSearchAttributes(ctx, wc, "default"); err != nil {
 			t.Fatal(err)
 		}
 
@@ -146,7 +153,7 @@ func TestStartsRecordedWhileTemporalIsDownRunExactlyOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for range 50 {
+				for range 150 {
 					if n, _ := s.Pending(ctx); n == 0 {
 						return
 					}

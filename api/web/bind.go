@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/go-playground/validator/v10"
+	"github.com/go-playground/validator/v10/non-standard/validators"
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/business-suite/suite/models"
@@ -18,9 +19,25 @@ import (
 
 var validate = newValidator()
 
+// embedded names an embedded struct in validation paths; fieldPath drops it,
+// so a rule on an embedded struct's field reports the JSON field name alone.
+const embedded = "~"
+
 func newValidator() *validator.Validate {
 	v := validator.New(validator.WithRequiredStructEnabled())
-	v.RegisterTagNameFunc(jsonName)
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			return embedded
+		}
+		return jsonName(f)
+	})
+	// notblank: not only spaces (required alone accepts "   ").
+	_ = v.RegisterValidation("notblank", validators.NotBlank)
+	// url_or_empty: an http(s) URL, or "" to clear the field.
+	_ = v.RegisterValidation("url_or_empty", func(fl validator.FieldLevel) bool {
+		s := fl.Field().String()
+		return s == "" || v.Var(s, "http_url") == nil
+	})
 	return v
 }
 
@@ -90,19 +107,28 @@ func Validate(v any) error {
 	return models.Invalid(out...)
 }
 
-// fieldPath drops the struct name the validator puts first: "Req.items[0].name" → "items[0].name".
+// fieldPath drops the struct name the validator puts first and embedded
+// struct names: "Req.~.items[0].name" → "items[0].name".
 func fieldPath(fe validator.FieldError) string {
-	ns := fe.Namespace()
-	if i := strings.IndexByte(ns, '.'); i >= 0 {
-		return ns[i+1:]
+	parts := strings.Split(fe.Namespace(), ".")
+	out := parts[:0]
+	for _, p := range parts[1:] {
+		if p != embedded {
+			out = append(out, p)
+		}
 	}
-	return fe.Field()
+	if len(out) == 0 {
+		return fe.Field()
+	}
+	return strings.Join(out, ".")
 }
 
 func ruleMessage(fe validator.FieldError) string {
 	switch fe.Tag() {
-	case "required":
+	case "required", "notblank":
 		return "This field is required."
+	case "url_or_empty":
+		return "Must be an http(s) URL, or empty."
 	case "email":
 		return "Must be a valid e-mail address."
 	case "min":

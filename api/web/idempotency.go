@@ -21,6 +21,8 @@ const (
 	idempotencyRetention     = 24 * time.Hour
 	idempotencyInFlightLease = 2 * time.Minute
 	maxIdempotencyKeyLength  = 255
+	// secretWithheld marks a stored outcome whose body was not kept.
+	secretWithheld = "(secret withheld)"
 )
 
 // IdempotencyOptions tunes the middleware.
@@ -37,7 +39,9 @@ type IdempotencyOptions struct {
 // below 500) is stored for 24 hours; a retry with the same body gets the
 // stored response back, with Idempotent-Replayed: true; the same key with a
 // different body is a 422; a retry while the first is still running is a
-// 409. A 5xx outcome is not stored, so the client's retry runs again.
+// 409. A 5xx or 429 outcome is not stored, so the client's retry runs
+// again. A successful response marked Cache-Control: no-store holds a secret
+// and is never stored: its retry gets a 409 saying so.
 // Keys live in the database, so every API replica honours them.
 func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 	if opts.Scope == nil {
@@ -82,8 +86,16 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 		store := db.WithContext(context.WithoutCancel(ctx)).Model(&models.IdempotencyKey{}).
 			Where("scope = ? AND key = ?", row.Scope, row.Key)
 		resp := c.Response()
-		if resp.StatusCode() >= 500 {
+		status := resp.StatusCode()
+		if status >= 500 || status == fiber.StatusTooManyRequests {
+			// Not an outcome: the retry must run again.
 			return store.Delete(&models.IdempotencyKey{}).Error
+		}
+		if status < 300 && string(resp.Header.Peek(fiber.HeaderCacheControl)) == "no-store" {
+			// The response holds a secret (tokens, a new API key): it is
+			// never written down. The key still records that the request
+			// succeeded, so a retry cannot repeat it.
+			return store.Updates(map[string]any{"state": models.IdemDone, "status_code": status, "content_type": secretWithheld, "body": nil}).Error
 		}
 		return store.Updates(map[string]any{
 			"state":        models.IdemDone,
@@ -142,6 +154,10 @@ func replay(c *fiber.Ctx, row *models.IdempotencyKey) error {
 	case models.IdemInFlight:
 		return NewProblem(fiber.StatusConflict, "idempotency_key_in_flight",
 			"A request with this Idempotency-Key is still being processed; retry shortly.").WithRetryAfter(1)
+	}
+	if row.ContentType == secretWithheld {
+		return NewProblem(fiber.StatusConflict, "idempotent_response_withheld",
+			"The request with this Idempotency-Key already succeeded. Its response held a secret, which is never stored, so it cannot be replayed.")
 	}
 	c.Set(HeaderIdempotentReplayed, "true")
 	if row.ContentType != "" {

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 )
@@ -49,4 +51,15 @@ func saneRequestID(id string) bool {
 		}
 	}
 	return true
+}
+
+// BearerToken returns the token of an "Authorization: Bearer <token>"
+// header (scheme case-insensitive), and whether an Authorization header
+// was sent at all.
+func BearerToken(c *fiber.Ctx) (token string, present bool) {
+	h := c.Get(fiber.HeaderAuthorization)
+	if len(h) > 7 && strings.EqualFold(h[:7], "Bearer ") {
+		return strings.TrimSpace(h[7:]), true
+	}
+	return "", h != ""
 }

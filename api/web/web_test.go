@@ -51,8 +51,13 @@ func send(t *testing.T, app *fiber.App, method, path, body string, headers ...st
 	return result{resp.StatusCode, resp.Header, string(b)}
 }
 
+type profile struct {
+	City string `json:"city" validate:"omitempty,min=2"`
+}
+
 type contactReq struct {
-	Name  string   `json:"name" validate:"required,max=5"`
+	profile
+	Name  string   `json:"name" validate:"required,notblank,max=5"`
 	Email string   `json:"email" validate:"omitempty,email"`
 	Age   int      `json:"age" validate:"gte=0"`
 	Score *float64 `json:"score"`
@@ -78,6 +83,8 @@ func TestDecodeListsEveryBadField(t *testing.T) {
 		{"wrong types all listed", `{"name":5,"age":"old"}`, "", 422, "validation_failed", []string{`"field":"name"`, `"field":"age"`, "invalid_type"}},
 		{"rules all listed", `{"name":"Adalbert","email":"nope","age":-1}`, "", 422, "validation_failed", []string{`"field":"name"`, `"field":"email"`, `"field":"age"`}},
 		{"required", `{}`, "", 422, "validation_failed", []string{`"field":"name"`, `"code":"required"`}},
+		{"blank", `{"name":"   "}`, "", 422, "validation_failed", []string{`"field":"name"`, `"code":"notblank"`}},
+		{"embedded struct fields keep their JSON name", `{"name":"Ada","city":"X"}`, "", 422, "validation_failed", []string{`"field":"city"`}},
 		{"malformed", `{"name":`, "", 400, "malformed_json", nil},
 		{"not an object", `[1,2]`, "", 400, "malformed_json", nil},
 		{"two objects", `{"name":"a"}{"name":"b"}`, "", 400, "malformed_json", nil},
@@ -171,6 +178,15 @@ func idempotentApp(db *gorm.DB, now *atomic.Pointer[time.Time], hits *atomic.Int
 		hits.Add(1)
 		return fmt.Errorf("database exploded")
 	})
+	app.Post("/token", func(c *fiber.Ctx) error {
+		hits.Add(1)
+		c.Set(fiber.HeaderCacheControl, "no-store")
+		return c.JSON(fiber.Map{"access_token": "secret-token-value"})
+	})
+	app.Post("/busy", func(c *fiber.Ctx) error {
+		hits.Add(1)
+		return web.NewProblem(429, "rate_limited", "slow down").WithRetryAfter(1)
+	})
 	app.Post("/invalid", func(c *fiber.Ctx) error {
 		hits.Add(1)
 		return models.Invalid(models.FieldError{Field: "x", Code: "required", Message: "x"})
@@ -243,6 +259,28 @@ func TestIdempotencyKeys(t *testing.T) {
 		}
 		if n, err := web.PurgeIdempotencyKeys(t.Context(), db, later); err != nil || n == 0 {
 			t.Fatalf("purge: %d %v", n, err)
+		}
+
+		// Secrets are never stored: the retry learns the request succeeded,
+		// and nothing in the database holds the token.
+		hits.Store(0)
+		if r := send(t, app, "POST", "/token", `{}`, key("secret")...); r.status != 200 || !strings.Contains(r.body, "secret-token-value") {
+			t.Fatalf("token: %d %s", r.status, r.body)
+		}
+		r = send(t, app, "POST", "/token", `{}`, key("secret")...)
+		if r.status != 409 || !strings.Contains(r.body, "idempotent_response_withheld") || hits.Load() != 1 {
+			t.Fatalf("replayed secret: %d %s (hits %d)", r.status, r.body, hits.Load())
+		}
+		var leaked int64
+		db.Model(&models.IdempotencyKey{}).Where("body LIKE ?", "%secret-token-value%").Count(&leaked)
+		if leaked != 0 {
+			t.Fatal("a secret response was stored")
+		}
+		// A 429 is not an outcome: the retry runs again.
+		send(t, app, "POST", "/busy", `{}`, key("busy")...)
+		send(t, app, "POST", "/busy", `{}`, key("busy")...)
+		if hits.Load() != 3 {
+			t.Fatalf("429 replayed instead of re-run: hits %d", hits.Load())
 		}
 
 		long := strings.Repeat("k", 256)

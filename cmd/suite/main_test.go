@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/business-suite/suite/models"
 )
 
 func freeAddr(t *testing.T) string {
@@ -68,6 +73,32 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 		if resp.StatusCode != 401 {
 			t.Fatalf("round %d: /crm/contacts without credentials: %d", round, resp.StatusCode)
 		}
+		// The demo organization was seeded (round 1) and kept (round 2); the
+		// printed key works, as the printed curl examples promise.
+		var demo demoCredentials
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			b, err := os.ReadFile(filepath.Join(cfg.DataDir, "demo.json"))
+			if err == nil && json.Unmarshal(b, &demo) == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: demo credentials: %v", round, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		req, _ := http.NewRequest("GET", base+"/crm/organization/"+demo.OrgID, nil)
+		req.Header.Set("Authorization", "Bearer "+demo.Keys["crm"])
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var org struct{ Status, Plan string }
+		_ = json.NewDecoder(resp.Body).Decode(&org)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || org.Status != "active" || org.Plan != "business" {
+			t.Fatalf("round %d: demo organization: %d %+v", round, resp.StatusCode, org)
+		}
 		cancel()
 		select {
 		case err := <-done:
@@ -78,7 +109,10 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 			t.Fatalf("round %d: dev did not stop", round)
 		}
 	}
-	for _, want := range []string{"Temporal UI", "API reference", "/docs", cfg.TemporalAddress} {
+	if strings.Count(out.String(), "Demo organization") != 2 {
+		t.Errorf("demo credentials not printed on both starts:\n%s", out.String())
+	}
+	for _, want := range []string{"Temporal UI", "API reference", "/docs", cfg.TemporalAddress, "curl -s"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
 		}
@@ -118,5 +152,59 @@ func TestRunRejectsUnknownCommands(t *testing.T) {
 	}
 	if err := run(context.Background(), nil); err == nil {
 		t.Fatal("no command accepted")
+	}
+}
+
+func TestAdminSetPlanAndCreateKey(t *testing.T) {
+	var out bytes.Buffer
+	stdout = &out
+	t.Setenv("SUITE_DATA_DIR", t.TempDir())
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := runMigrate(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer models.Close(db)
+	org := models.Organization{ID: models.NewID(), Name: "Ops", Status: models.OrgActive, Plan: models.PlanFree, CreatedBy: models.NewID(),
+		CreatedAt: models.Now(), UpdatedAt: models.Now()}
+	if err := db.Create(&org).Error; err != nil {
+		t.Fatal(err)
+	}
+
+	if err := run(ctx, []string{"admin", "set-plan", org.ID, "enterprise"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := models.FindOrg(ctx, db, org.ID)
+	if got.Plan != models.PlanEnterprise {
+		t.Fatalf("plan %s", got.Plan)
+	}
+	if err := run(ctx, []string{"admin", "set-plan", org.ID, "platinum"}); err == nil || !strings.Contains(err.Error(), "Unknown plan") {
+		t.Fatalf("unknown plan: %v", err)
+	}
+	if err := run(ctx, []string{"admin", "set-plan", models.NewID(), "free"}); err == nil || !strings.Contains(err.Error(), "no organization") {
+		t.Fatalf("unknown org: %v", err)
+	}
+
+	out.Reset()
+	if err := run(ctx, []string{"admin", "create-key", org.ID, "helpdesk", "ops key"}); err != nil {
+		t.Fatal(err)
+	}
+	secret := strings.SplitN(out.String(), "\n", 2)[0]
+	var k models.APIKey
+	if !strings.HasPrefix(secret, "hd_") || db.Take(&k, "hash = ?", models.HashKey(secret)).Error != nil || k.OrgID != org.ID || k.Name != "ops key" {
+		t.Fatalf("created key %q: %+v", secret, k)
+	}
+	if err := run(ctx, []string{"admin", "create-key", org.ID, "payroll"}); err == nil {
+		t.Fatal("unknown service accepted")
+	}
+	if err := run(ctx, []string{"admin"}); err == nil {
+		t.Fatal("admin without a task accepted")
 	}
 }

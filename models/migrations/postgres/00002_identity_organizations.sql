@@ -74,7 +74,9 @@ CREATE TABLE organizations (
     industry       text        NOT NULL DEFAULT '',
     phone          text        NOT NULL DEFAULT '',
     address        text        NOT NULL DEFAULT '',
-    created_by     uuid        NOT NULL,
+    -- The creator's user id: text, as an external OIDC provider's subject
+    -- need not be a UUID.
+    created_by     text        NOT NULL,
     created_at     timestamptz NOT NULL,
     updated_at     timestamptz NOT NULL
 );
@@ -82,13 +84,13 @@ CREATE TABLE organizations (
 CREATE TABLE members (
     id         uuid          PRIMARY KEY,
     org_id     uuid          NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-    user_id    uuid,
+    user_id    text,
     email      text          NOT NULL,
     name       text          NOT NULL DEFAULT '',
     role       text          NOT NULL,
     status     text          NOT NULL,
     target     numeric(14,2) NOT NULL DEFAULT 0,
-    invited_by uuid,
+    invited_by text,
     created_at timestamptz   NOT NULL,
     updated_at timestamptz   NOT NULL
 );
