@@ -85,9 +85,11 @@ func New(d Deps) *fiber.App {
 	if d.Identity != nil {
 		identity.Mount(app, d.Identity, idem)
 	}
-	crm.Routes(app.Group("/crm", d.Auth.CRM(), idem), crm.Deps{
-		DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log,
-	})
+	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log}
+	// The public lead intake is registered before the /crm group, so the
+	// group's Authorization check never runs for it.
+	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps)...)
+	crm.Routes(app.Group("/crm", d.Auth.CRM(), idem), crmDeps)
 	app.Group("/helpdesk", d.Auth.Helpdesk(), idem)
 	app.Group("/v1/ai", d.Auth.AI(), idem)
 	return app

@@ -15,5 +15,14 @@ func All() []any {
 		&Organization{},
 		&Member{},
 		&APIKey{},
+		&Contact{},
+		&Lead{},
+		&LeadActivity{},
+		&LeadIntake{},
+		&Deal{},
+		&DealStageChange{},
+		&Task{},
+		&Notification{},
+		&AssignmentCursor{},
 	}
 }

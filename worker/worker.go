@@ -31,6 +31,8 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.OrgRegistration, workflow.RegisterOptions{Name: workflows.OrgRegistrationWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.OrgSync, workflow.RegisterOptions{Name: workflows.OrgSyncWorkflow})
 	r.RegisterActivity(&activities.Orgs{DB: deps.DB, Identity: deps.Identity})
+	r.RegisterWorkflowWithOptions(workflows.LeadIntake, workflow.RegisterOptions{Name: workflows.LeadIntakeWorkflow})
+	r.RegisterActivity(&activities.Leads{DB: deps.DB})
 }
 
 // New creates a worker on the suite task queue with everything registered.

@@ -48,3 +48,14 @@ func OrgRegistrationID(orgID string) string { return "org-registration/" + orgID
 // OrgSyncID is the ID of the identity-service sync that follows one change
 // of an organization's name or members.
 func OrgSyncID(orgID, changeID string) string { return "org-sync/" + orgID + "/" + changeID }
+
+// LeadIntakeWorkflow processes one web-form (or API) lead submission.
+const (
+	LeadIntakeWorkflow = "LeadIntake"
+	KindLeadIntake     = "lead-intake"
+)
+
+// LeadIntakeID is the ID of one submission's processing: the caller's
+// Idempotency-Key, or a hash of the submission, so a resent form is
+// processed once.
+func LeadIntakeID(orgID, key string) string { return "lead-intake/" + orgID + "/" + key }

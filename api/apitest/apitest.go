@@ -17,6 +17,7 @@ import (
 	"github.com/alexedwards/argon2id"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
@@ -30,6 +31,7 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/worker"
+	"github.com/business-suite/suite/worker/devserver"
 )
 
 // Env is one complete, isolated suite: database, Temporal, worker, app.
@@ -45,6 +47,10 @@ type Env struct {
 	// BaseURL is where the app listens (identity and JWKS calls go there).
 	BaseURL  string
 	Identity *identity.Service
+
+	workerDeps   worker.Deps
+	temporalAddr string
+	register     []func(sdkworker.Registry)
 }
 
 // ServiceToken is the identity service token of every test Env.
@@ -54,8 +60,16 @@ const ServiceToken = "test-identity-service-token"
 type Option func(*options)
 
 type options struct {
-	register    []func(sdkworker.Registry)
-	identityURL string
+	register     []func(sdkworker.Registry)
+	identityURL  string
+	temporalDown bool
+}
+
+// WithTemporalDown starts the Env with Temporal unreachable: the API and
+// its outbox relay use a client for an address where nothing listens yet,
+// and no worker runs. Env.StartTemporal brings Temporal (and the worker) up.
+func WithTemporalDown() Option {
+	return func(o *options) { o.temporalDown = true }
 }
 
 // WithIdentityURL points the identity client (used by handlers and
@@ -121,23 +135,30 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 
-	// One Temporal server per Env: two Envs never share a task queue, so a
-	// workflow of one test can never run against another test's database.
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	e.Temporal = ts.GetDefaultClient()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := worker.EnsureSearchAttributes(ctx, e.Temporal, ts.GetDefaultNamespace()); err != nil {
-		t.Fatalf("search attributes: %v", err)
+	e.workerDeps, e.register = worker.Deps{DB: e.DB, Identity: idClient}, o.register
+	if o.temporalDown {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.temporalAddr = l.Addr().String()
+		_ = l.Close()
+		if e.Temporal, err = client.NewLazyClient(client.Options{HostPort: e.temporalAddr, Namespace: "default"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(e.Temporal.Close)
+	} else {
+		// One Temporal server per Env: two Envs never share a task queue, so
+		// a workflow of one test can never run against another test's database.
+		ts := temporaltest.NewServer(temporaltest.WithT(t))
+		e.Temporal = ts.GetDefaultClient()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := worker.EnsureSearchAttributes(ctx, e.Temporal, ts.GetDefaultNamespace()); err != nil {
+			t.Fatalf("search attributes: %v", err)
+		}
+		e.startWorker(e.Temporal)
 	}
-	e.Worker = worker.New(e.Temporal, worker.Deps{DB: e.DB, Identity: idClient}, sdkworker.Options{})
-	for _, fn := range o.register {
-		fn(e.Worker)
-	}
-	if err := e.Worker.Start(); err != nil {
-		t.Fatalf("start worker: %v", err)
-	}
-	t.Cleanup(e.Worker.Stop)
 
 	e.Starter = outbox.New(e.DB, e.Temporal, log, nil)
 	e.Starter.PollInterval = 50 * time.Millisecond
@@ -151,6 +172,39 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e
+}
+
+func (e *Env) startWorker(c client.Client) {
+	e.Worker = worker.New(c, e.workerDeps, sdkworker.Options{})
+	for _, fn := range e.register {
+		fn(e.Worker)
+	}
+	if err := e.Worker.Start(); err != nil {
+		e.T.Fatalf("start worker: %v", err)
+	}
+	e.T.Cleanup(e.Worker.Stop)
+}
+
+// StartTemporal brings up the Temporal server of an Env created
+// WithTemporalDown, at the address its clients were already using, and
+// starts the worker. Starts recorded meanwhile are dispatched by the relay.
+func (e *Env) StartTemporal() {
+	e.T.Helper()
+	if e.temporalAddr == "" {
+		e.T.Fatal("StartTemporal needs an Env created WithTemporalDown")
+	}
+	srv, err := devserver.Start(devserver.Options{FrontendAddr: e.temporalAddr, SearchAttributes: map[string]enumspb.IndexedValueType{
+		"OrgId": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "Kind": enumspb.INDEXED_VALUE_TYPE_KEYWORD}})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(func() { _ = srv.Stop(3 * time.Second) })
+	c, err := client.DialContext(e.T.Context(), client.Options{HostPort: e.temporalAddr, Namespace: "default"})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(c.Close)
+	e.startWorker(c)
 }
 
 type testWriter struct{ t *testing.T }

@@ -310,3 +310,9 @@ func RequireUser(p *Principal) error {
 	}
 	return nil
 }
+
+// APIKey checks an API key of service (for routes authenticated by a key
+// in another header, such as the lead webhook's x-api-key).
+func (a *Authenticator) APIKey(c *fiber.Ctx, secret, service string) (*models.APIKey, error) {
+	return a.key(c, secret, service)
+}

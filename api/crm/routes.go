@@ -29,6 +29,37 @@ type handlers struct{ Deps }
 // Routes mounts the CRM on r (the /crm group, already authenticated).
 func Routes(r fiber.Router, d Deps) {
 	h := &handlers{d}
+	r.Get("/contacts", h.listContacts)
+	r.Post("/contacts", h.createContact)
+	r.Get("/contacts/:id", h.getContact)
+	r.Put("/contacts/:id", h.updateContact)
+	r.Delete("/contacts/:id", h.deleteContact)
+
+	r.Get("/deals", h.listDeals)
+	r.Post("/deals", h.createDeal)
+	r.Get("/deals/:id", h.getDeal)
+	r.Put("/deals/:id", h.updateDeal)
+	r.Delete("/deals/:id", h.deleteDeal)
+
+	r.Get("/leads", h.listLeads)
+	r.Post("/leads", h.createLead)
+	r.Get("/leads/:id", h.getLead)
+	r.Put("/leads/:id", h.updateLead)
+	r.Delete("/leads/:id", h.deleteLead)
+	r.Get("/leads/:id/activities", h.listLeadActivities)
+	r.Post("/leads/:id/activities", h.addLeadActivity)
+	r.Post("/leads/:id/send-message", h.sendMessage)
+	r.Post("/leads/:id/convert", h.convertLead)
+
+	r.Get("/tasks", h.listTasks)
+	r.Post("/tasks", h.createTask)
+	r.Get("/tasks/:id", h.getTask)
+	r.Put("/tasks/:id", h.updateTask)
+	r.Delete("/tasks/:id", h.deleteTask)
+
+	r.Get("/analytics", h.analytics)
+	r.Get("/analytics/leaderboard", h.leaderboard)
+
 	r.Get("/organization", h.listOrgs)
 	r.Post("/organization", h.createOrg)
 	r.Get("/organization/:id", h.getOrg)

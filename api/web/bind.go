@@ -102,7 +102,13 @@ func Validate(v any) error {
 	}
 	out := make([]models.FieldError, 0, len(verrs))
 	for _, fe := range verrs {
-		out = append(out, models.FieldError{Field: fieldPath(fe), Code: fe.Tag(), Message: ruleMessage(fe)})
+		code, msg := fe.Tag(), ruleMessage(fe)
+		// "eq=|rule" reads "rule, or empty to clear".
+		if inner, ok := strings.CutPrefix(code, "eq=|"); ok {
+			code, _, _ = strings.Cut(inner, "=")
+			msg = strings.TrimSuffix(ruleMessage(innerError{fe, code, inner}), ".") + ", or empty to clear it."
+		}
+		out = append(out, models.FieldError{Field: fieldPath(fe), Code: code, Message: msg})
 	}
 	return models.Invalid(out...)
 }
@@ -123,7 +129,26 @@ func fieldPath(fe validator.FieldError) string {
 	return strings.Join(out, ".")
 }
 
-func ruleMessage(fe validator.FieldError) string {
+// innerError presents one alternative of an OR rule to ruleMessage.
+type innerError struct {
+	validator.FieldError
+	tag, full string
+}
+
+func (e innerError) Tag() string { return e.tag }
+func (e innerError) Param() string {
+	_, param, _ := strings.Cut(e.full, "=")
+	return param
+}
+
+// ruleFailure is what ruleMessage needs of a validation failure.
+type ruleFailure interface {
+	Tag() string
+	Param() string
+	Kind() reflect.Kind
+}
+
+func ruleMessage(fe ruleFailure) string {
 	switch fe.Tag() {
 	case "required", "notblank":
 		return "This field is required."

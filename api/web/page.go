@@ -24,8 +24,9 @@ type PageRequest struct {
 	After *Cursor
 }
 
-// Cursor is the position after the last row of a page. It is sent to
-// clients base64url-encoded and is opaque to them.
+// Cursor is the position after the last row of a page: the sort time
+// (usually createdAt) and the id. It is sent to clients base64url-encoded
+// and is opaque to them.
 type Cursor struct {
 	CreatedAt time.Time `json:"t"`
 	ID        string    `json:"i"`
@@ -88,6 +89,12 @@ func DecodeCursor(s string) (Cursor, error) {
 // row created while a client pages never shifts or repeats the next page.
 // table qualifies the columns when q joins other tables ("" when it does not).
 func Paginate[T any](q *gorm.DB, p PageRequest, table string, key func(*T) Cursor) (Page[T], error) {
+	return PaginateBy(q, p, table, "created_at", key)
+}
+
+// PaginateBy is Paginate on another time column (e.g. a timeline's
+// occurred_at), newest first, id as the tie-break.
+func PaginateBy[T any](q *gorm.DB, p PageRequest, table, timeColumn string, key func(*T) Cursor) (Page[T], error) {
 	col := func(c string) string {
 		if table == "" {
 			return c
@@ -95,11 +102,11 @@ func Paginate[T any](q *gorm.DB, p PageRequest, table string, key func(*T) Curso
 		return table + "." + c
 	}
 	if p.After != nil {
-		q = q.Where("("+col("created_at")+" < ? OR ("+col("created_at")+" = ? AND "+col("id")+" < ?))",
+		q = q.Where("("+col(timeColumn)+" < ? OR ("+col(timeColumn)+" = ? AND "+col("id")+" < ?))",
 			p.After.CreatedAt, p.After.CreatedAt, p.After.ID)
 	}
 	var rows []T
-	if err := q.Order(col("created_at") + " DESC").Order(col("id") + " DESC").Limit(p.Limit + 1).Find(&rows).Error; err != nil {
+	if err := q.Order(col(timeColumn) + " DESC").Order(col("id") + " DESC").Limit(p.Limit + 1).Find(&rows).Error; err != nil {
 		return Page[T]{}, err
 	}
 	page := Page[T]{Data: rows}

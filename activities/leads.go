@@ -1,0 +1,209 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+)
+
+// Leads are the activities of lead intake. Every write is idempotent: rows
+// created on behalf of an intake have ids derived from it, so a retried
+// activity never duplicates them.
+type Leads struct {
+	DB *gorm.DB
+}
+
+// IntakePayload is what a web form (or POST /leads) submitted.
+type IntakePayload struct {
+	Name    string  `json:"name"`
+	Email   string  `json:"email"`
+	Phone   string  `json:"phone"`
+	Company string  `json:"company"`
+	Value   float64 `json:"value"`
+	Source  string  `json:"source"`
+	Channel string  `json:"channel"` // "webhook" or "api"
+}
+
+// LeadOutcome is the result of UpsertLead.
+type LeadOutcome struct {
+	LeadID    string `json:"leadId"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+func notFound(what string, err error) error {
+	return temporal.NewNonRetryableApplicationError(what+" does not exist", "NotFound", err)
+}
+
+func (a *Leads) intake(tx *gorm.DB, id string) (*models.LeadIntake, error) {
+	var in models.LeadIntake
+	if err := tx.Take(&in, "id = ?", id).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, notFound("intake "+id, err)
+		}
+		return nil, err
+	}
+	return &in, nil
+}
+
+// UpsertLead creates the intake's lead, or — when the organization already
+// has a lead with that e-mail — merges the submission into it (filling
+// blanks, keeping the larger value) and logs the merge on its timeline.
+func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, error) {
+	var out LeadOutcome
+	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		in, err := a.intake(tx, intakeID)
+		if err != nil {
+			return err
+		}
+		var p IntakePayload
+		if err := json.Unmarshal([]byte(in.Payload), &p); err != nil {
+			return temporal.NewNonRetryableApplicationError("intake payload is not JSON", "BadPayload", err)
+		}
+		// A new lead already there was created by POST /leads, or by an
+		// earlier attempt of this activity. (A duplicate's lead id is the
+		// existing lead's: it is merged below, which is safe to repeat.)
+		var lead models.Lead
+		if err := tx.Take(&lead, "id = ?", in.LeadID).Error; err == nil && !in.Duplicate {
+			out = LeadOutcome{LeadID: lead.ID}
+			return nil
+		}
+		email := models.NormalizeEmail(p.Email)
+		if email != "" {
+			err := models.LockForUpdate(tx).Take(&lead, "org_id = ? AND email = ?", in.OrgID, email).Error
+			if err == nil {
+				out = LeadOutcome{LeadID: lead.ID, Duplicate: true}
+				mergeInto(&lead, p)
+				body := "Duplicate web-form submission merged"
+				if p.Source != "" {
+					body += " (source: " + p.Source + ")"
+				}
+				act := &models.LeadActivity{ID: models.DerivedID(intakeID, "merged"), OrgID: in.OrgID, LeadID: lead.ID,
+					Type: "system", Body: body, OccurredAt: in.CreatedAt, CreatedBy: "intake", CreatedAt: models.Now()}
+				if err := models.AddLeadActivity(tx, &lead, act); err != nil {
+					return err
+				}
+				return tx.Model(&models.LeadIntake{}).Where("id = ?", intakeID).
+					Updates(map[string]any{"duplicate": true, "lead_id": lead.ID}).Error
+			}
+			if !errors.Is(err, gorm.ErrRecordNotFound) {
+				return err
+			}
+		}
+		now := models.Now()
+		lead = models.Lead{ID: in.LeadID, OrgID: in.OrgID, Name: strings.TrimSpace(p.Name), Email: email,
+			Phone: strings.TrimSpace(p.Phone), Company: strings.TrimSpace(p.Company), Value: p.Value,
+			Source: strings.TrimSpace(p.Source), Status: models.LeadNew, CreatedBy: "intake", CreatedAt: now, UpdatedAt: now}
+		if err := models.RescoreLead(tx, &lead, now); err != nil {
+			return err
+		}
+		out = LeadOutcome{LeadID: lead.ID}
+		return tx.Create(&lead).Error
+	})
+	if models.IsUniqueViolation(err) {
+		// A concurrent intake created the lead for this e-mail first: run
+		// again, and merge into it.
+		return a.UpsertLead(ctx, intakeID)
+	}
+	return out, err
+}
+
+func mergeInto(l *models.Lead, p IntakePayload) {
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = strings.TrimSpace(v)
+		}
+	}
+	fill(&l.Name, p.Name)
+	fill(&l.Phone, p.Phone)
+	fill(&l.Company, p.Company)
+	fill(&l.Source, p.Source)
+	l.Value = max(l.Value, p.Value)
+}
+
+// LogIntakeActivity puts the submission on the lead's timeline.
+func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) error {
+	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		in, err := a.intake(tx, intakeID)
+		if err != nil {
+			return err
+		}
+		var lead models.Lead
+		if err := models.LockForUpdate(tx).Take(&lead, "id = ?", leadID).Error; err != nil {
+			return notFound("lead "+leadID, err)
+		}
+		var p IntakePayload
+		_ = json.Unmarshal([]byte(in.Payload), &p)
+		body := "Lead received through the web-form intake"
+		if p.Channel == "api" {
+			body = "Lead created through the API"
+		}
+		if p.Source != "" {
+			body += " (source: " + p.Source + ")"
+		}
+		return models.AddLeadActivity(tx, &lead, &models.LeadActivity{ID: models.DerivedID(intakeID, "received"),
+			OrgID: lead.OrgID, LeadID: lead.ID, Type: "system", Body: body, OccurredAt: in.CreatedAt,
+			CreatedBy: "intake", CreatedAt: models.Now()})
+	})
+}
+
+// AssignLead gives an unassigned lead to the next AGENT in round-robin
+// order and returns the assignee's member id ("" when there is no AGENT).
+// An assigned lead keeps its assignee, so a retry changes nothing.
+func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
+	var assignee string
+	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var lead models.Lead
+		if err := models.LockForUpdate(tx).Take(&lead, "id = ?", leadID).Error; err != nil {
+			return notFound("lead "+leadID, err)
+		}
+		if lead.AssignedToID != nil {
+			assignee = *lead.AssignedToID
+			return nil
+		}
+		next, err := models.NextAssignee(tx, lead.OrgID, "leads")
+		if err != nil || next == "" {
+			return err
+		}
+		assignee = next
+		return tx.Model(&models.Lead{}).Where("id = ?", leadID).
+			Updates(map[string]any{"assigned_to_id": next, "updated_at": models.Now()}).Error
+	})
+	return assignee, err
+}
+
+// NotifyAssignee tells the member a lead was assigned to them (once per
+// intake and member).
+func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID string) error {
+	db := a.DB.WithContext(ctx)
+	var lead models.Lead
+	if err := db.Take(&lead, "id = ?", leadID).Error; err != nil {
+		return notFound("lead "+leadID, err)
+	}
+	if lead.CreatedBy == memberID {
+		return nil // they created it themselves
+	}
+	title := "New lead assigned to you"
+	body := lead.Name
+	if body == "" {
+		body = lead.Email
+	}
+	if lead.Company != "" {
+		body += " (" + lead.Company + ")"
+	}
+	return models.Notify(db, &models.Notification{ID: models.DerivedID(intakeID, "notify", memberID), OrgID: lead.OrgID,
+		MemberID: memberID, Type: "lead_assigned", Title: title, Body: body, ResourceType: "lead", ResourceID: lead.ID,
+		CreatedAt: models.Now()})
+}
+
+// CompleteIntake marks the intake processed.
+func (a *Leads) CompleteIntake(ctx context.Context, intakeID string) error {
+	now := models.Now()
+	return a.DB.WithContext(ctx).Model(&models.LeadIntake{}).Where("id = ? AND status = ?", intakeID, models.IntakeReceived).
+		Updates(map[string]any{"status": models.IntakeProcessed, "processed_at": &now}).Error
+}

@@ -1,0 +1,155 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+)
+
+func seedOrg(t *testing.T, db *gorm.DB, roles ...string) (string, []string) {
+	t.Helper()
+	now := models.Now()
+	org := models.Organization{ID: models.NewID(), Name: "Acme", Status: models.OrgActive, Plan: models.PlanBusiness,
+		Timezone: "UTC", Currency: "USD", CreatedBy: "u", CreatedAt: now, UpdatedAt: now}
+	if err := db.Create(&org).Error; err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i, role := range roles {
+		uid := models.NewID()
+		m := models.Member{ID: models.NewID(), OrgID: org.ID, UserID: &uid, Email: role + string(rune('a'+i)) + "@acme.io",
+			Role: role, Status: models.MemberActive, CreatedAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now}
+		if err := db.Create(&m).Error; err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	return org.ID, ids
+}
+
+func intake(t *testing.T, db *gorm.DB, orgID string, p activities.IntakePayload) string {
+	t.Helper()
+	b, _ := json.Marshal(p)
+	in := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: models.NewID(), LeadID: models.NewID(),
+		Payload: string(b), Status: models.IntakeReceived, CreatedAt: models.Now()}
+	if err := db.Create(&in).Error; err != nil {
+		t.Fatal(err)
+	}
+	return in.ID
+}
+
+func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		a := &activities.Leads{DB: db}
+		orgID, members := seedOrg(t, db, models.RoleOwner, models.RoleAgent, models.RoleAgent, models.RoleAgent)
+		agents := members[1:]
+
+		var assignees []string
+		for i, email := range []string{"a@x.io", "b@x.io", "c@x.io", "d@x.io"} {
+			id := intake(t, db, orgID, activities.IntakePayload{Name: "Lead", Email: email, Company: "X", Source: "referral"})
+			out, err := a.UpsertLead(ctx, id)
+			if err != nil || out.Duplicate {
+				t.Fatalf("intake %d: %+v %v", i, out, err)
+			}
+			again, err := a.UpsertLead(ctx, id) // a retried activity
+			if err != nil || again.LeadID != out.LeadID {
+				t.Fatalf("retried upsert: %+v %v", again, err)
+			}
+			who, err := a.AssignLead(ctx, out.LeadID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again, _ := a.AssignLead(ctx, out.LeadID); again != who {
+				t.Fatal("a retried assignment moved the lead")
+			}
+			if err := a.NotifyAssignee(ctx, id, out.LeadID, who); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.NotifyAssignee(ctx, id, out.LeadID, who); err != nil {
+				t.Fatal(err)
+			}
+			assignees = append(assignees, who)
+		}
+		want := []string{agents[0], agents[1], agents[2], agents[0]}
+		for i := range want {
+			if assignees[i] != want[i] {
+				t.Fatalf("round robin %v, want %v", assignees, want)
+			}
+		}
+		var notes int64
+		db.Model(&models.Notification{}).Where("org_id = ? AND type = ?", orgID, "lead_assigned").Count(&notes)
+		if notes != 4 {
+			t.Fatalf("%d notifications, want 4 (one per intake)", notes)
+		}
+
+		// The same e-mail again (any case) merges into the existing lead.
+		id := intake(t, db, orgID, activities.IntakePayload{Email: "A@X.io", Phone: "+14155552671", Value: 20000, Source: "event"})
+		out, err := a.UpsertLead(ctx, id)
+		if err != nil || !out.Duplicate {
+			t.Fatalf("duplicate: %+v %v", out, err)
+		}
+		var lead models.Lead
+		db.Take(&lead, "id = ?", out.LeadID)
+		if lead.Email != "a@x.io" || lead.Phone != "+14155552671" || lead.Value != 20000 || lead.Source != "referral" || lead.Name != "Lead" {
+			t.Fatalf("merge: %+v", lead)
+		}
+		var leads, merged int64
+		db.Model(&models.Lead{}).Where("org_id = ?", orgID).Count(&leads)
+		db.Model(&models.LeadActivity{}).Where("lead_id = ? AND type = 'system'", lead.ID).Count(&merged)
+		if leads != 4 || merged != 1 {
+			t.Fatalf("%d leads and %d merge activities, want 4 and 1", leads, merged)
+		}
+		// The API flags a duplicate it can see at submission time and gives
+		// the existing lead's id; the merge still happens, once.
+		b, _ := json.Marshal(activities.IntakePayload{Email: "b@x.io", Company: "Bee"})
+		flagged := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: "flagged", Payload: string(b),
+			Status: models.IntakeReceived, Duplicate: true, CreatedAt: models.Now()}
+		db.Model(&models.Lead{}).Select("id").Where("org_id = ? AND email = ?", orgID, "b@x.io").Scan(&flagged.LeadID)
+		if err := db.Create(&flagged).Error; err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if out, err := a.UpsertLead(ctx, flagged.ID); err != nil || !out.Duplicate || out.LeadID != flagged.LeadID {
+				t.Fatalf("flagged duplicate: %+v %v", out, err)
+			}
+		}
+		db.Model(&models.LeadActivity{}).Where("lead_id = ? AND type = 'system'", flagged.LeadID).Count(&merged)
+		if merged != 1 {
+			t.Fatalf("%d merge activities for the flagged duplicate, want 1", merged)
+		}
+		if err := a.LogIntakeActivity(ctx, id, lead.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.CompleteIntake(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		var in models.LeadIntake
+		db.Take(&in, "id = ?", id)
+		if in.Status != models.IntakeProcessed || !in.Duplicate || in.LeadID != lead.ID || in.ProcessedAt == nil {
+			t.Fatalf("intake after processing: %+v", in)
+		}
+	})
+}
+
+func TestAssignLeadWithoutAgentsLeavesItUnassigned(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		orgID, _ := seedOrg(t, db, models.RoleOwner, models.RoleAdmin)
+		a := &activities.Leads{DB: db}
+		out, err := a.UpsertLead(context.Background(), intake(t, db, orgID, activities.IntakePayload{Name: "Solo"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		who, err := a.AssignLead(context.Background(), out.LeadID)
+		if err != nil || who != "" {
+			t.Fatalf("assignee %q %v", who, err)
+		}
+	})
+}

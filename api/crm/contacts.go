@@ -1,0 +1,187 @@
+package crm
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+type contactResponse struct {
+	ID          string    `json:"id"`
+	OrgID       string    `json:"orgId"`
+	Name        string    `json:"name"`
+	Email       string    `json:"email"`
+	Phone       string    `json:"phone"`
+	Company     string    `json:"company"`
+	Designation string    `json:"designation"`
+	Type        string    `json:"type"`
+	Notes       string    `json:"notes"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+func toContact(ct *models.Contact) contactResponse {
+	return contactResponse{ID: ct.ID, OrgID: ct.OrgID, Name: ct.Name, Email: ct.Email, Phone: ct.Phone, Company: ct.Company,
+		Designation: ct.Designation, Type: ct.Type, Notes: ct.Notes, CreatedAt: ct.CreatedAt, UpdatedAt: ct.UpdatedAt}
+}
+
+func contactCursor(ct *models.Contact) web.Cursor {
+	return web.Cursor{CreatedAt: ct.CreatedAt, ID: ct.ID}
+}
+
+// listContacts lists the organization's contacts, newest first. Contacts
+// are shared by the whole team: they are not role-scoped.
+func (h *handlers) listContacts(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	var filter struct {
+		Type string `json:"type" validate:"omitempty,oneof=person company"`
+		Q    string `json:"q" validate:"max=200"`
+	}
+	filter.Type, filter.Q = c.Query("type"), strings.TrimSpace(c.Query("q"))
+	if err := web.Validate(&filter); err != nil {
+		return err
+	}
+	q := h.DB.WithContext(c.UserContext()).Model(&models.Contact{}).Where("org_id = ?", p.OrgID)
+	if filter.Type != "" {
+		q = q.Where("type = ?", filter.Type)
+	}
+	if filter.Q != "" {
+		like := "%" + escapeLike(strings.ToLower(filter.Q)) + "%"
+		q = q.Where(`(LOWER(name) LIKE ? ESCAPE '\' OR LOWER(email) LIKE ? ESCAPE '\' OR LOWER(company) LIKE ? ESCAPE '\')`,
+			like, like, like)
+	}
+	rows, err := web.Paginate(q, page, "", contactCursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, toContact))
+}
+
+// contactFields are the optional fields of create and update.
+type contactFields struct {
+	Email       *string `json:"email" validate:"omitnil,max=254"` // or "": see checkFormats
+	Phone       *string `json:"phone" validate:"omitnil,max=50"`
+	Company     *string `json:"company" validate:"omitnil,max=200"`
+	Designation *string `json:"designation" validate:"omitnil,max=200"`
+	Type        *string `json:"type" validate:"omitnil,oneof=person company"`
+	Notes       *string `json:"notes" validate:"omitnil,max=10000"`
+}
+
+func (f *contactFields) checkFormats() error {
+	return clearable("email", f.Email, "email", "email", "Must be a valid e-mail address.")
+}
+
+func (f *contactFields) apply(ct *models.Contact) {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = strings.TrimSpace(*v)
+		}
+	}
+	if f.Email != nil {
+		ct.Email = models.NormalizeEmail(*f.Email)
+	}
+	set(&ct.Phone, f.Phone)
+	set(&ct.Company, f.Company)
+	set(&ct.Designation, f.Designation)
+	set(&ct.Type, f.Type)
+	if f.Notes != nil {
+		ct.Notes = *f.Notes // free text: kept exactly as sent
+	}
+}
+
+type createContactRequest struct {
+	OrgID string `json:"orgId" validate:"omitempty,uuid"`
+	Name  string `json:"name" validate:"required,notblank,max=200"`
+	contactFields
+}
+
+func (h *handlers) createContact(c *fiber.Ctx) error {
+	var req createContactRequest
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, nil)
+	if err != nil {
+		return err
+	}
+	now := models.Now()
+	ct := &models.Contact{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name), Type: models.ContactPerson,
+		CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
+	req.apply(ct)
+	if err := h.DB.WithContext(c.UserContext()).Create(ct).Error; err != nil {
+		return err
+	}
+	c.Location("/crm/contacts/" + ct.ID)
+	return c.Status(fiber.StatusCreated).JSON(toContact(ct))
+}
+
+func (h *handlers) getContact(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	ct, err := findScoped[models.Contact](c, h.DB, p, c.Params("id"), "", "The contact")
+	if err != nil {
+		return err
+	}
+	return c.JSON(toContact(ct))
+}
+
+type updateContactRequest struct {
+	OrgID string  `json:"orgId" validate:"omitempty,uuid"`
+	Name  *string `json:"name" validate:"omitnil,notblank,max=200"`
+	contactFields
+}
+
+// updateContact changes the fields present in the body; absent fields keep
+// their value, and "" clears an optional text field.
+func (h *handlers) updateContact(c *fiber.Ctx) error {
+	var req updateContactRequest
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, nil)
+	if err != nil {
+		return err
+	}
+	var ct *models.Contact
+	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if ct, err = findScoped[models.Contact](c, models.LockForUpdate(tx), p, c.Params("id"), "", "The contact"); err != nil {
+			return err
+		}
+		if req.Name != nil {
+			ct.Name = strings.TrimSpace(*req.Name)
+		}
+		req.apply(ct)
+		ct.UpdatedAt = models.Now()
+		return tx.Save(ct).Error
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(toContact(ct))
+}
+
+// deleteContact deletes a contact; deals and tasks linked to it keep
+// existing and lose the link (ON DELETE SET NULL).
+func (h *handlers) deleteContact(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	ct, err := findScoped[models.Contact](c, h.DB, p, c.Params("id"), "", "The contact")
+	if err != nil {
+		return err
+	}
+	if err := h.DB.WithContext(c.UserContext()).Delete(ct).Error; err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}

@@ -1,0 +1,299 @@
+package crm
+
+import (
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+type dealResponse struct {
+	ID             string           `json:"id"`
+	OrgID          string           `json:"orgId"`
+	Title          string           `json:"title"`
+	Amount         float64          `json:"amount"`
+	Currency       string           `json:"currency"`
+	Stage          string           `json:"stage"`
+	Probability    float64          `json:"probability"`
+	CloseDate      string           `json:"closeDate"`
+	CompanyName    string           `json:"companyName"`
+	ContactEmail   string           `json:"contactEmail"`
+	ContactID      *string          `json:"contactId"`
+	LeadID         *string          `json:"leadId"`
+	AssignedToID   *string          `json:"assignedToId"`
+	LostReason     string           `json:"lostReason"`
+	StageChangedAt time.Time        `json:"stageChangedAt"`
+	WonAt          *time.Time       `json:"wonAt"`
+	CreatedAt      time.Time        `json:"createdAt"`
+	UpdatedAt      time.Time        `json:"updatedAt"`
+	History        []stageChangeOut `json:"history,omitempty"`
+}
+
+type stageChangeOut struct {
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	ChangedBy string    `json:"changedBy"`
+	ChangedAt time.Time `json:"changedAt"`
+}
+
+func toDeal(d *models.Deal) dealResponse {
+	return dealResponse{ID: d.ID, OrgID: d.OrgID, Title: d.Title, Amount: d.Amount, Currency: d.Currency, Stage: d.Stage,
+		Probability: models.StageProbability[d.Stage], CloseDate: d.CloseDate, CompanyName: d.CompanyName,
+		ContactEmail: d.ContactEmail, ContactID: d.ContactID, LeadID: d.LeadID, AssignedToID: d.AssignedToID,
+		LostReason: d.LostReason, StageChangedAt: d.StageChangedAt, WonAt: d.WonAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+}
+
+func dealCursor(d *models.Deal) web.Cursor { return web.Cursor{CreatedAt: d.CreatedAt, ID: d.ID} }
+
+// listDeals lists deals, newest first; AGENTs see only deals assigned to them.
+func (h *handlers) listDeals(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	var filter struct {
+		Stage        string `validate:"omitempty,oneof=NEW QUALIFIED MEETING PROPOSAL NEGOTIATION WON LOST" json:"stage"`
+		AssignedToID string `validate:"omitempty,uuid" json:"assignedToId"`
+	}
+	filter.Stage, filter.AssignedToID = c.Query("stage"), c.Query("assignedToId")
+	if err := web.Validate(&filter); err != nil {
+		return err
+	}
+	q := scope(h.DB.WithContext(c.UserContext()).Model(&models.Deal{}).Where("org_id = ?", p.OrgID), p, "assigned_to_id")
+	if filter.Stage != "" {
+		q = q.Where("stage = ?", filter.Stage)
+	}
+	if filter.AssignedToID != "" {
+		q = q.Where("assigned_to_id = ?", filter.AssignedToID)
+	}
+	rows, err := web.Paginate(q, page, "", dealCursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, toDeal))
+}
+
+type dealFields struct {
+	Amount       *float64 `json:"amount" validate:"omitnil,gte=0,lte=999999999999"`
+	Currency     *string  `json:"currency" validate:"omitnil,iso4217"`
+	CloseDate    *string  `json:"closeDate" validate:"omitnil,eq=|datetime=2006-01-02"`
+	CompanyName  *string  `json:"companyName" validate:"omitnil,max=200"`
+	ContactEmail *string  `json:"contactEmail" validate:"omitnil,max=254,eq=|email"`
+	ContactID    *string  `json:"contactId" validate:"omitnil,eq=|uuid"`
+	LeadID       *string  `json:"leadId" validate:"omitnil,eq=|uuid"`
+	AssignedToID *string  `json:"assignedToId" validate:"omitnil,eq=|uuid"`
+	LostReason   *string  `json:"lostReason" validate:"omitnil,max=1000"`
+}
+
+func (f *dealFields) apply(d *models.Deal) {
+	if f.Amount != nil {
+		d.Amount = cents(*f.Amount)
+	}
+	if f.Currency != nil {
+		d.Currency = *f.Currency
+	}
+	if f.CloseDate != nil {
+		d.CloseDate = *f.CloseDate
+	}
+	if f.CompanyName != nil {
+		d.CompanyName = strings.TrimSpace(*f.CompanyName)
+	}
+	if f.ContactEmail != nil {
+		d.ContactEmail = models.NormalizeEmail(*f.ContactEmail)
+	}
+	if f.ContactID != nil {
+		d.ContactID = nullable(f.ContactID)
+	}
+	if f.LeadID != nil {
+		d.LeadID = nullable(f.LeadID)
+	}
+	if f.AssignedToID != nil {
+		d.AssignedToID = nullable(f.AssignedToID)
+	}
+	if f.LostReason != nil {
+		d.LostReason = strings.TrimSpace(*f.LostReason)
+	}
+}
+
+// check validates the references against the organization.
+func (f *dealFields) check(db *gorm.DB, orgID string) error {
+	if err := checkMember(db, orgID, "assignedToId", f.AssignedToID); err != nil {
+		return err
+	}
+	if err := checkLinked(db, &models.Contact{}, orgID, "contactId", f.ContactID); err != nil {
+		return err
+	}
+	return checkLinked(db, &models.Lead{}, orgID, "leadId", f.LeadID)
+}
+
+type createDealRequest struct {
+	OrgID string `json:"orgId" validate:"omitempty,uuid"`
+	Title string `json:"title" validate:"required,notblank,max=300"`
+	Stage string `json:"stage" validate:"omitempty,oneof=NEW QUALIFIED MEETING PROPOSAL NEGOTIATION WON LOST"`
+	dealFields
+}
+
+func (h *handlers) createDeal(c *fiber.Ctx) error {
+	var req createDealRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	p, err := h.orgOf(c, req.OrgID)
+	if err != nil {
+		return err
+	}
+	org, err := models.FindOrg(c.UserContext(), h.DB, p.OrgID)
+	if err != nil {
+		return err
+	}
+	now := models.Now()
+	d := &models.Deal{ID: models.NewID(), OrgID: p.OrgID, Title: strings.TrimSpace(req.Title), Currency: org.Currency,
+		Stage: models.StageNew, CreatedBy: actor(p), StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
+	if req.Stage != "" {
+		d.Stage = req.Stage
+	}
+	req.apply(d)
+	if d.AssignedToID == nil && agentScoped(p) {
+		d.AssignedToID = &p.MemberID // an AGENT's own deal stays visible to them
+	}
+	if d.Stage == models.StageLost && d.LostReason == "" {
+		return models.Invalid(models.FieldError{Field: "lostReason", Code: "required", Message: "A deal created as LOST needs a lostReason."})
+	}
+	if d.Stage == models.StageWon {
+		d.WonAt = &now
+	}
+	db := h.DB.WithContext(c.UserContext())
+	if err := req.check(db, p.OrgID); err != nil {
+		return err
+	}
+	err = db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(d).Error; err != nil {
+			return err
+		}
+		return tx.Create(&models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: "",
+			ToStage: d.Stage, ChangedBy: actor(p), CreatedAt: now}).Error
+	})
+	if err != nil {
+		return err
+	}
+	c.Location("/crm/deals/" + d.ID)
+	return c.Status(fiber.StatusCreated).JSON(h.withHistory(c, d))
+}
+
+// withHistory adds the stage history to a deal response.
+func (h *handlers) withHistory(c *fiber.Ctx, d *models.Deal) dealResponse {
+	out := toDeal(d)
+	var changes []models.DealStageChange
+	if err := h.DB.WithContext(c.UserContext()).Where("deal_id = ?", d.ID).Order("created_at, id").Find(&changes).Error; err == nil {
+		out.History = make([]stageChangeOut, len(changes))
+		for i, ch := range changes {
+			out.History[i] = stageChangeOut{From: ch.FromStage, To: ch.ToStage, ChangedBy: ch.ChangedBy, ChangedAt: ch.CreatedAt}
+		}
+	}
+	return out
+}
+
+func (h *handlers) getDeal(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	d, err := findScoped[models.Deal](c, h.DB, p, c.Params("id"), "assigned_to_id", "The deal")
+	if err != nil {
+		return err
+	}
+	return c.JSON(h.withHistory(c, d))
+}
+
+type updateDealRequest struct {
+	OrgID string  `json:"orgId" validate:"omitempty,uuid"`
+	Title *string `json:"title" validate:"omitnil,notblank,max=300"`
+	Stage *string `json:"stage" validate:"omitnil,oneof=NEW QUALIFIED MEETING PROPOSAL NEGOTIATION WON LOST"`
+	dealFields
+}
+
+// updateDeal changes a deal; a stage change follows the pipeline rules and
+// is recorded in the deal's history in the same transaction.
+func (h *handlers) updateDeal(c *fiber.Ctx) error {
+	var req updateDealRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	p, err := h.orgOf(c, req.OrgID)
+	if err != nil {
+		return err
+	}
+	var d *models.Deal
+	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if d, err = findScoped[models.Deal](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The deal"); err != nil {
+			return err
+		}
+		if err := req.check(tx, p.OrgID); err != nil {
+			return err
+		}
+		from := d.Stage
+		if req.Title != nil {
+			d.Title = strings.TrimSpace(*req.Title)
+		}
+		req.apply(d)
+		now := models.Now()
+		if req.Stage != nil && *req.Stage != from {
+			if err := models.CheckStageMove(from, *req.Stage, p.IsAdmin(), d.LostReason); err != nil {
+				return err
+			}
+			d.Stage, d.StageChangedAt = *req.Stage, now
+			switch {
+			case d.Stage == models.StageWon:
+				d.WonAt = &now
+			case from == models.StageWon:
+				d.WonAt = nil
+			}
+			if d.Stage != models.StageLost {
+				d.LostReason = ""
+			}
+			if err := tx.Create(&models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: from,
+				ToStage: d.Stage, ChangedBy: actor(p), CreatedAt: now}).Error; err != nil {
+				return err
+			}
+		}
+		d.UpdatedAt = now
+		return tx.Save(d).Error
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(h.withHistory(c, d))
+}
+
+func (h *handlers) deleteDeal(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	d, err := findScoped[models.Deal](c, h.DB, p, c.Params("id"), "assigned_to_id", "The deal")
+	if err != nil {
+		return err
+	}
+	if err := h.DB.WithContext(c.UserContext()).Delete(d).Error; err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// actor names who made a change: the member, or the API key.
+func actor(p *auth.Principal) string {
+	if p.IsKey() {
+		return "key:" + p.Key.ID
+	}
+	return p.MemberID
+}

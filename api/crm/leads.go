@@ -1,0 +1,498 @@
+package crm
+
+import (
+	"encoding/json"
+
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
+)
+
+type leadResponse struct {
+	ID             string               `json:"id"`
+	OrgID          string               `json:"orgId"`
+	Name           string               `json:"name"`
+	Email          string               `json:"email"`
+	Phone          string               `json:"phone"`
+	Company        string               `json:"company"`
+	Value          float64              `json:"value"`
+	Source         string               `json:"source"`
+	Status         string               `json:"status"`
+	Score          int                  `json:"score"`
+	Probability    float64              `json:"probability"`
+	ScoreFactors   []models.ScoreFactor `json:"scoreFactors"`
+	AssignedToID   *string              `json:"assignedToId"`
+	ContactID      *string              `json:"contactId"`
+	DealID         *string              `json:"dealId"`
+	LastActivityAt *time.Time           `json:"lastActivityAt"`
+	CreatedAt      time.Time            `json:"createdAt"`
+	UpdatedAt      time.Time            `json:"updatedAt"`
+}
+
+func toLead(l *models.Lead) leadResponse {
+	factors := []models.ScoreFactor{}
+	_ = json.Unmarshal([]byte(l.ScoreFactors), &factors)
+	return leadResponse{ID: l.ID, OrgID: l.OrgID, Name: l.Name, Email: l.Email, Phone: l.Phone, Company: l.Company,
+		Value: l.Value, Source: l.Source, Status: l.Status, Score: l.Score, Probability: l.Probability,
+		ScoreFactors: factors, AssignedToID: l.AssignedToID, ContactID: l.ContactID, DealID: l.DealID,
+		LastActivityAt: l.LastActivityAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
+}
+
+func leadCursor(l *models.Lead) web.Cursor { return web.Cursor{CreatedAt: l.CreatedAt, ID: l.ID} }
+
+// listLeads lists leads, newest first; AGENTs see only their own.
+func (h *handlers) listLeads(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	filter := struct {
+		Status       string `json:"status" validate:"omitempty,oneof=NEW CONTACTED QUALIFIED CONVERTED UNQUALIFIED"`
+		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
+		Q            string `json:"q" validate:"max=200"`
+	}{c.Query("status"), c.Query("assignedToId"), strings.TrimSpace(c.Query("q"))}
+	if err := web.Validate(&filter); err != nil {
+		return err
+	}
+	q := scope(h.DB.WithContext(c.UserContext()).Model(&models.Lead{}).Where("org_id = ?", p.OrgID), p, "assigned_to_id")
+	if filter.Status != "" {
+		q = q.Where("status = ?", filter.Status)
+	}
+	if filter.AssignedToID != "" {
+		q = q.Where("assigned_to_id = ?", filter.AssignedToID)
+	}
+	if filter.Q != "" {
+		like := "%" + escapeLike(strings.ToLower(filter.Q)) + "%"
+		q = q.Where("(LOWER(name) LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\' OR LOWER(company) LIKE ? ESCAPE '\\')", like, like, like)
+	}
+	rows, err := web.Paginate(q, page, "", leadCursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, toLead))
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// leadFields are the intake fields (spec §2), shared by the webhook, create
+// and update.
+type leadFields struct {
+	Name    string  `json:"name" validate:"max=200"`
+	Email   string  `json:"email" validate:"omitempty,email,max=254"`
+	Phone   string  `json:"phone" validate:"max=50"`
+	Company string  `json:"company" validate:"max=200"`
+	Value   float64 `json:"value" validate:"gte=0,lte=999999999999"`
+	Source  string  `json:"source" validate:"max=100"`
+}
+
+// reachable requires a way to reach the lead.
+func (f *leadFields) reachable() error {
+	if strings.TrimSpace(f.Email) == "" && strings.TrimSpace(f.Phone) == "" && strings.TrimSpace(f.Name) == "" {
+		return models.Invalid(
+			models.FieldError{Field: "email", Code: "required_without", Message: "Send at least a name, an e-mail address or a phone number."},
+		)
+	}
+	return nil
+}
+
+func (f *leadFields) payload(channel string) activities.IntakePayload {
+	return activities.IntakePayload{Name: strings.TrimSpace(f.Name), Email: models.NormalizeEmail(f.Email),
+		Phone: strings.TrimSpace(f.Phone), Company: strings.TrimSpace(f.Company), Value: cents(f.Value),
+		Source: strings.TrimSpace(f.Source), Channel: channel}
+}
+
+type createLeadRequest struct {
+	OrgID        string `json:"orgId" validate:"omitempty,uuid"`
+	AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
+	leadFields
+}
+
+// createLead creates a scored lead at once (201). Assignment (round-robin
+// when none is given), the timeline entry and the assignee's notification
+// follow in the LeadIntake workflow, recorded in the same transaction.
+func (h *handlers) createLead(c *fiber.Ctx) error {
+	var req createLeadRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	p, err := h.orgOf(c, req.OrgID)
+	if err != nil {
+		return err
+	}
+	if err := req.reachable(); err != nil {
+		return err
+	}
+	db := h.DB.WithContext(c.UserContext())
+	assignee := nullable(&req.AssignedToID)
+	if err := checkMember(db, p.OrgID, "assignedToId", assignee); err != nil {
+		return err
+	}
+	if assignee == nil && agentScoped(p) {
+		assignee = &p.MemberID
+	}
+	pl := req.payload("api")
+	now := models.Now()
+	lead := &models.Lead{ID: models.NewID(), OrgID: p.OrgID, Name: pl.Name, Email: pl.Email, Phone: pl.Phone,
+		Company: pl.Company, Value: pl.Value, Source: pl.Source, Status: models.LeadNew, AssignedToID: assignee,
+		CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
+	intake := &models.LeadIntake{ID: models.NewID(), OrgID: p.OrgID, DedupeKey: "api:" + lead.ID, LeadID: lead.ID,
+		Payload: mustJSON(pl), Status: models.IntakeReceived, CreatedAt: now}
+	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
+		if lead.Email != "" {
+			var existing models.Lead
+			if err := tx.Select("id").Take(&existing, "org_id = ? AND email = ?", p.OrgID, lead.Email).Error; err == nil {
+				return models.Err(models.ErrConflict, "duplicate_lead", "Lead %s already has this e-mail address.", existing.ID)
+			}
+		}
+		if err := models.RescoreLead(tx.DB, lead, now); err != nil {
+			return err
+		}
+		if err := tx.Create(lead).Error; err != nil {
+			return err
+		}
+		if err := tx.Create(intake).Error; err != nil {
+			return err
+		}
+		return tx.Start(outbox.Start{WorkflowID: workflows.LeadIntakeID(p.OrgID, intake.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
+			Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: workflows.KindLeadIntake})
+	})
+	if err != nil {
+		if models.IsUniqueViolation(err) {
+			return models.Err(models.ErrConflict, "duplicate_lead", "A lead with this e-mail address exists.")
+		}
+		return err
+	}
+	c.Location("/crm/leads/" + lead.ID)
+	return c.Status(fiber.StatusCreated).JSON(toLead(lead))
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func (h *handlers) getLead(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	l, err := findScoped[models.Lead](c, h.DB, p, c.Params("id"), "assigned_to_id", "The lead")
+	if err != nil {
+		return err
+	}
+	return c.JSON(toLead(l))
+}
+
+type updateLeadRequest struct {
+	OrgID        string   `json:"orgId" validate:"omitempty,uuid"`
+	Name         *string  `json:"name" validate:"omitnil,max=200"`
+	Email        *string  `json:"email" validate:"omitnil,max=254,eq=|email"`
+	Phone        *string  `json:"phone" validate:"omitnil,max=50"`
+	Company      *string  `json:"company" validate:"omitnil,max=200"`
+	Value        *float64 `json:"value" validate:"omitnil,gte=0,lte=999999999999"`
+	Source       *string  `json:"source" validate:"omitnil,max=100"`
+	Status       *string  `json:"status" validate:"omitnil,oneof=NEW CONTACTED QUALIFIED CONVERTED UNQUALIFIED"`
+	AssignedToID *string  `json:"assignedToId" validate:"omitnil,eq=|uuid"`
+}
+
+// updateLead changes a lead and recomputes its score; status changes
+// follow the lifecycle.
+func (h *handlers) updateLead(c *fiber.Ctx) error {
+	var req updateLeadRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	p, err := h.orgOf(c, req.OrgID)
+	if err != nil {
+		return err
+	}
+	var l *models.Lead
+	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if l, err = findScoped[models.Lead](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The lead"); err != nil {
+			return err
+		}
+		if err := checkMember(tx, p.OrgID, "assignedToId", req.AssignedToID); err != nil {
+			return err
+		}
+		if req.Status != nil {
+			if err := models.CheckLeadMove(l.Status, *req.Status); err != nil {
+				return err
+			}
+			l.Status = *req.Status
+		}
+		set := func(dst *string, v *string) {
+			if v != nil {
+				*dst = strings.TrimSpace(*v)
+			}
+		}
+		set(&l.Name, req.Name)
+		set(&l.Phone, req.Phone)
+		set(&l.Company, req.Company)
+		set(&l.Source, req.Source)
+		if req.Email != nil {
+			l.Email = models.NormalizeEmail(*req.Email)
+		}
+		if req.Value != nil {
+			l.Value = cents(*req.Value)
+		}
+		if req.AssignedToID != nil {
+			l.AssignedToID = nullable(req.AssignedToID)
+		}
+		if err := (&leadFields{Name: l.Name, Email: l.Email, Phone: l.Phone}).reachable(); err != nil {
+			return err
+		}
+		now := models.Now()
+		if err := models.RescoreLead(tx, l, now); err != nil {
+			return err
+		}
+		l.UpdatedAt = now
+		return tx.Save(l).Error
+	})
+	if err != nil {
+		if models.IsUniqueViolation(err) {
+			return models.Err(models.ErrConflict, "duplicate_lead", "Another lead has this e-mail address.")
+		}
+		return err
+	}
+	return c.JSON(toLead(l))
+}
+
+func (h *handlers) deleteLead(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	l, err := findScoped[models.Lead](c, h.DB, p, c.Params("id"), "assigned_to_id", "The lead")
+	if err != nil {
+		return err
+	}
+	if err := h.DB.WithContext(c.UserContext()).Delete(l).Error; err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+type activityResponse struct {
+	ID         string    `json:"id"`
+	LeadID     string    `json:"leadId"`
+	Type       string    `json:"type"`
+	Body       string    `json:"body"`
+	OccurredAt time.Time `json:"occurredAt"`
+	CreatedBy  string    `json:"createdBy"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+func toActivity(a *models.LeadActivity) activityResponse {
+	return activityResponse{ID: a.ID, LeadID: a.LeadID, Type: a.Type, Body: a.Body, OccurredAt: a.OccurredAt,
+		CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt}
+}
+
+// listLeadActivities is the lead's timeline, most recent occurrence first.
+func (h *handlers) listLeadActivities(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	l, err := findScoped[models.Lead](c, h.DB, p, c.Params("id"), "assigned_to_id", "The lead")
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	q := h.DB.WithContext(c.UserContext()).Model(&models.LeadActivity{}).Where("lead_id = ?", l.ID)
+	rows, err := web.PaginateBy(q, page, "", "occurred_at", func(a *models.LeadActivity) web.Cursor { return web.Cursor{CreatedAt: a.OccurredAt, ID: a.ID} })
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, toActivity))
+}
+
+type addActivityRequest struct {
+	OrgID      string     `json:"orgId" validate:"omitempty,uuid"`
+	Type       string     `json:"type" validate:"required,oneof=note call email meeting message system"`
+	Body       string     `json:"body" validate:"required,notblank,max=10000"`
+	OccurredAt *time.Time `json:"occurredAt"`
+}
+
+// addLeadActivity adds to the timeline and rescores the lead.
+func (h *handlers) addLeadActivity(c *fiber.Ctx) error {
+	var req addActivityRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	p, err := h.orgOf(c, req.OrgID)
+	if err != nil {
+		return err
+	}
+	now := models.Now()
+	when := now
+	if req.OccurredAt != nil {
+		if req.OccurredAt.After(now.Add(5 * time.Minute)) {
+			return models.Invalid(models.FieldError{Field: "occurredAt", Code: "future", Message: "Must not be in the future."})
+		}
+		when = req.OccurredAt.UTC().Truncate(time.Microsecond)
+	}
+	a, err := h.logActivity(c, p.OrgID, c.Params("id"), &models.LeadActivity{Type: req.Type, Body: strings.TrimSpace(req.Body),
+		OccurredAt: when, CreatedBy: actor(p), CreatedAt: now})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(toActivity(a))
+}
+
+// logActivity adds an activity to a lead visible to the caller, rescoring it.
+func (h *handlers) logActivity(c *fiber.Ctx, orgID, leadID string, a *models.LeadActivity) (*models.LeadActivity, error) {
+	p, err := h.orgOf(c, orgID)
+	if err != nil {
+		return nil, err
+	}
+	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		l, err := findScoped[models.Lead](c, models.LockForUpdate(tx), p, leadID, "assigned_to_id", "The lead")
+		if err != nil {
+			return err
+		}
+		a.ID, a.OrgID, a.LeadID = models.NewID(), l.OrgID, l.ID
+		return models.AddLeadActivity(tx, l, a)
+	})
+	return a, err
+}
+
+type sendMessageRequest struct {
+	OrgID   string `json:"orgId" validate:"omitempty,uuid"`
+	Channel string `json:"channel" validate:"required,oneof=whatsapp sms"`
+	Text    string `json:"text" validate:"required,notblank,max=1000"`
+}
+
+// sendMessage builds a WhatsApp or SMS deep link to the lead's phone (in
+// E.164) and logs it on the timeline.
+func (h *handlers) sendMessage(c *fiber.Ctx) error {
+	var req sendMessageRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	p, err := h.orgOf(c, req.OrgID)
+	if err != nil {
+		return err
+	}
+	l, err := findScoped[models.Lead](c, h.DB, p, c.Params("id"), "assigned_to_id", "The lead")
+	if err != nil {
+		return err
+	}
+	phone := models.NormalizePhone(l.Phone)
+	if phone == "" {
+		return models.Err(models.ErrInvalid, "no_valid_phone", "The lead has no valid phone number.")
+	}
+	var link string
+	if req.Channel == "whatsapp" {
+		link = "https://wa.me/" + strings.TrimPrefix(phone, "+") + "?text=" + url.QueryEscape(req.Text)
+	} else {
+		link = "sms:" + phone + "?body=" + url.QueryEscape(req.Text)
+	}
+	now := models.Now()
+	if _, err := h.logActivity(c, p.OrgID, l.ID, &models.LeadActivity{Type: "message",
+		Body: req.Channel + " message to " + phone + ": " + strings.TrimSpace(req.Text), OccurredAt: now, CreatedBy: actor(p), CreatedAt: now}); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"channel": req.Channel, "phone": phone, "url": link})
+}
+
+type convertRequest struct {
+	OrgID       string   `json:"orgId" validate:"omitempty,uuid"`
+	DealTitle   string   `json:"dealTitle" validate:"max=300"`
+	Amount      *float64 `json:"amount" validate:"omitnil,gte=0,lte=999999999999"`
+	Stage       string   `json:"stage" validate:"omitempty,oneof=NEW QUALIFIED MEETING PROPOSAL NEGOTIATION"`
+	ContactType string   `json:"contactType" validate:"omitempty,oneof=person company"`
+}
+
+// convertLead turns a lead into a contact and a deal and marks it
+// CONVERTED, in one transaction. The body is optional.
+func (h *handlers) convertLead(c *fiber.Ctx) error {
+	var req convertRequest
+	if len(c.Body()) > 0 {
+		if err := web.Decode(c, &req); err != nil {
+			return err
+		}
+	}
+	p, err := h.orgOf(c, req.OrgID)
+	if err != nil {
+		return err
+	}
+	org, err := models.FindOrg(c.UserContext(), h.DB, p.OrgID)
+	if err != nil {
+		return err
+	}
+	var out struct {
+		Lead    leadResponse `json:"lead"`
+		Contact struct {
+			ID string `json:"id"`
+		} `json:"contact"`
+		Deal dealResponse `json:"deal"`
+	}
+	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		l, err := findScoped[models.Lead](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The lead")
+		if err != nil {
+			return err
+		}
+		if l.Status == models.LeadConverted {
+			return models.Err(models.ErrConflict, "already_converted", "The lead was already converted.")
+		}
+		if l.Status == models.LeadUnqualified {
+			return models.Err(models.ErrConflict, "illegal_status_transition", "An UNQUALIFIED lead cannot be converted; requalify it first.")
+		}
+		now := models.Now()
+		contact := &models.Contact{ID: models.NewID(), OrgID: l.OrgID, Name: firstNonEmpty(l.Name, l.Email), Email: l.Email,
+			Phone: l.Phone, Company: l.Company, Type: firstNonEmpty(req.ContactType, models.ContactPerson),
+			Notes: "Converted from lead " + l.ID, CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
+		if contact.Name == "" {
+			contact.Name = l.Phone
+		}
+		amount := l.Value
+		if req.Amount != nil {
+			amount = cents(*req.Amount)
+		}
+		title := strings.TrimSpace(req.DealTitle)
+		if title == "" {
+			title = firstNonEmpty(l.Company, contact.Name) + " deal"
+		}
+		deal := &models.Deal{ID: models.NewID(), OrgID: l.OrgID, Title: title, Amount: amount, Currency: org.Currency,
+			Stage: firstNonEmpty(req.Stage, models.StageQualified), CompanyName: l.Company, ContactEmail: l.Email,
+			ContactID: &contact.ID, LeadID: &l.ID, AssignedToID: l.AssignedToID, CreatedBy: actor(p),
+			StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
+		for _, row := range []any{contact, deal, &models.DealStageChange{ID: models.NewID(), OrgID: l.OrgID, DealID: deal.ID,
+			ToStage: deal.Stage, ChangedBy: actor(p), CreatedAt: now}} {
+			if err := tx.Create(row).Error; err != nil {
+				return err
+			}
+		}
+		l.Status, l.ContactID, l.DealID = models.LeadConverted, &contact.ID, &deal.ID
+		if err := models.AddLeadActivity(tx, l, &models.LeadActivity{ID: models.NewID(), OrgID: l.OrgID, LeadID: l.ID,
+			Type: "system", Body: "Converted to contact " + contact.ID + " and deal " + deal.ID, OccurredAt: now,
+			CreatedBy: actor(p), CreatedAt: now}); err != nil {
+			return err
+		}
+		out.Lead, out.Contact.ID, out.Deal = toLead(l), contact.ID, toDeal(deal)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(out)
+}

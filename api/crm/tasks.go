@@ -1,0 +1,322 @@
+package crm
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+// Task states and the default priority.
+const (
+	taskOpen            = "OPEN"
+	taskDone            = "DONE"
+	taskDefaultPriority = "MEDIUM"
+)
+
+type taskResponse struct {
+	ID          string  `json:"id"`
+	OrgID       string  `json:"orgId"`
+	Title       string  `json:"title"`
+	Description string  `json:"description"`
+	DueDate     *string `json:"dueDate"`
+	Priority    string  `json:"priority"`
+	Status      string  `json:"status"`
+	// References are null when unset.
+	AssignedToID *string    `json:"assignedToId"`
+	LeadID       *string    `json:"leadId"`
+	DealID       *string    `json:"dealId"`
+	ContactID    *string    `json:"contactId"`
+	CompletedAt  *time.Time `json:"completedAt"`
+	CreatedAt    time.Time  `json:"createdAt"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
+}
+
+func toTask(t *models.Task) taskResponse {
+	return taskResponse{ID: t.ID, OrgID: t.OrgID, Title: t.Title, Description: t.Description, DueDate: nullable(&t.DueDate),
+		Priority: t.Priority, Status: t.Status, AssignedToID: t.AssignedToID, LeadID: t.LeadID, DealID: t.DealID,
+		ContactID: t.ContactID, CompletedAt: t.CompletedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+func taskCursor(t *models.Task) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} }
+
+// listTasks lists tasks, newest first; AGENTs see only tasks assigned to
+// them. dueBefore keeps tasks that have a due date strictly before it.
+func (h *handlers) listTasks(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	var filter struct {
+		Status       string `json:"status" validate:"omitempty,oneof=OPEN DONE"`
+		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
+		DueBefore    string `json:"dueBefore" validate:"omitempty,datetime=2006-01-02"`
+	}
+	filter.Status, filter.AssignedToID, filter.DueBefore = c.Query("status"), c.Query("assignedToId"), c.Query("dueBefore")
+	if err := web.Validate(&filter); err != nil {
+		return err
+	}
+	q := scope(h.DB.WithContext(c.UserContext()).Model(&models.Task{}).Where("org_id = ?", p.OrgID), p, "assigned_to_id")
+	if filter.Status != "" {
+		q = q.Where("status = ?", filter.Status)
+	}
+	if filter.AssignedToID != "" {
+		q = q.Where("assigned_to_id = ?", filter.AssignedToID)
+	}
+	if filter.DueBefore != "" {
+		// YYYY-MM-DD text orders like the dates it holds.
+		q = q.Where("due_date <> '' AND due_date < ?", filter.DueBefore)
+	}
+	rows, err := web.Paginate(q, page, "", taskCursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, toTask))
+}
+
+// taskFields are the optional fields of create and update. References are
+// checked against the organization (not by format), so a malformed id and
+// another organization's id get the same answer.
+type taskFields struct {
+	Description  *string `json:"description" validate:"omitnil,max=10000"`
+	DueDate      *string `json:"dueDate"` // YYYY-MM-DD, or "" for none: see checkFormats
+	Priority     *string `json:"priority" validate:"omitnil,oneof=LOW MEDIUM HIGH URGENT"`
+	Status       *string `json:"status" validate:"omitnil,oneof=OPEN DONE"`
+	AssignedToID *string `json:"assignedToId"`
+	LeadID       *string `json:"leadId"`
+	DealID       *string `json:"dealId"`
+	ContactID    *string `json:"contactId"`
+}
+
+// apply copies the fields present onto t; a move to DONE records when the
+// task was completed, and a move back to OPEN clears it.
+func (f *taskFields) apply(t *models.Task, now time.Time) {
+	if f.Description != nil {
+		t.Description = *f.Description
+	}
+	if f.DueDate != nil {
+		t.DueDate = *f.DueDate
+	}
+	if f.Priority != nil {
+		t.Priority = *f.Priority
+	}
+	if f.Status != nil && *f.Status != t.Status {
+		t.Status = *f.Status
+		if t.Status == taskDone {
+			t.CompletedAt = &now
+		} else {
+			t.CompletedAt = nil
+		}
+	}
+	if f.AssignedToID != nil {
+		t.AssignedToID = nullable(f.AssignedToID)
+	}
+	if f.LeadID != nil {
+		t.LeadID = nullable(f.LeadID)
+	}
+	if f.DealID != nil {
+		t.DealID = nullable(f.DealID)
+	}
+	if f.ContactID != nil {
+		t.ContactID = nullable(f.ContactID)
+	}
+}
+
+func (f *taskFields) checkFormats() error {
+	return clearable("dueDate", f.DueDate, dateRule, "datetime", "Must be a date in the form 2006-01-02.")
+}
+
+// check validates every reference against the organization.
+func (f *taskFields) check(db *gorm.DB, orgID string) error {
+	return allInvalid(
+		checkMember(db, orgID, "assignedToId", f.AssignedToID),
+		checkLinked(db, &models.Lead{}, orgID, "leadId", f.LeadID),
+		checkLinked(db, &models.Deal{}, orgID, "dealId", f.DealID),
+		checkLinked(db, &models.Contact{}, orgID, "contactId", f.ContactID),
+	)
+}
+
+type createTaskRequest struct {
+	OrgID string `json:"orgId" validate:"omitempty,uuid"`
+	Title string `json:"title" validate:"required,notblank,max=300"`
+	taskFields
+}
+
+func (h *handlers) createTask(c *fiber.Ctx) error {
+	var req createTaskRequest
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, req.check)
+	if err != nil {
+		return err
+	}
+	now := models.Now()
+	t := &models.Task{ID: models.NewID(), OrgID: p.OrgID, Title: strings.TrimSpace(req.Title), Priority: taskDefaultPriority,
+		Status: taskOpen, CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
+	req.apply(t, now)
+	if t.AssignedToID == nil && agentScoped(p) {
+		t.AssignedToID = &p.MemberID // an AGENT's own task stays visible to them
+	}
+	if err := h.DB.WithContext(c.UserContext()).Create(t).Error; err != nil {
+		return err
+	}
+	c.Location("/crm/tasks/" + t.ID)
+	return c.Status(fiber.StatusCreated).JSON(toTask(t))
+}
+
+type updateTaskRequest struct {
+	OrgID string  `json:"orgId" validate:"omitempty,uuid"`
+	Title *string `json:"title" validate:"omitnil,notblank,max=300"`
+	taskFields
+}
+
+// updateTask changes the fields present in the body; "" clears dueDate and
+// the references. AGENTs may change only tasks assigned to them.
+func (h *handlers) updateTask(c *fiber.Ctx) error {
+	var req updateTaskRequest
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, req.check)
+	if err != nil {
+		return err
+	}
+	var t *models.Task
+	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if t, err = findScoped[models.Task](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The task"); err != nil {
+			return err
+		}
+		if req.Title != nil {
+			t.Title = strings.TrimSpace(*req.Title)
+		}
+		now := models.Now()
+		req.apply(t, now)
+		t.UpdatedAt = now
+		return tx.Save(t).Error
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(toTask(t))
+}
+
+func (h *handlers) getTask(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	t, err := findScoped[models.Task](c, h.DB, p, c.Params("id"), "assigned_to_id", "The task")
+	if err != nil {
+		return err
+	}
+	return c.JSON(toTask(t))
+}
+
+func (h *handlers) deleteTask(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	t, err := findScoped[models.Task](c, h.DB, p, c.Params("id"), "assigned_to_id", "The task")
+	if err != nil {
+		return err
+	}
+	if err := h.DB.WithContext(c.UserContext()).Delete(t).Error; err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// decodeInOrg decodes a write body into dst, resolves the organization it
+// acts in (orgID reads the decoded body) and runs refs, when given, on the
+// references. Broken rules, malformed optional values and bad references
+// are reported together in one 422, so a client sees every bad field at
+// once. A body that is not JSON, or has unknown fields or values of the
+// wrong type, is refused before anything else is looked at.
+func (h *handlers) decodeInOrg(c *fiber.Ctx, dst any, orgID func() string, refs func(db *gorm.DB, orgID string) error) (*auth.Principal, error) {
+	err := web.Decode(c, dst)
+	if err != nil && !decodedFully(err) {
+		return nil, err
+	}
+	if f, ok := dst.(interface{ checkFormats() error }); ok {
+		err = allInvalid(err, f.checkFormats())
+	}
+	if err != nil && (refs == nil || namesField(err, "orgId")) {
+		return nil, err
+	}
+	p, orgErr := h.orgOf(c, orgID())
+	if orgErr != nil {
+		return nil, firstErr(err, orgErr)
+	}
+	if refs != nil {
+		err = allInvalid(err, refs(h.DB.WithContext(c.UserContext()), p.OrgID))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// decodedFully tells whether err is a 422 from `validate` rules alone, after
+// every field of the body decoded.
+func decodedFully(err error) bool {
+	var de *models.DomainError
+	if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
+		return false
+	}
+	for _, f := range de.Fields {
+		if f.Code == "unknown_field" || f.Code == "invalid_type" {
+			return false
+		}
+	}
+	return true
+}
+
+// namesField tells whether the 422 err lists field.
+func namesField(err error, field string) bool {
+	var de *models.DomainError
+	return errors.As(err, &de) && slices.ContainsFunc(de.Fields, func(f models.FieldError) bool { return f.Field == field })
+}
+
+// clearable checks an optional text field that "" clears: absent and ""
+// pass, any other value must pass rule (validator syntax). `validate` tags
+// cannot say this for a *string: omitempty skips only a nil pointer.
+func clearable(field string, v *string, rule, code, message string) error {
+	if v == nil || *v == "" || web.Validator().Var(*v, rule) == nil {
+		return nil
+	}
+	return models.Invalid(models.FieldError{Field: field, Code: code, Message: message})
+}
+
+// allInvalid merges validation errors into one 422 listing every bad field
+// once (the first report of a field wins); any other error is returned as is.
+func allInvalid(errs ...error) error {
+	var fields []models.FieldError
+	seen := map[string]bool{}
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var de *models.DomainError
+		if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
+			return err
+		}
+		for _, f := range de.Fields {
+			if !seen[f.Field] {
+				seen[f.Field] = true
+				fields = append(fields, f)
+			}
+		}
+	}
+	if len(fields) > 0 {
+		return models.Invalid(fields...)
+	}
+	return nil
+}
