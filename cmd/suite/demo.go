@@ -124,6 +124,6 @@ func printDemo(d *demoCredentials, base string) {
 	fmt.Fprintf(stdout, "  CRM key     %s\n  Helpdesk key %s\n  AI key      %s\n\n", d.Keys["crm"], d.Keys["helpdesk"], d.Keys["ai"])
 	fmt.Fprintf(stdout, "Try it:\n")
 	fmt.Fprintf(stdout, "  curl -s %s/identity/v1/token -H 'Content-Type: application/json' \\\n    -d '{\"grant_type\":\"password\",\"email\":\"%s\",\"password\":\"%s\"}'\n", base, d.Email, d.Password)
-	fmt.Fprintf(stdout, "  curl -s %s/crm/organization/%s -H 'Authorization: Bearer %s'\n", base, d.OrgID, d.Keys["crm"])
-	fmt.Fprintf(stdout, "  curl -s %s/crm/organization/%s/members -H 'Authorization: Bearer %s'\n\n", base, d.OrgID, d.Keys["crm"])
+	fmt.Fprintf(stdout, "  curl -s %s/crm/leads/webhook -H 'Content-Type: application/json' \\\n    -d '{\"orgId\":\"%s\",\"name\":\"Grace\",\"email\":\"grace@example.org\",\"company\":\"Navy\",\"value\":25000,\"source\":\"referral\"}'\n", base, d.OrgID)
+	fmt.Fprintf(stdout, "  curl -s %s/crm/leads -H 'Authorization: Bearer %s'\n\n", base, d.Keys["crm"])
 }
