@@ -178,15 +178,16 @@ func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
 }
 
 // NotifyAssignee tells the member a lead was assigned to them (once per
-// intake and member).
-func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID string) error {
+// intake and member) and returns the notification's id, "" when none is
+// due (they created the lead themselves).
+func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID string) (string, error) {
 	db := a.DB.WithContext(ctx)
 	var lead models.Lead
 	if err := db.Take(&lead, "id = ?", leadID).Error; err != nil {
-		return notFound("lead "+leadID, err)
+		return "", notFound("lead "+leadID, err)
 	}
 	if lead.CreatedBy == memberID {
-		return nil // they created it themselves
+		return "", nil // they created it themselves
 	}
 	title := "New lead assigned to you"
 	body := lead.Name
@@ -196,7 +197,8 @@ func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID s
 	if lead.Company != "" {
 		body += " (" + lead.Company + ")"
 	}
-	return models.Notify(db, &models.Notification{ID: models.DerivedID(intakeID, "notify", memberID), OrgID: lead.OrgID,
+	id := models.DerivedID(intakeID, "notify", memberID)
+	return id, models.Notify(db, &models.Notification{ID: id, OrgID: lead.OrgID,
 		MemberID: memberID, Type: "lead_assigned", Title: title, Body: body, ResourceType: "lead", ResourceID: lead.ID,
 		CreatedAt: models.Now()})
 }

@@ -70,11 +70,13 @@ func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
 			if again, _ := a.AssignLead(ctx, out.LeadID); again != who {
 				t.Fatal("a retried assignment moved the lead")
 			}
-			if err := a.NotifyAssignee(ctx, id, out.LeadID, who); err != nil {
+			n1, err := a.NotifyAssignee(ctx, id, out.LeadID, who)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := a.NotifyAssignee(ctx, id, out.LeadID, who); err != nil {
-				t.Fatal(err)
+			n2, err := a.NotifyAssignee(ctx, id, out.LeadID, who)
+			if err != nil || n1 == "" || n1 != n2 {
+				t.Fatalf("notification ids %q %q %v", n1, n2, err)
 			}
 			assignees = append(assignees, who)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/crm"
+	"github.com/business-suite/suite/api/helpdesk"
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
@@ -45,6 +46,10 @@ type Deps struct {
 	IdentityClient *identityclient.Client
 	// Auth authenticates every interface.
 	Auth *auth.Authenticator
+	// VAPIDPublicKey is the web-push application server key (base64url).
+	VAPIDPublicKey string
+	// TicketAutoCloseAfter closes solved tickets after this long (0: 4 days).
+	TicketAutoCloseAfter time.Duration
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -90,7 +95,12 @@ func New(d Deps) *fiber.App {
 	// group's Authorization check never runs for it.
 	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps)...)
 	crm.Routes(app.Group("/crm", d.Auth.CRM(), idem), crmDeps)
-	app.Group("/helpdesk", d.Auth.Helpdesk(), idem)
+	hdDeps := helpdesk.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Log: d.Log, VAPIDPublicKey: d.VAPIDPublicKey,
+		AutoCloseAfter: d.TicketAutoCloseAfter}
+	// Public help-center routes are registered before the group's
+	// credential check.
+	helpdesk.PublicRoutes(app.Group("/helpdesk"), hdDeps)
+	helpdesk.Routes(app.Group("/helpdesk", d.Auth.Helpdesk(), idem), hdDeps)
 	app.Group("/v1/ai", d.Auth.AI(), idem)
 	return app
 }

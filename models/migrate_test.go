@@ -79,6 +79,10 @@ func TestConcurrentMigrateIsSerialised(t *testing.T) {
 	}
 }
 
+// dialectColumns are columns one dialect has beyond the entity: generated
+// search columns the application never writes.
+var dialectColumns = map[string]map[string]bool{"kb_articles": {"search_vector": true}}
+
 // assertSchemaMatchesModels checks that every entity has its table and that
 // the table's columns are exactly the entity's fields: a migration that
 // forgets a column, or a field without a migration, fails here.
@@ -106,7 +110,9 @@ func assertSchemaMatchesModels(t *testing.T, db *gorm.DB) {
 		}
 		var got []string
 		for _, c := range cols {
-			got = append(got, c.Name())
+			if !dialectColumns[s.Table][c.Name()] {
+				got = append(got, c.Name())
+			}
 		}
 		sort.Strings(want)
 		sort.Strings(got)

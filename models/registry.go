@@ -24,5 +24,15 @@ func All() []any {
 		&Task{},
 		&Notification{},
 		&AssignmentCursor{},
+		&Customer{},
+		&TicketCounter{},
+		&Ticket{},
+		&TicketComment{},
+		&CustomerEvent{},
+		&TimeEntry{},
+		&KBCategory{},
+		&KBArticle{},
+		&PushSubscription{},
+		&VAPIDKey{},
 	}
 }

@@ -24,6 +24,8 @@ import (
 type Deps struct {
 	DB       *gorm.DB
 	Identity *identityclient.Client
+	// VAPID signs web pushes (NotificationDelivery).
+	VAPID activities.VAPID
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -33,6 +35,10 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterActivity(&activities.Orgs{DB: deps.DB, Identity: deps.Identity})
 	r.RegisterWorkflowWithOptions(workflows.LeadIntake, workflow.RegisterOptions{Name: workflows.LeadIntakeWorkflow})
 	r.RegisterActivity(&activities.Leads{DB: deps.DB})
+	r.RegisterWorkflowWithOptions(workflows.NotificationDelivery, workflow.RegisterOptions{Name: workflows.NotificationDeliveryWorkflow})
+	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID})
+	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
+	r.RegisterActivity(&activities.Tickets{DB: deps.DB})
 }
 
 // New creates a worker on the suite task queue with everything registered.

@@ -34,7 +34,8 @@ var dbOptions = workflow.ActivityOptions{
 
 // LeadIntake turns an accepted web-form submission into a lead: dedupe by
 // e-mail (a duplicate merges into the existing lead), log it on the
-// timeline, score it, assign it round-robin to an AGENT and notify them.
+// timeline, score it, assign it round-robin to an AGENT and notify them
+// (stored, and pushed to their browsers).
 func LeadIntake(ctx workflow.Context, in LeadIntakeInput) (LeadIntakeResult, error) {
 	var a *activities.Leads
 	ctx = workflow.WithActivityOptions(ctx, dbOptions)
@@ -50,8 +51,18 @@ func LeadIntake(ctx workflow.Context, in LeadIntakeInput) (LeadIntakeResult, err
 		return LeadIntakeResult{}, err
 	}
 	if assignee != "" {
-		if err := workflow.ExecuteActivity(ctx, a.NotifyAssignee, in.IntakeID, out.LeadID, assignee).Get(ctx, nil); err != nil {
+		var notificationID string
+		if err := workflow.ExecuteActivity(ctx, a.NotifyAssignee, in.IntakeID, out.LeadID, assignee).Get(ctx, &notificationID); err != nil {
 			return LeadIntakeResult{}, err
+		}
+		if notificationID != "" {
+			// Push it to the agent's browsers; a push failure does not
+			// undo the intake (the notification stays listed in the API).
+			var push *activities.Push
+			pctx := workflow.WithActivityOptions(ctx, pushOptions)
+			if err := workflow.ExecuteActivity(pctx, push.Deliver, notificationID).Get(pctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("lead notification push failed", "notificationId", notificationID, "error", err)
+			}
 		}
 	}
 	if err := workflow.ExecuteActivity(ctx, a.CompleteIntake, in.IntakeID).Get(ctx, nil); err != nil {

@@ -22,6 +22,7 @@ func leadEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Leads{})
+	env.RegisterActivity(&activities.Push{})
 	return env
 }
 
@@ -31,7 +32,9 @@ func TestLeadIntakeAssignsAndNotifies(t *testing.T) {
 	env.OnActivity(a.UpsertLead, mock.Anything, intakeID).Return(activities.LeadOutcome{LeadID: leadID}, nil).Once()
 	env.OnActivity(a.LogIntakeActivity, mock.Anything, intakeID, leadID).Return(nil).Once()
 	env.OnActivity(a.AssignLead, mock.Anything, leadID).Return(agentID, nil).Once()
-	env.OnActivity(a.NotifyAssignee, mock.Anything, intakeID, leadID, agentID).Return(nil).Once()
+	env.OnActivity(a.NotifyAssignee, mock.Anything, intakeID, leadID, agentID).Return("n-1", nil).Once()
+	var push *activities.Push
+	env.OnActivity(push.Deliver, mock.Anything, "n-1").Return(activities.DeliveryResult{}, nil).Once()
 	env.OnActivity(a.CompleteIntake, mock.Anything, intakeID).Return(nil).Once()
 	env.ExecuteWorkflow(workflows.LeadIntake, workflows.LeadIntakeInput{IntakeID: intakeID})
 	var out workflows.LeadIntakeResult
@@ -59,6 +62,7 @@ func TestLeadIntakeDuplicateWithoutAgents(t *testing.T) {
 		t.Fatalf("result %+v %v", out, err)
 	}
 	env.AssertNotCalled(t, "NotifyAssignee", mock.Anything, mock.Anything, mock.Anything, mock.Anything)
+	env.AssertNotCalled(t, "Deliver", mock.Anything, mock.Anything)
 	env.AssertExpectations(t)
 }
 
@@ -76,7 +80,7 @@ func TestLeadIntakeRetriesFailedActivities(t *testing.T) {
 		return nil
 	})
 	env.OnActivity(a.AssignLead, mock.Anything, leadID).Return(agentID, nil)
-	env.OnActivity(a.NotifyAssignee, mock.Anything, intakeID, leadID, agentID).Return(nil)
+	env.OnActivity(a.NotifyAssignee, mock.Anything, intakeID, leadID, agentID).Return("", nil)
 	env.OnActivity(a.CompleteIntake, mock.Anything, intakeID).Return(nil)
 	env.ExecuteWorkflow(workflows.LeadIntake, workflows.LeadIntakeInput{IntakeID: intakeID})
 	if err := env.GetWorkflowError(); err != nil {

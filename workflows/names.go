@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"strconv"
+
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -59,3 +61,26 @@ const (
 // Idempotency-Key, or a hash of the submission, so a resent form is
 // processed once.
 func LeadIntakeID(orgID, key string) string { return "lead-intake/" + orgID + "/" + key }
+
+// TicketAutoCloseWorkflow closes a solved ticket after a delay.
+const (
+	TicketAutoCloseWorkflow = "TicketAutoClose"
+	KindTicketAutoClose     = "ticket-close"
+)
+
+// TicketAutoCloseID is one solved state's timer: a ticket solved, reopened
+// and solved again gets a new timer (generation n).
+func TicketAutoCloseID(ticketID string, n int) string {
+	return "ticket-close/" + ticketID + "/" + strconv.Itoa(n)
+}
+
+// NotificationDeliveryWorkflow pushes one notification to the member's
+// browsers (web push).
+const (
+	NotificationDeliveryWorkflow = "NotificationDelivery"
+	KindNotificationDelivery     = "notification-delivery"
+)
+
+// NotificationDeliveryID is the ID of one notification's delivery: one per
+// notification, ever.
+func NotificationDeliveryID(notificationID string) string { return "notify/" + notificationID }

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/auth"
@@ -63,6 +64,12 @@ type options struct {
 	register     []func(sdkworker.Registry)
 	identityURL  string
 	temporalDown bool
+	autoClose    time.Duration
+}
+
+// WithTicketAutoClose shortens the solved → closed timer (default 4 days).
+func WithTicketAutoClose(d time.Duration) Option {
+	return func(o *options) { o.autoClose = d }
 }
 
 // WithTemporalDown starts the Env with Temporal unreachable: the API and
@@ -135,7 +142,14 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 
-	e.workerDeps, e.register = worker.Deps{DB: e.DB, Identity: idClient}, o.register
+	// Web push signs with the key pair stored in the database, as
+	// production does when none is configured.
+	vapidKey, err := models.EnsureVAPIDKey(bg, e.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.workerDeps, e.register = worker.Deps{DB: e.DB, Identity: idClient, VAPID: activities.VAPID{
+		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"}}, o.register
 	if o.temporalDown {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -168,7 +182,8 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 
 	e.App = api.New(api.Deps{DB: e.DB, Temporal: e.Temporal, Starter: e.Starter, Log: log,
 		Metrics: prometheus.NewRegistry(), Version: "test",
-		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier)})
+		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
+		VAPIDPublicKey: vapidKey.PublicKey})
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e

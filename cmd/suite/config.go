@@ -36,6 +36,9 @@ type Config struct {
 	WorkerHealthAddr string        `env:"SUITE_WORKER_HEALTH_ADDR" envDefault:":8081"`
 	ShutdownTimeout  time.Duration `env:"SUITE_SHUTDOWN_TIMEOUT" envDefault:"25s"`
 
+	// TicketAutoCloseAfter closes a solved ticket after this long.
+	TicketAutoCloseAfter time.Duration `env:"SUITE_TICKET_AUTOCLOSE_AFTER" envDefault:"96h"`
+
 	// Demo seeds the demo organization; defaults to true under `suite dev`.
 	Demo *bool `env:"SUITE_DEMO"`
 
@@ -59,6 +62,13 @@ type Config struct {
 	OpenAIAPIKey  string `env:"OPENAI_API_KEY" secret:"true"`
 	OpenAIBaseURL string `env:"OPENAI_BASE_URL"`
 	OpenAIModel   string `env:"OPENAI_MODEL" envDefault:"gpt-4o-mini"`
+
+	// VAPIDPublicKey and VAPIDPrivateKey are the web-push key pair (P-256,
+	// base64url); both empty: generated once and kept in the database.
+	VAPIDPublicKey  string `env:"VAPID_PUBLIC_KEY"`
+	VAPIDPrivateKey string `env:"VAPID_PRIVATE_KEY" secret:"true"`
+	// VAPIDSubject is the contact push services may reach the operator at.
+	VAPIDSubject string `env:"VAPID_SUBJECT" envDefault:"mailto:admin@business-suite.local"`
 }
 
 // LoadConfig reads the environment.

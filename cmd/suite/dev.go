@@ -81,15 +81,20 @@ func runDev(ctx context.Context, cfg Config) error {
 		_ = ln.Close()
 		return err
 	}
+	vapid, err := loadVAPID(ctx, cfg, db)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	// The embedded server registered the search attributes with the namespace.
-	w, err := startWorker(cfg, db, tc, id)
+	w, err := startWorker(cfg, db, tc, id, vapid)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	defer w.Stop()
 
-	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics())
+	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics(), vapid)
 	var demo *demoCredentials
 	if cfg.DemoEnabled(true) {
 		if demo, err = seedDemo(ctx, cfg, db, self); err != nil {

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/outbox"
 )
@@ -34,12 +35,14 @@ func listen(cfg Config) (net.Listener, string, error) {
 
 // startAPI serves on ln until ctx ends, then shuts down gracefully
 // (in-flight requests finish within the shutdown timeout).
-func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry) (*apiServer, *outbox.Starter) {
+func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry, vapid activities.VAPID) (*apiServer, *outbox.Starter) {
 	starter := outbox.New(db, tc, log.With("component", "outbox"), reg)
 	app := api.New(api.Deps{
 		DB: db, Temporal: tc, Starter: starter, Log: log, Metrics: reg,
 		Version: version, TrustedProxies: cfg.TrustedProxies,
 		Identity: id.service, IdentityClient: id.client, Auth: id.auth,
+		VAPIDPublicKey:       vapid.PublicKey,
+		TicketAutoCloseAfter: cfg.TicketAutoCloseAfter,
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
@@ -104,7 +107,12 @@ func runAPI(ctx context.Context, cfg Config) error {
 		_ = ln.Close()
 		return err
 	}
-	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics())
+	vapid, err := loadVAPID(ctx, cfg, db)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics(), vapid)
 	log.Info("listening", "addr", srv.addr, "identity", id.url)
 	return srv.wait()
 }

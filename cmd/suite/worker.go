@@ -14,14 +14,15 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker"
 )
 
 // startWorker registers the suite's workflows and activities and starts
 // polling the task queue.
-func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring) (sdkworker.Worker, error) {
-	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
+func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, vapid activities.VAPID) (sdkworker.Worker, error) {
+	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client, VAPID: vapid}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
@@ -59,13 +60,17 @@ func runWorker(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	vapid, err := loadVAPID(ctx, cfg, db)
+	if err != nil {
+		return err
+	}
 	saCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	if err := worker.EnsureSearchAttributes(saCtx, tc, cfg.TemporalNamespace); err != nil {
 		// Not fatal: workflows still run; only filtering in the UI suffers.
 		log.Warn("custom search attributes are not registered", "error", err)
 	}
 	cancel()
-	w, err := startWorker(cfg, db, tc, id)
+	w, err := startWorker(cfg, db, tc, id, vapid)
 	if err != nil {
 		return err
 	}

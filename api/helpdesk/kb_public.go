@@ -1,0 +1,226 @@
+package helpdesk
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+// The public help center: published articles of a workspace, read without
+// a credential (PublicRoutes rate-limits them per client address). An
+// unknown or malformed workspace id, an unknown slug and a draft all get
+// the same 404, so a reader learns nothing about what is not published.
+
+var errHelpCenterNotFound = web.NotFound("The help-center page")
+
+// Search limits.
+const (
+	maxSearchQuery     = 200
+	defaultSearchLimit = 10
+	maxSearchLimit     = 50
+)
+
+type publicCategoryResponse struct {
+	categoryResponse
+	ArticleCount int64 `json:"articleCount"`
+}
+
+type publicArticleResponse struct {
+	ID          string     `json:"id"`
+	WorkspaceID string     `json:"workspaceId"`
+	CategoryID  *string    `json:"categoryId"`
+	Title       string     `json:"title"`
+	Slug        string     `json:"slug"`
+	BodyHTML    string     `json:"bodyHtml"`
+	Views       int64      `json:"views"`
+	PublishedAt *time.Time `json:"publishedAt"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
+}
+
+type searchHit struct {
+	ID         string  `json:"id"`
+	Title      string  `json:"title"`
+	Slug       string  `json:"slug"`
+	CategoryID *string `json:"categoryId"`
+	Snippet    string  `json:"snippet"`
+	Rank       float64 `json:"rank"`
+}
+
+type searchResponse struct {
+	Data  []searchHit `json:"data"`
+	Query string      `json:"query"`
+}
+
+// publicWorkspace checks the :workspaceId of a public route.
+func (h *handlers) publicWorkspace(c *fiber.Ctx) (string, error) {
+	id := c.Params("workspaceId")
+	if _, err := models.FindOrg(c.UserContext(), h.DB, id); err != nil {
+		if errors.Is(err, models.ErrNotFound) {
+			return "", errHelpCenterNotFound
+		}
+		return "", err
+	}
+	return id, nil
+}
+
+// publicCategories lists the categories that hold at least one published
+// article, with how many, by position then name.
+func (h *handlers) publicCategories(c *fiber.Ctx) error {
+	orgID, err := h.publicWorkspace(c)
+	if err != nil {
+		return err
+	}
+	var rows []struct {
+		models.KBCategory
+		ArticleCount int64
+	}
+	err = h.DB.WithContext(c.UserContext()).Table("kb_categories AS c").
+		Select("c.*, COUNT(a.id) AS article_count").
+		Joins("JOIN kb_articles a ON a.category_id = c.id AND a.status = ?", models.ArticlePublished).
+		Where("c.org_id = ?", orgID).
+		Group("c.id").Order("c.position").Order("c.name").Order("c.id").
+		Scan(&rows).Error
+	if err != nil {
+		return err
+	}
+	out := web.Page[publicCategoryResponse]{Data: make([]publicCategoryResponse, len(rows))}
+	for i := range rows {
+		out.Data[i] = publicCategoryResponse{categoryResponse: toCategory(&rows[i].KBCategory), ArticleCount: rows[i].ArticleCount}
+	}
+	return c.JSON(out)
+}
+
+// publicArticle serves a published article by slug and counts the view.
+func (h *handlers) publicArticle(c *fiber.Ctx) error {
+	orgID, slug := c.Params("workspaceId"), c.Params("slug")
+	if !models.ValidID(orgID) || !validSlug(slug) {
+		return errHelpCenterNotFound
+	}
+	db := h.DB.WithContext(c.UserContext())
+	// One atomic statement counts the view and tells whether the article is
+	// there: no read-modify-write race between concurrent readers.
+	res := db.Exec("UPDATE kb_articles SET views = views + 1 WHERE org_id = ? AND slug = ? AND status = ?",
+		orgID, slug, models.ArticlePublished)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return errHelpCenterNotFound
+	}
+	var a models.KBArticle
+	if err := db.Where("org_id = ? AND slug = ? AND status = ?", orgID, slug, models.ArticlePublished).Take(&a).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return errHelpCenterNotFound // unpublished or deleted meanwhile
+		}
+		return err
+	}
+	return c.JSON(publicArticleResponse{ID: a.ID, WorkspaceID: a.OrgID, CategoryID: a.CategoryID, Title: a.Title, Slug: a.Slug,
+		BodyHTML: a.BodyHTML, Views: a.Views, PublishedAt: a.PublishedAt, UpdatedAt: a.UpdatedAt})
+}
+
+// publicSearch is ranked full-text search over the published articles of a
+// workspace: best first, with the matches in the snippet wrapped in <mark>.
+func (h *handlers) publicSearch(c *fiber.Ctx) error {
+	orgID, err := h.publicWorkspace(c)
+	if err != nil {
+		return err
+	}
+	q := strings.TrimSpace(c.Query("q"))
+	limit := defaultSearchLimit
+	var bad []models.FieldError
+	if n := utf8.RuneCountInString(q); n == 0 || n > maxSearchQuery {
+		bad = append(bad, models.FieldError{Field: "q", Code: "length", Message: "Send 1 to 200 characters to search for."})
+	}
+	if raw := c.Query("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > maxSearchLimit {
+			bad = append(bad, models.FieldError{Field: "limit", Code: "range", Message: "Must be an integer from 1 to 50."})
+		}
+		limit = n
+	}
+	if len(bad) > 0 {
+		return models.Invalid(bad...)
+	}
+
+	hits := []searchHit{}
+	if models.DialectFor(h.DB) == models.Postgres {
+		err = h.searchPostgres(c, orgID, q, limit, &hits)
+	} else {
+		err = h.searchSQLite(c, orgID, q, limit, &hits)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range hits {
+		hits[i].Snippet = highlight(hits[i].Snippet)
+	}
+	return c.JSON(searchResponse{Data: hits, Query: q})
+}
+
+// headlineOptions make ts_headline delimit matches with the private-use
+// sentinels that highlight turns into <mark> after escaping.
+var headlineOptions = `StartSel="` + string(markStart) + `", StopSel="` + string(markStop) +
+	`", MaxFragments=2, MaxWords=25, MinWords=10`
+
+// searchPostgres ranks with ts_rank_cd over the weighted search_vector
+// (title A, body B). websearch_to_tsquery accepts any text without syntax
+// errors. Headlines, the costly part, are computed for the page only.
+func (h *handlers) searchPostgres(c *fiber.Ctx, orgID, q string, limit int, hits *[]searchHit) error {
+	return h.DB.WithContext(c.UserContext()).Raw(`
+WITH query AS (SELECT websearch_to_tsquery('english', ?) AS tsq),
+hits AS (
+    SELECT a.id, a.title, a.slug, a.category_id, a.body, a.published_at,
+           ts_rank_cd(a.search_vector, query.tsq) AS rank
+    FROM kb_articles a, query
+    WHERE a.org_id = ? AND a.status = ? AND a.search_vector @@ query.tsq
+    ORDER BY rank DESC, a.published_at DESC, a.id
+    LIMIT ?
+)
+SELECT hits.id, hits.title, hits.slug, hits.category_id, hits.rank,
+       ts_headline('english', hits.body, query.tsq, ?) AS snippet
+FROM hits, query
+ORDER BY hits.rank DESC, hits.published_at DESC, hits.id`,
+		q, orgID, models.ArticlePublished, limit, headlineOptions).Scan(hits).Error
+}
+
+// searchSQLite ranks with FTS5's bm25 (title weighted 10, body 1; lower is
+// better, so rank is its negation).
+func (h *handlers) searchSQLite(c *fiber.Ctx, orgID, q string, limit int, hits *[]searchHit) error {
+	match := ftsQuery(q)
+	if match == "" {
+		return nil
+	}
+	return h.DB.WithContext(c.UserContext()).Raw(`
+SELECT a.id, a.title, a.slug, a.category_id,
+       -bm25(kb_articles_fts, 10.0, 1.0) AS rank,
+       snippet(kb_articles_fts, 1, ?, ?, '…', 16) AS snippet
+FROM kb_articles_fts
+JOIN kb_articles a ON a.rowid = kb_articles_fts.rowid
+WHERE kb_articles_fts MATCH ? AND a.org_id = ? AND a.status = ?
+ORDER BY bm25(kb_articles_fts, 10.0, 1.0), a.published_at DESC, a.id
+LIMIT ?`,
+		string(markStart), string(markStop), match, orgID, models.ArticlePublished, limit).Scan(hits).Error
+}
+
+// ftsQuery turns free text into an FTS5 query that cannot be a syntax
+// error: each whitespace-separated term, without double quotes, becomes a
+// quoted string, and the strings are ANDed (FTS5's implicit operator).
+// "" means nothing is left to search for.
+func ftsQuery(q string) string {
+	var terms []string
+	for _, t := range strings.Fields(q) {
+		t = strings.ReplaceAll(t, `"`, "")
+		if t != "" {
+			terms = append(terms, `"`+t+`"`)
+		}
+	}
+	return strings.Join(terms, " ")
+}

@@ -1,0 +1,130 @@
+package helpdesk
+
+import (
+	"bytes"
+	"html"
+	"strings"
+	"unicode"
+
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	gmhtml "github.com/yuin/goldmark/renderer/html"
+	"golang.org/x/text/unicode/norm"
+)
+
+// Knowledge-base articles are written in Markdown (GitHub flavour) and
+// stored next to their rendering. Rendering happens on write, so reads,
+// public ones included, serve stored HTML.
+//
+// goldmark passes inline HTML through (authors may use what the policy
+// allows, such as <sup>, <sub>, <details> or <img>), and bluemonday's
+// user-generated-content policy is the one sanitiser: it drops <script>,
+// <style>, event handlers (onerror=…), javascript: URLs and anything else
+// outside its allow-list, and adds rel="nofollow" to links. Both are safe
+// for concurrent use once built.
+var (
+	kbMarkdown = goldmark.New(
+		goldmark.WithExtensions(extension.GFM),
+		goldmark.WithRendererOptions(gmhtml.WithUnsafe()),
+	)
+	kbPolicy = bluemonday.UGCPolicy()
+)
+
+// renderMarkdown turns an article body into sanitised HTML.
+func renderMarkdown(src string) (string, error) {
+	var buf bytes.Buffer
+	if err := kbMarkdown.Convert([]byte(src), &buf); err != nil {
+		return "", err
+	}
+	return kbPolicy.Sanitize(buf.String()), nil
+}
+
+// Search highlights are delimited in the database with two private-use
+// characters, so the stored text around them can be HTML-escaped before the
+// delimiters become <mark> tags.
+const (
+	markStart = '\uE000'
+	markStop  = '\uE001'
+)
+
+// highlight HTML-escapes a search snippet and turns its delimiters into
+// <mark>…</mark>. The only markup in the result is balanced <mark> pairs:
+// stray delimiters (a body may itself contain the characters) are dropped.
+func highlight(s string) string {
+	escaped := html.EscapeString(s)
+	var b strings.Builder
+	b.Grow(len(escaped) + 32)
+	open := false
+	for _, r := range escaped {
+		switch r {
+		case markStart:
+			if !open {
+				b.WriteString("<mark>")
+				open = true
+			}
+		case markStop:
+			if open {
+				b.WriteString("</mark>")
+				open = false
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	if open {
+		b.WriteString("</mark>")
+	}
+	return b.String()
+}
+
+// maxSlugLen is the longest slug accepted or derived.
+const maxSlugLen = 100
+
+// slugify derives a slug from a name or title: accents are dropped
+// ("Café" → "cafe"), ASCII letters are lower-cased, and every run of other
+// characters becomes one hyphen, trimmed at both ends and cut to
+// maxSlugLen. The result may be "" when text has no ASCII letter or digit.
+func slugify(text string) string {
+	var b strings.Builder
+	hyphen := false
+	for _, r := range norm.NFKD.String(text) {
+		switch {
+		case unicode.Is(unicode.Mn, r):
+			continue // a combining accent of the letter before it
+		case r >= 'A' && r <= 'Z':
+			r += 'a' - 'A'
+		case (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'):
+		default:
+			hyphen = b.Len() > 0
+			continue
+		}
+		if hyphen {
+			if b.Len()+1 >= maxSlugLen {
+				break
+			}
+			b.WriteByte('-')
+			hyphen = false
+		}
+		if b.Len() >= maxSlugLen {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// validSlug tells whether s matches ^[a-z0-9]+(-[a-z0-9]+)*$ and is at most
+// maxSlugLen long.
+func validSlug(s string) bool {
+	if s == "" || len(s) > maxSlugLen || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

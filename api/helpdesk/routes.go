@@ -1,0 +1,104 @@
+// Package helpdesk serves the Helpdesk interface under /helpdesk: tickets
+// and comments, customers with their history and billable time, the
+// knowledge base (managed here, read publicly under /public/kb), web-push
+// notifications and the ticket dashboard.
+package helpdesk
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+// Deps are the Helpdesk's dependencies.
+type Deps struct {
+	DB      *gorm.DB
+	Auth    *auth.Authenticator
+	Starter *outbox.Starter
+	Log     *slog.Logger
+	// VAPIDPublicKey is the web-push application server key (base64url).
+	VAPIDPublicKey string
+	// AutoCloseAfter is how long a solved ticket stays solved before it is
+	// closed (default 4 days).
+	AutoCloseAfter time.Duration
+}
+
+type handlers struct{ Deps }
+
+// PublicRoutes mounts the routes that need no credential: the public help
+// center and the VAPID key. They are rate-limited per client address.
+func PublicRoutes(r fiber.Router, d Deps) {
+	h := &handlers{d}
+	limit := web.RateLimit("public-helpdesk", 120, time.Minute, nil)
+	r.Get("/public/kb/:workspaceId/categories", limit, h.publicCategories)
+	r.Get("/public/kb/:workspaceId/search", limit, h.publicSearch)
+	r.Get("/public/kb/:workspaceId/articles/:slug", limit, h.publicArticle)
+	r.Get("/notifications/vapidPublicKey", limit, h.vapidPublicKey)
+}
+
+// Routes mounts the authenticated Helpdesk routes on r (the /helpdesk
+// group, behind the Helpdesk credential middleware).
+func Routes(r fiber.Router, d Deps) {
+	h := &handlers{d}
+	r.Get("/tickets", h.listTickets)
+	r.Post("/tickets", h.createTicket)
+	r.Get("/tickets/:id", h.getTicket)
+	r.Put("/tickets/:id", h.updateTicket)
+	r.Delete("/tickets/:id", h.deleteTicket)
+	r.Get("/tickets/:id/comments", h.listComments)
+	r.Post("/tickets/:id/comments", h.addComment)
+
+	r.Get("/customers", h.listCustomers)
+	r.Post("/customers", h.createCustomer)
+	r.Get("/customers/:id", h.getCustomer)
+	r.Put("/customers/:id", h.updateCustomer)
+	r.Delete("/customers/:id", h.deleteCustomer)
+	r.Get("/customers/:id/tickets", h.customerTickets)
+	r.Get("/customers/:id/interactions", h.customerInteractions)
+	r.Get("/customers/:id/activity", h.customerActivity)
+	r.Get("/customers/:id/time-entries", h.listTimeEntries)
+	r.Post("/customers/:id/time-entries", h.addTimeEntry)
+
+	r.Get("/knowledge-base/categories", h.listCategories)
+	r.Post("/knowledge-base/categories", h.createCategory)
+	r.Get("/knowledge-base/categories/:id", h.getCategory)
+	r.Put("/knowledge-base/categories/:id", h.updateCategory)
+	r.Delete("/knowledge-base/categories/:id", h.deleteCategory)
+	r.Get("/knowledge-base/articles", h.listArticles)
+	r.Post("/knowledge-base/articles", h.createArticle)
+	r.Get("/knowledge-base/articles/:id", h.getArticle)
+	r.Put("/knowledge-base/articles/:id", h.updateArticle)
+	r.Delete("/knowledge-base/articles/:id", h.deleteArticle)
+
+	r.Get("/notifications", h.listNotifications)
+	r.Post("/notifications/read", h.readNotifications)
+	r.Post("/notifications/subscribe", h.subscribe)
+
+	r.Get("/analytics/dashboard", h.dashboard)
+}
+
+// findIn loads one row of the workspace by id; a malformed id and another
+// workspace's id are the same 404.
+func findIn[T any](ctx context.Context, db *gorm.DB, orgID, id, what string) (*T, error) {
+	notFound := models.Err(models.ErrNotFound, "not_found", "%s was not found.", what)
+	if !models.ValidID(id) {
+		return nil, notFound
+	}
+	var row T
+	if err := db.WithContext(ctx).Where("id = ? AND org_id = ?", id, orgID).Take(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, notFound
+		}
+		return nil, err
+	}
+	return &row, nil
+}
