@@ -87,6 +87,23 @@ func findScoped[T any](c *fiber.Ctx, db *gorm.DB, p *auth.Principal, id, assigne
 	return &row, nil
 }
 
+// deleteScoped deletes the row of T named by the :id parameter, seen as the
+// caller sees it (findScoped), and answers 204.
+func deleteScoped[T any](h *handlers, c *fiber.Ctx, assigneeColumn, what string) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	row, err := findScoped[T](c, h.DB, p, c.Params("id"), assigneeColumn, what)
+	if err != nil {
+		return err
+	}
+	if err := h.DB.WithContext(c.UserContext()).Delete(row).Error; err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
 // nullable turns "" into nil (clearing an optional reference).
 func nullable(s *string) *string {
 	if s == nil || *s == "" {

@@ -172,16 +172,5 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 // deleteContact deletes a contact; deals and tasks linked to it keep
 // existing and lose the link (ON DELETE SET NULL).
 func (h *handlers) deleteContact(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	ct, err := findScoped[models.Contact](c, h.DB, p, c.Params("id"), "", "The contact")
-	if err != nil {
-		return err
-	}
-	if err := h.DB.WithContext(c.UserContext()).Delete(ct).Error; err != nil {
-		return err
-	}
-	return c.SendStatus(fiber.StatusNoContent)
+	return deleteScoped[models.Contact](h, c, "", "The contact")
 }

@@ -276,18 +276,7 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 }
 
 func (h *handlers) deleteDeal(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	d, err := findScoped[models.Deal](c, h.DB, p, c.Params("id"), "assigned_to_id", "The deal")
-	if err != nil {
-		return err
-	}
-	if err := h.DB.WithContext(c.UserContext()).Delete(d).Error; err != nil {
-		return err
-	}
-	return c.SendStatus(fiber.StatusNoContent)
+	return deleteScoped[models.Deal](h, c, "assigned_to_id", "The deal")
 }
 
 // actor names who made a change: the member, or the API key.

@@ -274,18 +274,7 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 }
 
 func (h *handlers) deleteLead(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	l, err := findScoped[models.Lead](c, h.DB, p, c.Params("id"), "assigned_to_id", "The lead")
-	if err != nil {
-		return err
-	}
-	if err := h.DB.WithContext(c.UserContext()).Delete(l).Error; err != nil {
-		return err
-	}
-	return c.SendStatus(fiber.StatusNoContent)
+	return deleteScoped[models.Lead](h, c, "assigned_to_id", "The lead")
 }
 
 type activityResponse struct {

@@ -85,9 +85,12 @@ func TestWebhookIntakeEndToEnd(t *testing.T) {
 		if got.Score != 60 || got.Email != "grace@hopper.io" || *got.AssignedToID != o.memberA {
 			t.Fatalf("lead: %+v", got)
 		}
-		// The assignee was notified.
+		// The assignee is notified (the step after assignment).
 		var notes []models.Notification
-		e.DB.Where("member_id = ? AND resource_id = ?", o.memberA, got.ID).Find(&notes)
+		e.Eventually(func() bool {
+			e.DB.Where("member_id = ? AND resource_id = ?", o.memberA, got.ID).Find(&notes)
+			return len(notes) > 0
+		}, "the assignee's notification")
 		if len(notes) != 1 || notes[0].Type != "lead_assigned" {
 			t.Fatalf("notifications: %+v", notes)
 		}

@@ -139,7 +139,7 @@ func (f *taskFields) checkFormats() error {
 
 // check validates every reference against the organization.
 func (f *taskFields) check(db *gorm.DB, orgID string) error {
-	return allInvalid(
+	return web.MergeInvalid(
 		checkMember(db, orgID, "assignedToId", f.AssignedToID),
 		checkLinked(db, &models.Lead{}, orgID, "leadId", f.LeadID),
 		checkLinked(db, &models.Deal{}, orgID, "dealId", f.DealID),
@@ -220,18 +220,7 @@ func (h *handlers) getTask(c *fiber.Ctx) error {
 }
 
 func (h *handlers) deleteTask(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	t, err := findScoped[models.Task](c, h.DB, p, c.Params("id"), "assigned_to_id", "The task")
-	if err != nil {
-		return err
-	}
-	if err := h.DB.WithContext(c.UserContext()).Delete(t).Error; err != nil {
-		return err
-	}
-	return c.SendStatus(fiber.StatusNoContent)
+	return deleteScoped[models.Task](h, c, "assigned_to_id", "The task")
 }
 
 // decodeInOrg decodes a write body into dst, resolves the organization it
@@ -242,11 +231,11 @@ func (h *handlers) deleteTask(c *fiber.Ctx) error {
 // wrong type, is refused before anything else is looked at.
 func (h *handlers) decodeInOrg(c *fiber.Ctx, dst any, orgID func() string, refs func(db *gorm.DB, orgID string) error) (*auth.Principal, error) {
 	err := web.Decode(c, dst)
-	if err != nil && !decodedFully(err) {
+	if err != nil && !web.RulesOnly(err) {
 		return nil, err
 	}
 	if f, ok := dst.(interface{ checkFormats() error }); ok {
-		err = allInvalid(err, f.checkFormats())
+		err = web.MergeInvalid(err, f.checkFormats())
 	}
 	if err != nil && (refs == nil || namesField(err, "orgId")) {
 		return nil, err
@@ -256,27 +245,12 @@ func (h *handlers) decodeInOrg(c *fiber.Ctx, dst any, orgID func() string, refs 
 		return nil, firstErr(err, orgErr)
 	}
 	if refs != nil {
-		err = allInvalid(err, refs(h.DB.WithContext(c.UserContext()), p.OrgID))
+		err = web.MergeInvalid(err, refs(h.DB.WithContext(c.UserContext()), p.OrgID))
 	}
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
-}
-
-// decodedFully tells whether err is a 422 from `validate` rules alone, after
-// every field of the body decoded.
-func decodedFully(err error) bool {
-	var de *models.DomainError
-	if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
-		return false
-	}
-	for _, f := range de.Fields {
-		if f.Code == "unknown_field" || f.Code == "invalid_type" {
-			return false
-		}
-	}
-	return true
 }
 
 // namesField tells whether the 422 err lists field.
@@ -293,30 +267,4 @@ func clearable(field string, v *string, rule, code, message string) error {
 		return nil
 	}
 	return models.Invalid(models.FieldError{Field: field, Code: code, Message: message})
-}
-
-// allInvalid merges validation errors into one 422 listing every bad field
-// once (the first report of a field wins); any other error is returned as is.
-func allInvalid(errs ...error) error {
-	var fields []models.FieldError
-	seen := map[string]bool{}
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		var de *models.DomainError
-		if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
-			return err
-		}
-		for _, f := range de.Fields {
-			if !seen[f.Field] {
-				seen[f.Field] = true
-				fields = append(fields, f)
-			}
-		}
-	}
-	if len(fields) > 0 {
-		return models.Invalid(fields...)
-	}
-	return nil
 }

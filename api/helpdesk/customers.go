@@ -180,12 +180,7 @@ func (h *handlers) deleteCustomer(c *fiber.Ctx) error {
 }
 
 func (h *handlers) customerTickets(c *fiber.Ctx) error {
-	p := auth.From(c)
-	cust, err := findCustomer(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
+	p, cust, page, err := h.customerList(c)
 	if err != nil {
 		return err
 	}
@@ -195,6 +190,17 @@ func (h *handlers) customerTickets(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(web.MapPage(rows, toTicket))
+}
+
+// customerList resolves /customers/:id for one of its list routes.
+func (h *handlers) customerList(c *fiber.Ctx) (*auth.Principal, *models.Customer, web.PageRequest, error) {
+	p := auth.From(c)
+	cust, err := findCustomer(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
+	if err != nil {
+		return nil, nil, web.PageRequest{}, err
+	}
+	page, err := web.ParsePage(c)
+	return p, cust, page, err
 }
 
 // interaction is a ticket or a public comment in a customer's history.
@@ -211,12 +217,7 @@ type interaction struct {
 // customerInteractions lists the customer's tickets and the public
 // comments on them, newest first, in one keyset-paginated SQL union.
 func (h *handlers) customerInteractions(c *fiber.Ctx) error {
-	p := auth.From(c)
-	cust, err := findCustomer(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
+	p, cust, page, err := h.customerList(c)
 	if err != nil {
 		return err
 	}
@@ -246,12 +247,7 @@ type eventResponse struct {
 }
 
 func (h *handlers) customerActivity(c *fiber.Ctx) error {
-	p := auth.From(c)
-	cust, err := findCustomer(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
+	p, cust, page, err := h.customerList(c)
 	if err != nil {
 		return err
 	}
@@ -291,12 +287,7 @@ type timeEntryPage struct {
 // listTimeEntries pages through the entries and adds the customer's totals
 // (all entries, not just the page), summed in SQL.
 func (h *handlers) listTimeEntries(c *fiber.Ctx) error {
-	p := auth.From(c)
-	cust, err := findCustomer(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
+	p, cust, page, err := h.customerList(c)
 	if err != nil {
 		return err
 	}

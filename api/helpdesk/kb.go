@@ -1,7 +1,6 @@
 package helpdesk
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -75,55 +74,14 @@ func kbPrincipal(c *fiber.Ctx) (*auth.Principal, error) {
 // one 422 listing every bad field.
 func kbDecode(c *fiber.Ctx, dst any, more ...func() error) error {
 	err := web.Decode(c, dst)
-	if err != nil && !kbRulesOnly(err) {
+	if err != nil && !web.RulesOnly(err) {
 		return err
 	}
 	errs := []error{err}
 	for _, check := range more {
 		errs = append(errs, check())
 	}
-	return kbMergeInvalid(errs...)
-}
-
-// kbRulesOnly tells whether err is a 422 from `validate` rules alone, after
-// every field of the body decoded.
-func kbRulesOnly(err error) bool {
-	var de *models.DomainError
-	if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
-		return false
-	}
-	for _, f := range de.Fields {
-		if f.Code == "unknown_field" || f.Code == "invalid_type" {
-			return false
-		}
-	}
-	return true
-}
-
-// kbMergeInvalid merges validation errors into one 422 naming each bad
-// field once (the first report wins); any other error is returned as is.
-func kbMergeInvalid(errs ...error) error {
-	var fields []models.FieldError
-	seen := map[string]bool{}
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		var de *models.DomainError
-		if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
-			return err
-		}
-		for _, f := range de.Fields {
-			if !seen[f.Field] {
-				seen[f.Field] = true
-				fields = append(fields, f)
-			}
-		}
-	}
-	if len(fields) > 0 {
-		return models.Invalid(fields...)
-	}
-	return nil
+	return web.MergeInvalid(errs...)
 }
 
 // checkSlug validates a slug sent by the client (nil: none sent).
@@ -379,7 +337,7 @@ func (h *handlers) listArticles(c *fiber.Ctx) error {
 		CategoryID string `json:"categoryId" validate:"omitempty,uuid"`
 	}
 	filter.Status, filter.CategoryID = c.Query("status"), c.Query("categoryId")
-	if err := kbMergeInvalid(pageErr, web.Validate(&filter)); err != nil {
+	if err := web.MergeInvalid(pageErr, web.Validate(&filter)); err != nil {
 		return err
 	}
 	q := h.DB.WithContext(c.UserContext()).Model(&models.KBArticle{}).Where("org_id = ?", p.OrgID)

@@ -254,3 +254,45 @@ func jsonName(f reflect.StructField) string {
 	}
 	return name
 }
+
+// RulesOnly tells whether err is a 422 from `validate` rules alone, after
+// every field of the body decoded (no unknown fields, no wrong types) — so
+// further checks can add their findings to the same 422.
+func RulesOnly(err error) bool {
+	var de *models.DomainError
+	if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
+		return false
+	}
+	for _, f := range de.Fields {
+		if f.Code == "unknown_field" || f.Code == "invalid_type" {
+			return false
+		}
+	}
+	return true
+}
+
+// MergeInvalid merges validation errors into one 422 naming each bad field
+// once (the first report wins); any other error is returned as is.
+func MergeInvalid(errs ...error) error {
+	var fields []models.FieldError
+	seen := map[string]bool{}
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var de *models.DomainError
+		if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
+			return err
+		}
+		for _, f := range de.Fields {
+			if !seen[f.Field] {
+				seen[f.Field] = true
+				fields = append(fields, f)
+			}
+		}
+	}
+	if len(fields) > 0 {
+		return models.Invalid(fields...)
+	}
+	return nil
+}
