@@ -7,7 +7,9 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # Pinned tool versions (run with `go run tool@version`, nothing to install).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
-TEST_FLAGS ?=
+# Packages run one at a time: several of them start Temporal servers on
+# free ports, and two test binaries racing for the same port crash one.
+TEST_FLAGS ?= -p 1
 
 .DEFAULT_GOAL := help
 

@@ -69,31 +69,35 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		// earlier attempt of this activity. (A duplicate's lead id is the
 		// existing lead's: it is merged below, which is safe to repeat.)
 		var lead models.Lead
-		if err := tx.Take(&lead, "id = ?", in.LeadID).Error; err == nil && !in.Duplicate {
+		err = models.LockForUpdate(tx).Take(&lead, "id = ? AND org_id = ?", in.LeadID, in.OrgID).Error
+		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			return err
+		}
+		if err == nil && !in.Duplicate {
 			out = LeadOutcome{LeadID: lead.ID}
 			return nil
 		}
 		email := models.NormalizeEmail(p.Email)
-		if email != "" {
-			err := models.LockForUpdate(tx).Take(&lead, "org_id = ? AND email = ?", in.OrgID, email).Error
-			if err == nil {
-				out = LeadOutcome{LeadID: lead.ID, Duplicate: true}
-				mergeInto(&lead, p)
-				body := "Duplicate web-form submission merged"
-				if p.Source != "" {
-					body += " (source: " + p.Source + ")"
-				}
-				act := &models.LeadActivity{ID: models.DerivedID(intakeID, "merged"), OrgID: in.OrgID, LeadID: lead.ID,
-					Type: "system", Body: body, OccurredAt: in.CreatedAt, CreatedBy: "intake", CreatedAt: models.Now()}
-				if err := models.AddLeadActivity(tx, &lead, act); err != nil {
-					return err
-				}
-				return tx.Model(&models.LeadIntake{}).Where("id = ?", intakeID).
-					Updates(map[string]any{"duplicate": true, "lead_id": lead.ID}).Error
-			}
-			if !errors.Is(err, gorm.ErrRecordNotFound) {
+		if err != nil && email != "" { // not there by id: look for the e-mail
+			err = models.LockForUpdate(tx).Take(&lead, "org_id = ? AND email = ?", in.OrgID, email).Error
+			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 				return err
 			}
+		}
+		if err == nil { // merge into the lead the submission duplicates
+			out = LeadOutcome{LeadID: lead.ID, Duplicate: true}
+			mergeInto(&lead, p)
+			body := "Duplicate web-form submission merged"
+			if p.Source != "" {
+				body += " (source: " + p.Source + ")"
+			}
+			act := &models.LeadActivity{ID: models.DerivedID(intakeID, "merged"), OrgID: in.OrgID, LeadID: lead.ID,
+				Type: "system", Body: body, OccurredAt: in.CreatedAt, CreatedBy: "intake", CreatedAt: models.Now()}
+			if err := models.AddLeadActivity(tx, &lead, act); err != nil {
+				return err
+			}
+			return tx.Model(&models.LeadIntake{}).Where("id = ?", intakeID).
+				Updates(map[string]any{"duplicate": true, "lead_id": lead.ID}).Error
 		}
 		now := models.Now()
 		lead = models.Lead{ID: in.LeadID, OrgID: in.OrgID, Name: strings.TrimSpace(p.Name), Email: email,
@@ -105,12 +109,25 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		out = LeadOutcome{LeadID: lead.ID}
 		return tx.Create(&lead).Error
 	})
-	if models.IsUniqueViolation(err) {
+	if models.IsUniqueViolation(err) && !retried(ctx) {
 		// A concurrent intake created the lead for this e-mail first: run
-		// again, and merge into it.
-		return a.UpsertLead(ctx, intakeID)
+		// once more, and merge into it.
+		return a.UpsertLead(context.WithValue(ctx, retriedKey{}, true), intakeID)
 	}
 	return out, err
+}
+
+type retriedKey struct{}
+
+func retried(ctx context.Context) bool { v, _ := ctx.Value(retriedKey{}).(bool); return v }
+
+// missing is notFound for a record that is gone; any other database error
+// is returned as is, so Temporal retries it.
+func missing(what string, err error) error {
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return notFound(what, err)
+	}
+	return err
 }
 
 func mergeInto(l *models.Lead, p IntakePayload) {
@@ -135,7 +152,7 @@ func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) 
 		}
 		var lead models.Lead
 		if err := models.LockForUpdate(tx).Take(&lead, "id = ?", leadID).Error; err != nil {
-			return notFound("lead "+leadID, err)
+			return missing("lead "+leadID, err)
 		}
 		var p IntakePayload
 		_ = json.Unmarshal([]byte(in.Payload), &p)
@@ -160,7 +177,7 @@ func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
 	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var lead models.Lead
 		if err := models.LockForUpdate(tx).Take(&lead, "id = ?", leadID).Error; err != nil {
-			return notFound("lead "+leadID, err)
+			return missing("lead "+leadID, err)
 		}
 		if lead.AssignedToID != nil {
 			assignee = *lead.AssignedToID
@@ -184,7 +201,7 @@ func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID s
 	db := a.DB.WithContext(ctx)
 	var lead models.Lead
 	if err := db.Take(&lead, "id = ?", leadID).Error; err != nil {
-		return "", notFound("lead "+leadID, err)
+		return "", missing("lead "+leadID, err)
 	}
 	if lead.CreatedBy == memberID {
 		return "", nil // they created it themselves

@@ -127,6 +127,18 @@ func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
 		if merged != 1 {
 			t.Fatalf("%d merge activities for the flagged duplicate, want 1", merged)
 		}
+		// The duplicated lead changed its e-mail before the intake ran: the
+		// submission still merges into it (no endless retry on its id).
+		b2, _ := json.Marshal(activities.IntakePayload{Email: "c@x.io", Phone: "+14155552671"})
+		var cLead models.Lead
+		db.Take(&cLead, "org_id = ? AND email = ?", orgID, "c@x.io")
+		moved := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: "moved", LeadID: cLead.ID, Payload: string(b2),
+			Status: models.IntakeReceived, Duplicate: true, CreatedAt: models.Now()}
+		db.Create(&moved)
+		db.Model(&models.Lead{}).Where("id = ?", cLead.ID).Update("email", "c-new@x.io")
+		if out, err := a.UpsertLead(ctx, moved.ID); err != nil || out.LeadID != cLead.ID || !out.Duplicate {
+			t.Fatalf("merge into a lead whose e-mail changed: %+v %v", out, err)
+		}
 		if err := a.LogIntakeActivity(ctx, id, lead.ID); err != nil {
 			t.Fatal(err)
 		}

@@ -29,9 +29,13 @@ const (
 )
 
 // Member states: an invited member holds a seat until the invitee signs up.
+// A removed member is kept as a tombstone (it holds no seat and grants no
+// access) so that a membership the identity service has not yet forgotten
+// is not mirrored back in.
 const (
 	MemberActive  = "active"
 	MemberInvited = "invited"
+	MemberRemoved = "removed"
 )
 
 // Plan names.
@@ -134,7 +138,7 @@ func FindPlan(ctx context.Context, db *gorm.DB, name string) (*Plan, error) {
 // SeatsInUse counts active members plus pending invites.
 func SeatsInUse(tx *gorm.DB, orgID string) (int64, error) {
 	var n int64
-	err := tx.Model(&Member{}).Where("org_id = ?", orgID).Count(&n).Error
+	err := tx.Model(&Member{}).Where("org_id = ? AND status <> ?", orgID, MemberRemoved).Count(&n).Error
 	return n, err
 }
 

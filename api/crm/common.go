@@ -40,7 +40,7 @@ func checkMember(db *gorm.DB, orgID, field string, memberID *string) error {
 	}
 	if models.ValidID(*memberID) {
 		var n int64
-		if err := db.Model(&models.Member{}).Where("id = ? AND org_id = ?", *memberID, orgID).Count(&n).Error; err != nil {
+		if err := db.Model(&models.Member{}).Where("id = ? AND org_id = ? AND status <> ?", *memberID, orgID, models.MemberRemoved).Count(&n).Error; err != nil {
 			return err
 		}
 		if n == 1 {

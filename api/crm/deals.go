@@ -266,6 +266,9 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 				return err
 			}
 		}
+		if d.Stage == models.StageLost && d.LostReason == "" {
+			return models.Invalid(models.FieldError{Field: "lostReason", Code: "required", Message: "A LOST deal needs a lostReason."})
+		}
 		d.UpdatedAt = now
 		return tx.Save(d).Error
 	})

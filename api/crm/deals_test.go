@@ -40,6 +40,7 @@ func TestDealsPipelineRules(t *testing.T) {
 		if d.Stage != models.StageLost || d.LostReason != "Budget cut" {
 			t.Fatalf("lost: %+v", d)
 		}
+		move(o.agentA, map[string]any{"lostReason": ""}).ExpectProblem(422, "validation_failed")
 		move(o.agentA, map[string]any{"stage": "PROPOSAL"}).ExpectProblem(403, "admin_required")
 		move(o.owner, map[string]any{"stage": "WON"}).ExpectProblem(409, "illegal_stage_transition")
 		move(o.owner, map[string]any{"stage": "PROPOSAL"}).Expect(200)

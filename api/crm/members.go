@@ -48,7 +48,7 @@ func (h *handlers) listMembers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q := h.DB.WithContext(c.UserContext()).Model(&models.Member{}).Where("org_id = ?", p.OrgID)
+	q := h.DB.WithContext(c.UserContext()).Model(&models.Member{}).Where("org_id = ? AND status <> ?", p.OrgID, models.MemberRemoved)
 	if status := c.Query("status"); status != "" {
 		if status != models.MemberActive && status != models.MemberInvited {
 			return models.Invalid(models.FieldError{Field: "status", Code: "oneof", Message: "Must be one of: active, invited."})
@@ -113,15 +113,20 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		var n int64
-		if err := tx.Model(&models.Member{}).Where("org_id = ? AND email = ?", p.OrgID, m.Email).Count(&n).Error; err != nil {
-			return err
-		}
-		if n > 0 {
+		var existing models.Member
+		err = tx.Take(&existing, "org_id = ? AND email = ?", p.OrgID, m.Email).Error
+		if err == nil && existing.Status != models.MemberRemoved {
 			return models.Err(models.ErrConflict, "already_member", "%s is already a member or invited.", m.Email)
+		}
+		if err != nil && !isNotFound(err) {
+			return err
 		}
 		if err := models.CheckSeat(tx, org); err != nil {
 			return err
+		}
+		if err == nil { // re-inviting a removed member reuses their row
+			m.ID, m.CreatedAt = existing.ID, existing.CreatedAt
+			return tx.Save(m).Error
 		}
 		return tx.Create(m).Error
 	})
@@ -156,7 +161,7 @@ func (h *handlers) updateMember(c *fiber.Ctx) error {
 		if _, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
 			return err
 		}
-		if err := tx.Take(&m, "id = ? AND org_id = ?", memberID, p.OrgID).Error; err != nil {
+		if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
 			return memberNotFound(err)
 		}
 		roleChanged := req.Role != nil && *req.Role != m.Role
@@ -203,7 +208,7 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 			return err
 		}
 		var m models.Member
-		if err := tx.Take(&m, "id = ? AND org_id = ?", memberID, p.OrgID).Error; err != nil {
+		if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
 			return memberNotFound(err)
 		}
 		if err := canGrant(p, m.Role); err != nil {
@@ -214,10 +219,11 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 				return firstErr(err, errLastOwner)
 			}
 		}
-		if err := tx.Delete(&m).Error; err != nil {
+		wasActive := m.Status == models.MemberActive
+		if err := tx.Model(&m).Updates(map[string]any{"status": models.MemberRemoved, "updated_at": models.Now()}).Error; err != nil {
 			return err
 		}
-		if m.Status == models.MemberActive {
+		if wasActive {
 			return startOrgSync(tx, p.OrgID)
 		}
 		return nil

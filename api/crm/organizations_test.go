@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -346,5 +347,45 @@ func TestAPIKeysAreShownOnceAndRevocable(t *testing.T) {
 		e.Do(apitest.Request{Method: "DELETE", Path: base + "/" + created.ID, Headers: owner.Auth()}).Expect(204)
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization/" + orgID, Headers: apitest.Bearer(created.Key)}).ExpectProblem(401, "api_key_revoked")
 		e.Do(apitest.Request{Method: "DELETE", Path: base + "/" + models.NewID(), Headers: owner.Auth()}).ExpectProblem(404, "not_found")
+	})
+}
+
+// A removed member stays removed even while the identity service still
+// lists the membership (its OrgSync has not run yet): listing
+// organizations must not mirror it back in. Re-inviting works.
+func TestRemovedMemberIsNotResurrectedBySync(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		owner := e.SignUp(apitest.UniqueEmail("owner"))
+		orgID := e.CreateOrg(owner, "Churn")
+		agent := e.AddMember(owner, orgID, models.RoleAgent)
+		var m models.Member
+		if err := e.DB.Take(&m, "org_id = ? AND user_id = ?", orgID, agent.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/organization/" + orgID + "/members/" + m.ID, Headers: owner.Auth()}).Expect(204)
+		// The identity service has not heard of the removal yet.
+		if err := e.Identity.SetMembers(t.Context(), orgID, []identity.Membership{
+			{OrgID: orgID, UserID: owner.ID, Role: models.RoleOwner}, {OrgID: orgID, UserID: agent.ID, Role: models.RoleAgent},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var list struct{ Data []org }
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization", Headers: agent.Auth()}).Expect(200).JSON(&list)
+		if len(list.Data) != 0 {
+			t.Fatalf("the removed member sees %+v", list.Data)
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization/" + orgID, Headers: agent.Auth()}).ExpectProblem(404, "not_found")
+		var page struct{ Data []member }
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization/" + orgID + "/members", Headers: owner.Auth()}).Expect(200).JSON(&page)
+		if len(page.Data) != 1 {
+			t.Fatalf("members after removal: %+v", page.Data)
+		}
+		// Re-inviting the same address works and takes a seat again.
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + orgID + "/members", Headers: owner.Auth(),
+			Body: map[string]string{"email": agent.Email, "role": "AGENT"}}).Expect(201)
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization", Headers: agent.Auth()}).Expect(200).JSON(&list)
+		if len(list.Data) != 1 {
+			t.Fatalf("re-invited member: %+v", list.Data)
+		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 
@@ -73,7 +74,8 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	pl := req.payload("webhook")
 	key := c.Get(web.HeaderIdempotencyKey)
 	if key != "" {
-		key = "key:" + key
+		// Scoped like the idempotency middleware: two senders' keys never collide.
+		key = "key:" + models.HashKey(webhookScope(c))[:16] + ":" + key
 	} else {
 		sum := sha256.Sum256([]byte(orgID + "\x00" + mustJSON(pl)))
 		key = "body:" + hex.EncodeToString(sum[:16])
@@ -142,7 +144,11 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 	if err := req.reachable(); err != nil {
 		return err
 	}
-	if org, err := models.FindOrg(c.UserContext(), h.DB, orgID); err != nil || org.Status != models.OrgActive {
+	org, err := models.FindOrg(c.UserContext(), h.DB, orgID)
+	if err != nil && !errors.Is(err, models.ErrNotFound) {
+		return err // a database failure is not "no such organization"
+	}
+	if err != nil || org.Status != models.OrgActive {
 		return web.NotFound("The organization")
 	}
 	c.Locals("webhookRequest", &req)

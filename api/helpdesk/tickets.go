@@ -219,7 +219,12 @@ func customerFor(tx *gorm.DB, orgID, email, name string) (*models.Customer, bool
 		name, _, _ = strings.Cut(email, "@")
 	}
 	cust = models.Customer{ID: models.NewID(), OrgID: orgID, Name: name, Email: email, CreatedAt: now, UpdatedAt: now}
-	return &cust, true, tx.Create(&cust).Error
+	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "email"}}, DoNothing: true}).Create(&cust)
+	if res.Error != nil || res.RowsAffected == 1 {
+		return &cust, res.Error == nil, res.Error
+	}
+	// Created concurrently (e.g. POST /customers): use that one.
+	return &cust, false, tx.Take(&cust, "org_id = ? AND email = ?", orgID, email).Error
 }
 
 func tagsJSON(tags []string) string {
@@ -387,7 +392,7 @@ func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b
 // checkMember fails with 422 unless memberID is a member of orgID.
 func checkMember(db *gorm.DB, orgID, memberID string) error {
 	var n int64
-	if err := db.Model(&models.Member{}).Where("id = ? AND org_id = ?", memberID, orgID).Count(&n).Error; err != nil {
+	if err := db.Model(&models.Member{}).Where("id = ? AND org_id = ? AND status <> ?", memberID, orgID, models.MemberRemoved).Count(&n).Error; err != nil {
 		return err
 	}
 	if n == 0 {

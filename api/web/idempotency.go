@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -97,13 +98,19 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 			// succeeded, so a retry cannot repeat it.
 			return store.Updates(map[string]any{"state": models.IdemDone, "status_code": status, "content_type": secretWithheld, "body": nil}).Error
 		}
-		return store.Updates(map[string]any{
+		err = store.Updates(map[string]any{
 			"state":        models.IdemDone,
 			"status_code":  resp.StatusCode(),
 			"content_type": string(resp.Header.ContentType()),
 			"location":     string(resp.Header.Peek(fiber.HeaderLocation)),
 			"body":         append([]byte(nil), resp.Body()...),
 		}).Error
+		if err != nil {
+			// The request succeeded; keep its response. The key stays in
+			// flight and is taken over after its lease.
+			slog.ErrorContext(ctx, "storing an idempotent response failed", "key", row.Key, "error", err)
+		}
+		return nil
 	}
 }
 
