@@ -270,3 +270,32 @@ func CreateAPIKey(ctx context.Context, db *gorm.DB, orgID, service, name, create
 	}
 	return k, secret, db.WithContext(ctx).Create(k).Error
 }
+
+// Location is the organization's time zone (UTC when unset or unknown to
+// this system's time zone database).
+func (o *Organization) Location() *time.Location {
+	if o.Timezone != "" {
+		if loc, err := time.LoadLocation(o.Timezone); err == nil {
+			return loc
+		}
+	}
+	return time.UTC
+}
+
+// CheckMember fails with a 422 on field unless memberID is a (not removed)
+// member of orgID; nil or "" passes.
+func CheckMember(db *gorm.DB, orgID, field string, memberID *string) error {
+	if memberID == nil || *memberID == "" {
+		return nil
+	}
+	if ValidID(*memberID) {
+		var n int64
+		if err := db.Model(&Member{}).Where("id = ? AND org_id = ? AND status <> ?", *memberID, orgID, MemberRemoved).Count(&n).Error; err != nil {
+			return err
+		}
+		if n == 1 {
+			return nil
+		}
+	}
+	return Invalid(FieldError{Field: field, Code: "not_a_member", Message: "Must be the id of a member of this organization."})
+}

@@ -128,7 +128,7 @@ func (h *handlers) analytics(c *fiber.Ctx) error {
 		out.DealsByStage = append(out.DealsByStage, sum)
 	}
 
-	today := time.Now().In(orgLocation(org)).Format(time.DateOnly)
+	today := time.Now().In(org.Location()).Format(time.DateOnly)
 	var tasks struct{ OpenTasks, OverdueTasks int64 }
 	err = scope(inOrg(&models.Task{}), p, "assigned_to_id").Select(
 		"COUNT(CASE WHEN status = ? THEN 1 END) AS open_tasks, "+
@@ -139,16 +139,6 @@ func (h *handlers) analytics(c *fiber.Ctx) error {
 	}
 	out.Counts.OpenTasks, out.Counts.OverdueTasks = tasks.OpenTasks, tasks.OverdueTasks
 	return c.JSON(out)
-}
-
-// orgLocation is the organization's time zone (UTC when unset or unknown).
-func orgLocation(org *models.Organization) *time.Location {
-	if org.Timezone != "" {
-		if loc, err := time.LoadLocation(org.Timezone); err == nil {
-			return loc
-		}
-	}
-	return time.UTC
 }
 
 // Leaderboard periods and how many months each spans.
@@ -208,7 +198,7 @@ func (h *handlers) leaderboard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	from, to := periodBounds(period, time.Now(), orgLocation(org))
+	from, to := periodBounds(period, time.Now(), org.Location())
 	from, to = from.UTC(), to.UTC()
 
 	rows, err := wonByMember(h.DB.WithContext(ctx), p, from, to)

@@ -32,24 +32,6 @@ func scope(q *gorm.DB, p *auth.Principal, column string) *gorm.DB {
 	return q
 }
 
-// checkMember fails with 422 on field unless memberID is a member (active
-// or invited) of orgID.
-func checkMember(db *gorm.DB, orgID, field string, memberID *string) error {
-	if memberID == nil || *memberID == "" {
-		return nil
-	}
-	if models.ValidID(*memberID) {
-		var n int64
-		if err := db.Model(&models.Member{}).Where("id = ? AND org_id = ? AND status <> ?", *memberID, orgID, models.MemberRemoved).Count(&n).Error; err != nil {
-			return err
-		}
-		if n == 1 {
-			return nil
-		}
-	}
-	return models.Invalid(models.FieldError{Field: field, Code: "not_a_member", Message: "Must be the id of a member of this organization."})
-}
-
 // checkLinked fails with 422 on field unless id names a row of model in orgID.
 func checkLinked(db *gorm.DB, model any, orgID, field string, id *string) error {
 	if id == nil || *id == "" {

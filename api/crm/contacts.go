@@ -58,9 +58,7 @@ func (h *handlers) listContacts(c *fiber.Ctx) error {
 		q = q.Where("type = ?", filter.Type)
 	}
 	if filter.Q != "" {
-		like := "%" + escapeLike(strings.ToLower(filter.Q)) + "%"
-		q = q.Where(`(LOWER(name) LIKE ? ESCAPE '\' OR LOWER(email) LIKE ? ESCAPE '\' OR LOWER(company) LIKE ? ESCAPE '\')`,
-			like, like, like)
+		q = web.ContainsText(q, filter.Q, "name", "email", "company")
 	}
 	rows, err := web.Paginate(q, page, "", contactCursor)
 	if err != nil {

@@ -126,7 +126,7 @@ func (f *dealFields) apply(d *models.Deal) {
 
 // check validates the references against the organization.
 func (f *dealFields) check(db *gorm.DB, orgID string) error {
-	if err := checkMember(db, orgID, "assignedToId", f.AssignedToID); err != nil {
+	if err := models.CheckMember(db, orgID, "assignedToId", f.AssignedToID); err != nil {
 		return err
 	}
 	if err := checkLinked(db, &models.Contact{}, orgID, "contactId", f.ContactID); err != nil {

@@ -1,6 +1,7 @@
 package crm
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"net/url"
@@ -75,18 +76,13 @@ func (h *handlers) listLeads(c *fiber.Ctx) error {
 		q = q.Where("assigned_to_id = ?", filter.AssignedToID)
 	}
 	if filter.Q != "" {
-		like := "%" + escapeLike(strings.ToLower(filter.Q)) + "%"
-		q = q.Where("(LOWER(name) LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\' OR LOWER(company) LIKE ? ESCAPE '\\')", like, like, like)
+		q = web.ContainsText(q, filter.Q, "name", "email", "company")
 	}
 	rows, err := web.Paginate(q, page, "", leadCursor)
 	if err != nil {
 		return err
 	}
 	return c.JSON(web.MapPage(rows, toLead))
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // leadFields are the intake fields (spec §2), shared by the webhook, create
@@ -139,7 +135,7 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 	}
 	db := h.DB.WithContext(c.UserContext())
 	assignee := nullable(&req.AssignedToID)
-	if err := checkMember(db, p.OrgID, "assignedToId", assignee); err != nil {
+	if err := models.CheckMember(db, p.OrgID, "assignedToId", assignee); err != nil {
 		return err
 	}
 	if assignee == nil && agentScoped(p) {
@@ -227,7 +223,7 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 		if l, err = findScoped[models.Lead](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The lead"); err != nil {
 			return err
 		}
-		if err := checkMember(tx, p.OrgID, "assignedToId", req.AssignedToID); err != nil {
+		if err := models.CheckMember(tx, p.OrgID, "assignedToId", req.AssignedToID); err != nil {
 			return err
 		}
 		if req.Status != nil {
@@ -447,8 +443,8 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 			return models.Err(models.ErrConflict, "illegal_status_transition", "An UNQUALIFIED lead cannot be converted; requalify it first.")
 		}
 		now := models.Now()
-		contact := &models.Contact{ID: models.NewID(), OrgID: l.OrgID, Name: firstNonEmpty(l.Name, l.Email), Email: l.Email,
-			Phone: l.Phone, Company: l.Company, Type: firstNonEmpty(req.ContactType, models.ContactPerson),
+		contact := &models.Contact{ID: models.NewID(), OrgID: l.OrgID, Name: cmp.Or(l.Name, l.Email), Email: l.Email,
+			Phone: l.Phone, Company: l.Company, Type: cmp.Or(req.ContactType, models.ContactPerson),
 			Notes: "Converted from lead " + l.ID, CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
 		if contact.Name == "" {
 			contact.Name = l.Phone
@@ -459,10 +455,10 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		}
 		title := strings.TrimSpace(req.DealTitle)
 		if title == "" {
-			title = firstNonEmpty(l.Company, contact.Name) + " deal"
+			title = cmp.Or(l.Company, contact.Name) + " deal"
 		}
 		deal := &models.Deal{ID: models.NewID(), OrgID: l.OrgID, Title: title, Amount: amount, Currency: org.Currency,
-			Stage: firstNonEmpty(req.Stage, models.StageQualified), CompanyName: l.Company, ContactEmail: l.Email,
+			Stage: cmp.Or(req.Stage, models.StageQualified), CompanyName: l.Company, ContactEmail: l.Email,
 			ContactID: &contact.ID, LeadID: &l.ID, AssignedToID: l.AssignedToID, CreatedBy: actor(p),
 			StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
 		for _, row := range []any{contact, deal, &models.DealStageChange{ID: models.NewID(), OrgID: l.OrgID, DealID: deal.ID,

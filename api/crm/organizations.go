@@ -1,6 +1,7 @@
 package crm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -244,7 +245,7 @@ func (h *handlers) acceptInvites(ctx context.Context, p *auth.Principal) error {
 		err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
 			userID := p.UserID
 			res := tx.Model(&models.Member{}).Where("id = ? AND status = ?", inv.ID, models.MemberInvited).
-				Updates(map[string]any{"user_id": &userID, "status": models.MemberActive, "name": firstNonEmpty(inv.Name, p.Name), "updated_at": models.Now()})
+				Updates(map[string]any{"user_id": &userID, "status": models.MemberActive, "name": cmp.Or(inv.Name, p.Name), "updated_at": models.Now()})
 			if res.Error != nil || res.RowsAffected == 0 {
 				return res.Error
 			}
@@ -255,13 +256,6 @@ func (h *handlers) acceptInvites(ctx context.Context, p *auth.Principal) error {
 		}
 	}
 	return nil
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // startOrgSync records an OrgSync run for a change made in tx.

@@ -140,7 +140,7 @@ func (f *taskFields) checkFormats() error {
 // check validates every reference against the organization.
 func (f *taskFields) check(db *gorm.DB, orgID string) error {
 	return web.MergeInvalid(
-		checkMember(db, orgID, "assignedToId", f.AssignedToID),
+		models.CheckMember(db, orgID, "assignedToId", f.AssignedToID),
 		checkLinked(db, &models.Lead{}, orgID, "leadId", f.LeadID),
 		checkLinked(db, &models.Deal{}, orgID, "dealId", f.DealID),
 		checkLinked(db, &models.Contact{}, orgID, "contactId", f.ContactID),

@@ -1,6 +1,7 @@
 package helpdesk
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -64,7 +65,7 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	now := models.Now()
-	cm := &models.TicketComment{ID: models.NewID(), OrgID: p.OrgID, AuthorType: firstNonEmpty(req.Author, models.AuthorAgent),
+	cm := &models.TicketComment{ID: models.NewID(), OrgID: p.OrgID, AuthorType: cmp.Or(req.Author, models.AuthorAgent),
 		Body: req.Body, Public: req.Public == nil || *req.Public, CreatedAt: now}
 	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
 		t, err := findTicket(ctx, models.LockForUpdate(tx.DB), p.OrgID, c.Params("id"))

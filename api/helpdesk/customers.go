@@ -46,8 +46,7 @@ func (h *handlers) listCustomers(c *fiber.Ctx) error {
 		if len(s) > 200 {
 			return models.Invalid(models.FieldError{Field: "q", Code: "max", Message: "Must be at most 200 characters long."})
 		}
-		like := "%" + escapeLike(strings.ToLower(s)) + "%"
-		q = q.Where("(LOWER(name) LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\' OR LOWER(company) LIKE ? ESCAPE '\\')", like, like, like)
+		q = web.ContainsText(q, s, "name", "email", "company")
 	}
 	rows, err := web.Paginate(q, page, "", customerCursor)
 	if err != nil {

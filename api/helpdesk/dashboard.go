@@ -41,7 +41,7 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	loc := dashboardLocation(org.Timezone)
+	loc := org.Location()
 	db := h.DB.WithContext(ctx)
 
 	out := dashboardResponse{Timezone: loc.String(), ByStatus: map[string]int64{}, ByPriority: map[string]int64{},
@@ -106,15 +106,4 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 		out.Trend[i].Date = bounds[i].In(loc).Format(time.DateOnly)
 	}
 	return c.JSON(out)
-}
-
-// dashboardLocation is the workspace's time zone (UTC when unset or
-// unknown to this system's time zone database).
-func dashboardLocation(name string) *time.Location {
-	if name != "" {
-		if loc, err := time.LoadLocation(name); err == nil {
-			return loc
-		}
-	}
-	return time.UTC
 }

@@ -1,6 +1,7 @@
 package helpdesk
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -85,18 +86,13 @@ func (h *handlers) listTickets(c *fiber.Ctx) error {
 		}
 	}
 	if filter.Q != "" {
-		like := "%" + escapeLike(strings.ToLower(filter.Q)) + "%"
-		q = q.Where("(LOWER(subject) LIKE ? ESCAPE '\\' OR LOWER(description) LIKE ? ESCAPE '\\' OR requester_email LIKE ? ESCAPE '\\')", like, like, like)
+		q = web.ContainsText(q, filter.Q, "subject", "description", "requester_email")
 	}
 	rows, err := web.Paginate(q, page, "", ticketCursor)
 	if err != nil {
 		return err
 	}
 	return c.JSON(web.MapPage(rows, toTicket))
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 type createTicketRequest struct {
@@ -126,8 +122,8 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 	}
 	now := models.Now()
 	t := &models.Ticket{ID: models.NewID(), OrgID: p.OrgID, Subject: strings.TrimSpace(req.Subject),
-		Description: req.Description, Status: models.TicketNew, Priority: firstNonEmpty(req.Priority, "normal"),
-		Channel: firstNonEmpty(req.Channel, "web"), RequesterEmail: models.NormalizeEmail(req.Email),
+		Description: req.Description, Status: models.TicketNew, Priority: cmp.Or(req.Priority, "normal"),
+		Channel: cmp.Or(req.Channel, "web"), RequesterEmail: models.NormalizeEmail(req.Email),
 		Tags: tagsJSON(req.Tags), CreatedAt: now, UpdatedAt: now}
 	err = h.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		number, err := takeTicketSlot(tx, org, now)
@@ -161,7 +157,7 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 // takeTicketSlot locks the workspace's counter, checks the plan's seat and
 // monthly ticket limits, and returns the next ticket number.
 func takeTicketSlot(tx *gorm.DB, org *models.Organization, now time.Time) (int, error) {
-	month := now.In(orgLocation(org)).Format("2006-01")
+	month := now.In(org.Location()).Format("2006-01")
 	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&models.TicketCounter{
 		OrgID: org.ID, LastNumber: models.FirstTicketNumber - 1, Month: month, UpdatedAt: now}).Error; err != nil {
 		return 0, err
@@ -197,13 +193,6 @@ func takeTicketSlot(tx *gorm.DB, org *models.Organization, now time.Time) (int, 
 	return counter.LastNumber, tx.Save(&counter).Error
 }
 
-func orgLocation(org *models.Organization) *time.Location {
-	if loc, err := time.LoadLocation(org.Timezone); err == nil {
-		return loc
-	}
-	return time.UTC
-}
-
 // customerFor finds the workspace's customer with email, or creates one.
 func customerFor(tx *gorm.DB, orgID, email, name string) (*models.Customer, bool, error) {
 	var cust models.Customer
@@ -236,13 +225,6 @@ func tagsJSON(tags []string) string {
 	}
 	b, _ := json.Marshal(clean)
 	return string(b)
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // actor names who made a change: a member, or an API key.
@@ -298,7 +280,7 @@ func (h *handlers) updateTicket(c *fiber.Ctx) error {
 		if req.AgentID != nil {
 			agent := nullableID(*req.AgentID)
 			if agent != nil {
-				if err := checkMember(tx.DB, p.OrgID, *agent); err != nil {
+				if err := models.CheckMember(tx.DB, p.OrgID, "agentId", agent); err != nil {
 					return err
 				}
 			}
@@ -388,18 +370,6 @@ func nullableID(s string) *string {
 }
 
 func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
-
-// checkMember fails with 422 unless memberID is a member of orgID.
-func checkMember(db *gorm.DB, orgID, memberID string) error {
-	var n int64
-	if err := db.Model(&models.Member{}).Where("id = ? AND org_id = ? AND status <> ?", memberID, orgID, models.MemberRemoved).Count(&n).Error; err != nil {
-		return err
-	}
-	if n == 0 {
-		return models.Invalid(models.FieldError{Field: "agentId", Code: "not_a_member", Message: "Must be the id of a member of this workspace."})
-	}
-	return nil
-}
 
 func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 	p := auth.From(c)
