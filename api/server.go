@@ -20,7 +20,7 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/worker/ready"
 )
 
 // BodyLimit is the largest request body accepted (DESIGN §4).
@@ -50,6 +50,9 @@ type Deps struct {
 	VAPIDPublicKey string
 	// TicketAutoCloseAfter closes solved tickets after this long (0: 4 days).
 	TicketAutoCloseAfter time.Duration
+	// Ready answers /readyz; nil checks the database and Temporal's
+	// default namespace.
+	Ready *ready.Checker
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -80,6 +83,9 @@ func New(d Deps) *fiber.App {
 	app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok", "version": d.Version})
 	})
+	if d.Ready == nil {
+		d.Ready = ready.New(ready.Options{DB: d.DB, Temporal: d.Temporal})
+	}
 	app.Get("/readyz", readyz(d))
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})))
 	mountReference(app)
@@ -112,34 +118,21 @@ func proxyHeader(trusted []string) string {
 	return fiber.HeaderXForwardedFor
 }
 
-type check struct {
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
-}
-
-// readyz reports whether this replica can serve: the database and Temporal
-// both answer. Outbox backlog is shown but does not make it unready.
+// readyz reports whether work can flow through this replica (see package
+// worker/ready; the answer is cached for a few seconds). The outbox backlog
+// is shown but does not make it unready: the relay drains it on its own.
 func readyz(d Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		ctx, cancel := context.WithTimeout(c.UserContext(), 2*time.Second)
-		defer cancel()
-		checks := map[string]check{"database": {Status: "ok"}, "temporal": {Status: "ok"}}
-		ready := true
-		if err := models.Ping(ctx, d.DB); err != nil {
-			checks["database"], ready = check{Status: "down", Error: "database did not answer"}, false
-		}
-		if d.Temporal == nil {
-			checks["temporal"], ready = check{Status: "down", Error: "no Temporal client"}, false
-		} else if _, err := d.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-			checks["temporal"], ready = check{Status: "down", Error: "temporal did not answer"}, false
-		}
-		body := fiber.Map{"status": "ready", "checks": checks}
+		report := d.Ready.Check(c.UserContext())
+		body := fiber.Map{"status": "ready", "checks": report.Checks}
 		if d.Starter != nil {
+			ctx, cancel := context.WithTimeout(c.UserContext(), time.Second)
+			defer cancel()
 			if n, err := d.Starter.Pending(ctx); err == nil {
 				body["pendingWorkflowStarts"] = n
 			}
 		}
-		if !ready {
+		if !report.Ready {
 			body["status"] = "unavailable"
 			c.Set(fiber.HeaderRetryAfter, "5")
 			return c.Status(fiber.StatusServiceUnavailable).JSON(body)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -76,6 +77,11 @@ func LoadConfig() (Config, error) {
 	var cfg Config
 	if err := env.Parse(&cfg); err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	// An explicitly empty SUITE_TEMPORAL_UI_ADDR disables the embedded UI
+	// (the env library would otherwise apply the default to "").
+	if v, ok := os.LookupEnv("SUITE_TEMPORAL_UI_ADDR"); ok && strings.TrimSpace(v) == "" {
+		cfg.TemporalUIAddr = ""
 	}
 	if cfg.DBMaxOpenConns < 1 {
 		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")

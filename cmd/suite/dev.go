@@ -13,6 +13,7 @@ import (
 
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/devserver"
+	"github.com/business-suite/suite/worker/ready"
 	"github.com/business-suite/suite/workflows"
 )
 
@@ -87,14 +88,19 @@ func runDev(ctx context.Context, cfg Config) error {
 		return err
 	}
 	// The embedded server registered the search attributes with the namespace.
-	w, err := startWorker(cfg, db, tc, id, vapid)
+	identity := ready.Identity("dev")
+	w, err := startWorker(cfg, db, tc, id, vapid, identity)
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
 	defer w.Stop()
 
-	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics(), vapid)
+	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity})
+	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics(), vapid, checker)
+	if err := awaitReady(ctx, checker); err != nil {
+		return srv.wait() // stopped (Ctrl-C) before it was ready
+	}
 	var demo *demoCredentials
 	if cfg.DemoEnabled(true) {
 		if demo, err = seedDemo(ctx, cfg, db, self); err != nil {
@@ -108,6 +114,33 @@ func runDev(ctx context.Context, cfg Config) error {
 	err = srv.wait()
 	log.Info("stopped")
 	return err
+}
+
+// awaitReady waits until work can flow (see package worker/ready) before
+// the banner claims the suite is running. If that takes more than a moment
+// it says what it is waiting for, and says it again when the reason changes.
+func awaitReady(ctx context.Context, checker *ready.Checker) error {
+	const quiet = 2 * time.Second
+	started := time.Now()
+	said := ""
+	for {
+		report := checker.Fresh(ctx)
+		if report.Ready {
+			if said != "" {
+				fmt.Fprintf(stdout, "Ready after %s.\n", time.Since(started).Round(100*time.Millisecond))
+			}
+			return nil
+		}
+		if reason := report.Failing(); time.Since(started) > quiet && reason != said {
+			fmt.Fprintf(stdout, "Not ready yet (%s); waiting…\n", reason)
+			said = reason
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func printDevBanner(cfg Config, apiAddr, uiURL string, took time.Duration) {

@@ -15,6 +15,7 @@ import (
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/worker/ready"
 )
 
 // apiServer is a listening HTTP API replica with its background loops.
@@ -35,7 +36,7 @@ func listen(cfg Config) (net.Listener, string, error) {
 
 // startAPI serves on ln until ctx ends, then shuts down gracefully
 // (in-flight requests finish within the shutdown timeout).
-func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry, vapid activities.VAPID) (*apiServer, *outbox.Starter) {
+func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry, vapid activities.VAPID, checker *ready.Checker) (*apiServer, *outbox.Starter) {
 	starter := outbox.New(db, tc, log.With("component", "outbox"), reg)
 	app := api.New(api.Deps{
 		DB: db, Temporal: tc, Starter: starter, Log: log, Metrics: reg,
@@ -43,6 +44,7 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		Identity: id.service, IdentityClient: id.client, Auth: id.auth,
 		VAPIDPublicKey:       vapid.PublicKey,
 		TicketAutoCloseAfter: cfg.TicketAutoCloseAfter,
+		Ready:                checker,
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
@@ -112,7 +114,8 @@ func runAPI(ctx context.Context, cfg Config) error {
 		_ = ln.Close()
 		return err
 	}
-	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics(), vapid)
+	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace})
+	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics(), vapid, checker)
 	log.Info("listening", "addr", srv.addr, "identity", id.url)
 	return srv.wait()
 }

@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,12 +17,15 @@ import (
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker"
+	"github.com/business-suite/suite/worker/ready"
 )
 
 // startWorker registers the suite's workflows and activities and starts
-// polling the task queue.
-func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, vapid activities.VAPID) (sdkworker.Worker, error) {
-	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client, VAPID: vapid}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
+// polling the task queue under identity (what /readyz looks for among the
+// task queue's pollers, and what the Temporal UI shows).
+func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, vapid activities.VAPID, identity string) (sdkworker.Worker, error) {
+	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client, VAPID: vapid},
+		sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, Identity: identity})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
@@ -70,14 +73,16 @@ func runWorker(ctx context.Context, cfg Config) error {
 		log.Warn("custom search attributes are not registered", "error", err)
 	}
 	cancel()
-	w, err := startWorker(cfg, db, tc, id, vapid)
+	identity := ready.Identity("worker")
+	w, err := startWorker(cfg, db, tc, id, vapid, identity)
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
 
 	reg := newMetrics()
-	health, err := serveWorkerHealth(cfg.WorkerHealthAddr, db, tc, reg)
+	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity})
+	health, err := serveWorkerHealth(cfg.WorkerHealthAddr, checker, reg)
 	if err != nil {
 		return err
 	}
@@ -88,23 +93,24 @@ func runWorker(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// serveWorkerHealth serves /healthz, /readyz (database and Temporal answer)
-// and /metrics for the worker process.
-func serveWorkerHealth(addr string, db *gorm.DB, tc client.Client, reg *prometheus.Registry) (*http.Server, error) {
+// serveWorkerHealth serves /healthz, /readyz (the database answers and this
+// worker polls the suite task queue; see package worker/ready) and /metrics
+// for the worker process.
+func serveWorkerHealth(addr string, checker *ready.Checker, reg *prometheus.Registry) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		_, terr := tc.CheckHealth(ctx, &client.CheckHealthRequest{})
-		if err := errors.Join(models.Ping(ctx, db), terr); err != nil {
+		report := checker.Check(r.Context())
+		body := map[string]any{"status": "ready", "checks": report.Checks}
+		w.Header().Set("Content-Type", "application/json")
+		if !report.Ready {
+			body["status"] = "unavailable"
+			w.Header().Set("Retry-After", "5")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"status":"unavailable"}`))
-			return
 		}
-		_, _ = w.Write([]byte(`{"status":"ready"}`))
+		_ = json.NewEncoder(w).Encode(body)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", addr)

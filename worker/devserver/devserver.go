@@ -24,8 +24,10 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
 	tlog "go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
 	"go.temporal.io/server/common/metrics"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -136,6 +138,7 @@ func Start(opts Options) (*Server, error) {
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(staticHosts(host, cfg)),
 		temporal.WithLogger(logger),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
@@ -219,19 +222,22 @@ func (s *Server) Stop(timeout time.Duration) error {
 }
 
 func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, error) {
-	ports, err := freePorts(host, 7)
+	// The frontend listens where clients dial; the other services and the
+	// server's own metrics take free ports. (Membership is static, so no
+	// membership ports: see staticHosts.)
+	ports, err := freePorts(host, 4)
 	if err != nil {
 		return nil, err
 	}
-	service := func(grpc, membership int) config.Service {
-		return config.Service{RPC: config.RPC{GRPCPort: grpc, MembershipPort: membership, BindOnIP: host}}
+	service := func(grpc int) config.Service {
+		return config.Service{RPC: config.RPC{GRPCPort: grpc, BindOnIP: host}}
 	}
 	const clusterName = "active"
 	return &config.Config{
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
-				ListenAddress: net.JoinHostPort(host, strconv.Itoa(ports[6])), HandlerPath: "/metrics",
+				ListenAddress: net.JoinHostPort(host, strconv.Itoa(ports[3])), HandlerPath: "/metrics",
 			}},
 		},
 		Persistence: config.Persistence{
@@ -251,10 +257,10 @@ func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, er
 		},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
 		Services: map[string]config.Service{
-			"frontend": service(port, ports[0]),
-			"history":  service(ports[1], ports[2]),
-			"matching": service(ports[3], ports[4]),
-			"worker":   service(ports[5], 0),
+			"frontend": service(port),
+			"history":  service(ports[0]),
+			"matching": service(ports[1]),
+			"worker":   service(ports[2]),
 		},
 		Archival: config.Archival{
 			History:    config.HistoryArchival{State: "disabled"},
@@ -266,6 +272,23 @@ func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, er
 		}},
 		PublicClient: config.PublicClient{HostPort: net.JoinHostPort(host, strconv.Itoa(port))},
 	}, nil
+}
+
+// staticHosts gives every service of this one-process server a fixed
+// membership: itself. With the default (ringpop) membership the server
+// records its hosts in the persistence store; after a restart on the same
+// SQLite file the previous process's rows are still there, and matching
+// refuses work ("Not enough hosts to serve the request") until they expire,
+// about 50 s later. A single process never has other members, so static
+// membership is exact, and a restart — graceful or after kill -9 — serves
+// at once. (The Temporal CLI's dev server does the same, for the same
+// reason: temporalio/cli#632.)
+func staticHosts(host string, cfg *config.Config) map[primitives.ServiceName]static.Hosts {
+	hosts := make(map[primitives.ServiceName]static.Hosts, len(cfg.Services))
+	for name, svc := range cfg.Services {
+		hosts[primitives.ServiceName(name)] = static.SingleLocalHost(net.JoinHostPort(host, strconv.Itoa(svc.RPC.GRPCPort)))
+	}
+	return hosts
 }
 
 // freePorts reserves n distinct free ports on host (released before use;
