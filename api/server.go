@@ -50,8 +50,10 @@ type Deps struct {
 	VAPIDPublicKey string
 	// TicketAutoCloseAfter closes solved tickets after this long (0: 4 days).
 	TicketAutoCloseAfter time.Duration
-	// Ready answers /readyz; nil checks the database and Temporal's
-	// default namespace.
+	// TemporalNamespace is the namespace workflows run in ("" = default).
+	TemporalNamespace string
+	// Ready answers /readyz; nil checks the database and the Temporal
+	// frontend for TemporalNamespace.
 	Ready *ready.Checker
 }
 
@@ -84,7 +86,7 @@ func New(d Deps) *fiber.App {
 		return c.JSON(fiber.Map{"status": "ok", "version": d.Version})
 	})
 	if d.Ready == nil {
-		d.Ready = ready.New(ready.Options{DB: d.DB, Temporal: d.Temporal})
+		d.Ready = ready.New(ready.Options{DB: d.DB, Temporal: d.Temporal, Namespace: d.TemporalNamespace})
 	}
 	app.Get("/readyz", readyz(d))
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})))

@@ -51,6 +51,7 @@ type Env struct {
 
 	workerDeps   worker.Deps
 	temporalAddr string
+	namespace    string
 	register     []func(sdkworker.Registry)
 }
 
@@ -166,6 +167,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		// a workflow of one test can never run against another test's database.
 		ts := temporaltest.NewServer(temporaltest.WithT(t))
 		e.Temporal = ts.GetDefaultClient()
+		e.namespace = ts.GetDefaultNamespace()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := worker.EnsureSearchAttributes(ctx, e.Temporal, ts.GetDefaultNamespace()); err != nil {
@@ -181,7 +183,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	t.Cleanup(stopRelay)
 
 	e.App = api.New(api.Deps{DB: e.DB, Temporal: e.Temporal, Starter: e.Starter, Log: log,
-		Metrics: prometheus.NewRegistry(), Version: "test",
+		Metrics: prometheus.NewRegistry(), Version: "test", TemporalNamespace: e.namespace,
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
 		VAPIDPublicKey: vapidKey.PublicKey})
 	go func() { _ = e.App.Listener(ln) }()
