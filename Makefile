@@ -35,6 +35,11 @@ lint: ## go vet, staticcheck and workflowcheck
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) run $(WORKFLOWCHECK) ./workflows/...
 
+.PHONY: bench
+bench: build ## Load benchmark: the API next to pgbench on the same statements (needs PostgreSQL, pgbench, wrk)
+	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y -q wrk >/dev/null; }
+	$(GO) run ./cmd/bench -binary bin/suite $(BENCH_FLAGS)
+
 .PHONY: migrate
 migrate: build ## Apply database migrations (DATABASE_URL, or the dev SQLite file)
 	./bin/suite migrate

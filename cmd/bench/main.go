@@ -1,0 +1,706 @@
+// Command bench is `make bench`: it measures the suite's hot paths against
+// what PostgreSQL itself does for the same statements, in one run on one
+// machine, and prints a table of ratios (API ÷ database).
+//
+// It creates its own PostgreSQL database, starts the built `bin/suite dev`
+// on it (embedded Temporal on SQLite, the suite's data on PostgreSQL), seeds
+// an organization, and for each workload runs pgbench with the equivalent
+// statement and then wrk against the API at the same concurrency. It also
+// drives the web-form intake at a steady rate and in a burst, and reports how
+// long an accepted lead takes to become visible and scored. Nothing here is a
+// pass/fail test: it prints numbers (README shows the latest table).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
+
+type config struct {
+	binary     string
+	pgURL      string
+	duration   time.Duration
+	intakeRate int
+	intakeFor  time.Duration
+	burst      int
+	keep       bool
+	out        string
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.binary, "binary", "bin/suite", "the suite binary to start")
+	flag.StringVar(&cfg.pgURL, "postgres", envOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"PostgreSQL server to create the bench database on")
+	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each load run")
+	flag.IntVar(&cfg.intakeRate, "intake-rate", 50, "steady web-form intake rate (leads/s)")
+	flag.DurationVar(&cfg.intakeFor, "intake-for", time.Minute, "length of the steady intake run")
+	flag.IntVar(&cfg.burst, "burst", 5000, "size of the intake burst")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the bench database and data directory")
+	flag.StringVar(&cfg.out, "out", "", "also write the table (Markdown) to this file")
+	flag.Parse()
+	if err := run(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(cfg config) error {
+	for _, tool := range []string{"pgbench", "wrk"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is not installed (Debian: apt-get install -y %s)", tool, map[string]string{"pgbench": "postgresql-client", "wrk": "wrk"}[tool])
+		}
+	}
+	ctx := context.Background()
+	dbName := fmt.Sprintf("suite_bench_%d", time.Now().Unix())
+	admin, err := sql.Open("pgx", cfg.pgURL)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+dbName); err != nil {
+		return fmt.Errorf("create the bench database: %w", err)
+	}
+	dbURL := withDatabase(cfg.pgURL, dbName)
+	if !cfg.keep {
+		defer func() { _, _ = admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") }()
+	}
+	dataDir, err := os.MkdirTemp("", "suite-bench-")
+	if err != nil {
+		return err
+	}
+	if !cfg.keep {
+		defer os.RemoveAll(dataDir)
+	}
+
+	s, err := startSuite(cfg.binary, dbURL, dataDir)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	fmt.Printf("suite dev on %s (PostgreSQL database %s), data in %s\n", s.base, dbName, dataDir)
+
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	org, key, err := setupOrg(s, cfg.binary, dbURL, dataDir)
+	if err != nil {
+		return fmt.Errorf("set up the bench organization: %w", err)
+	}
+	if err := seedContacts(ctx, db, org, 10_000); err != nil {
+		return err
+	}
+
+	var rows []row
+	add := func(r row, err error) error {
+		if err != nil {
+			return err
+		}
+		rows = append(rows, r)
+		fmt.Println(r.text())
+		return nil
+	}
+	dir := filepath.Join(dataDir, "bench")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid}
+	if err := add(b.pair("GET /crm/contacts?limit=25 (10k in org)", 16, getContacts)); err != nil {
+		return err
+	}
+	if err := add(b.pair("GET /crm/contacts?limit=25 (10k in org)", 64, getContacts)); err != nil {
+		return err
+	}
+	if err := add(b.pair("POST /crm/contacts", 16, postContact)); err != nil {
+		return err
+	}
+	if err := add(b.pair("POST /crm/leads/webhook (202)", 16, postWebhook)); err != nil {
+		return err
+	}
+	steady, err := b.steadyIntake(ctx, db)
+	if err != nil {
+		return err
+	}
+	fmt.Println(steady)
+	burst, err := b.burstIntake(ctx, db)
+	if err != nil {
+		return err
+	}
+	fmt.Println(burst)
+
+	table := renderTable(rows, steady, burst, cfg.duration)
+	fmt.Println()
+	fmt.Println(table)
+	if cfg.out != "" {
+		return os.WriteFile(cfg.out, []byte(table), 0o644)
+	}
+	return nil
+}
+
+func withDatabase(raw, name string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// suite is the running `suite dev` process.
+type suite struct {
+	cmd  *exec.Cmd
+	base string
+	log  *os.File
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startSuite(binary, dbURL, dataDir string) (*suite, error) {
+	httpPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	temporalPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(dataDir, "suite.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(binary, "dev")
+	cmd.Env = append(os.Environ(),
+		"DATABASE_URL="+dbURL,
+		"SUITE_DATA_DIR="+dataDir,
+		fmt.Sprintf("SUITE_HTTP_ADDR=127.0.0.1:%d", httpPort),
+		fmt.Sprintf("TEMPORAL_ADDRESS=127.0.0.1:%d", temporalPort),
+		"SUITE_TEMPORAL_UI_ADDR=",
+		"SUITE_DEMO=false",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &suite{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), log: logFile}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Get(s.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("suite dev did not become ready (log: %s)", logFile.Name())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (s *suite) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+	}
+	_ = s.log.Close()
+}
+
+// setupOrg signs up an owner, creates an enterprise organization (no plan
+// limits get in the way) and a crm_ key, all through the real API and CLI.
+func setupOrg(s *suite, binary, dbURL, dataDir string) (org, key string, err error) {
+	email := fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano())
+	const password = "correct horse battery"
+	if err := call(s.base+"/identity/v1/users", "", map[string]string{"email": email, "password": password, "name": "Bench"}, nil); err != nil {
+		return "", "", err
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := call(s.base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": email, "password": password}, &tok); err != nil {
+		return "", "", err
+	}
+	var o struct{ ID, Status string }
+	if err := call(s.base+"/crm/organization", tok.AccessToken, map[string]string{"name": "Bench"}, &o); err != nil {
+		return "", "", err
+	}
+	for o.Status != "active" {
+		time.Sleep(100 * time.Millisecond)
+		if err := getJSON(s.base+"/crm/organization/"+o.ID, tok.AccessToken, &o); err != nil {
+			return "", "", err
+		}
+	}
+	admin := exec.Command(binary, "admin", "set-plan", o.ID, "enterprise")
+	admin.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "SUITE_DATA_DIR="+dataDir)
+	if out, err := admin.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("suite admin set-plan: %v: %s", err, out)
+	}
+	var k struct{ Key string }
+	if err := call(s.base+"/crm/organization/"+o.ID+"/apikeys", tok.AccessToken, map[string]string{"name": "bench", "service": "crm"}, &k); err != nil {
+		return "", "", err
+	}
+	return o.ID, k.Key, nil
+}
+
+func call(url, token string, body, out any) error {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return do(req, out)
+}
+
+func getJSON(url, token string, out any) error {
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return do(req, out)
+}
+
+func do(req *http.Request, out any) error {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, data)
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+// seedContacts inserts n contacts for org straight into the database (the
+// list benchmark needs a realistic table, not an API write test).
+func seedContacts(ctx context.Context, db *sql.DB, org string, n int) error {
+	_, err := db.ExecContext(ctx, `INSERT INTO contacts (id, org_id, name, email, phone, company, designation, type, notes, created_by, created_at, updated_at)
+		SELECT gen_random_uuid(), $1, 'Seed ' || g, 'seed' || g || '@example.com', '+1 415 555 0100', 'Seed Co', 'Buyer', 'person', '', 'bench',
+		       now() - (g || ' seconds')::interval, now()
+		FROM generate_series(1, $2) AS g`, org, n)
+	if err == nil {
+		_, err = db.ExecContext(ctx, "ANALYZE contacts")
+	}
+	return err
+}
+
+// A workload is one API request shape and the SQL statement that does its
+// database work, for pgbench.
+type workload struct {
+	wrkScript func(b *bencher) string
+	pgScript  func(b *bencher) string
+}
+
+var getContacts = workload{
+	wrkScript: func(b *bencher) string {
+		return fmt.Sprintf(`wrk.method = "GET"
+wrk.headers["Authorization"] = "Bearer %s"
+wrk.path = "/crm/contacts?limit=25"
+`, b.key)
+	},
+	pgScript: func(b *bencher) string {
+		return fmt.Sprintf("SELECT * FROM contacts WHERE org_id = '%s' ORDER BY created_at DESC, id DESC LIMIT 26;\n", b.org)
+	},
+}
+
+var postContact = workload{
+	wrkScript: func(b *bencher) string {
+		return fmt.Sprintf(`wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer %s"
+wrk.path = "/crm/contacts"
+local n = 0
+local tid = 0
+function setup(thread) tid = tid + 1; thread:set("tid", tid) end
+request = function()
+  n = n + 1
+  return wrk.format(nil, nil, nil, string.format('{"name":"Ada %%d","email":"ada-%%d-%%d@engines.io","phone":"+1 415 555 2671","company":"Engines","designation":"CTO","type":"person"}', n, tid, n))
+end
+`, b.key)
+	},
+	pgScript: func(b *bencher) string {
+		return fmt.Sprintf(`\set n random(1, 1000000000)
+INSERT INTO contacts (id, org_id, name, email, phone, company, designation, type, notes, created_by, created_at, updated_at) VALUES (gen_random_uuid(), '%s', 'Ada ' || :n, 'ada-' || :n || '@engines.io', '+1 415 555 2671', 'Engines', 'CTO', 'person', '', 'key:bench', now(), now());
+`, b.org)
+	},
+}
+
+var postWebhook = workload{
+	wrkScript: func(b *bencher) string {
+		return fmt.Sprintf(`wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["x-api-key"] = "%s"
+wrk.path = "/crm/leads/webhook"
+local n = 0
+local tid = 0
+function setup(thread) tid = tid + 1; thread:set("tid", tid) end
+request = function()
+  n = n + 1
+  return wrk.format(nil, nil, nil, string.format('{"name":"Grace %%d","email":"grace-%%d-%%d@navy.mil","phone":"+1 415 555 2671","company":"Navy","value":25000,"source":"bench"}', n, tid, n))
+end
+`, b.key)
+	},
+	pgScript: func(b *bencher) string {
+		return fmt.Sprintf(`\set n random(1, 1000000000)
+INSERT INTO lead_intakes (id, org_id, dedupe_key, lead_id, payload, status, duplicate, created_at) VALUES (gen_random_uuid(), '%s', 'bench:' || gen_random_uuid(), gen_random_uuid(), '{"name":"Grace","email":"grace-' || :n || '@navy.mil","phone":"+1 415 555 2671","company":"Navy","value":25000,"source":"bench"}', 'bench', false, now());
+`, b.org)
+	},
+}
+
+type bencher struct {
+	cfg   config
+	dir   string
+	dbURL string
+	base  string
+	org   string
+	key   string
+	pid   int
+}
+
+// row is one line of the table.
+type row struct {
+	name        string
+	conns       int
+	apiRPS      float64
+	apiP50      time.Duration
+	apiP99      time.Duration
+	errors      int
+	suiteCPU    time.Duration
+	requests    int
+	dbTPS       float64
+	dbStatement string
+}
+
+func (r row) ratio() float64 { return r.apiRPS / r.dbTPS }
+
+func (r row) cpuPerRequest() time.Duration {
+	if r.requests == 0 {
+		return 0
+	}
+	return r.suiteCPU / time.Duration(r.requests)
+}
+
+func (r row) text() string {
+	return fmt.Sprintf("%-42s c%-3d API %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d  suite CPU %.3f ms/req | PostgreSQL %8.0f tps | ratio %.2f",
+		r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratio())
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// pair runs the database baseline, then the API, at the same concurrency.
+func (b *bencher) pair(name string, conns int, w workload) (row, error) {
+	r := row{name: name, conns: conns}
+	pgFile := filepath.Join(b.dir, fmt.Sprintf("pg-%d.sql", time.Now().UnixNano()))
+	if err := os.WriteFile(pgFile, []byte(w.pgScript(b)), 0o644); err != nil {
+		return r, err
+	}
+	threads := strconv.Itoa(min(conns, runtime.NumCPU()))
+	out, err := exec.Command("pgbench", "-n", "-f", pgFile, "-c", strconv.Itoa(conns), "-j", threads,
+		"-T", strconv.Itoa(int(b.cfg.duration.Seconds())), b.dbURL).CombinedOutput()
+	if err != nil {
+		return r, fmt.Errorf("pgbench: %v: %s", err, out)
+	}
+	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		return r, fmt.Errorf("pgbench output: %s", out)
+	}
+	r.dbTPS, _ = strconv.ParseFloat(string(m[1]), 64)
+
+	luaFile := filepath.Join(b.dir, fmt.Sprintf("wrk-%d.lua", time.Now().UnixNano()))
+	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
+		return r, err
+	}
+	cpuBefore, _ := processCPU(b.pid)
+	out, err = exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(conns), "-d", b.cfg.duration.String(), "--latency",
+		"-s", luaFile, b.base).CombinedOutput()
+	if err != nil {
+		return r, fmt.Errorf("wrk: %v: %s", err, out)
+	}
+	cpuAfter, _ := processCPU(b.pid)
+	r.suiteCPU = cpuAfter - cpuBefore
+	return r, parseWrk(out, &r)
+}
+
+var (
+	wrkRPS      = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	wrkTotal    = regexp.MustCompile(`(\d+) requests in`)
+	wrkNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	wrkPercent  = regexp.MustCompile(`(?m)^\s+(50|99)(?:\.000)?%\s+([0-9.]+)(us|ms|s)\s*$`)
+	wrkSockErrs = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+)
+
+func parseWrk(out []byte, r *row) error {
+	m := wrkRPS.FindSubmatch(out)
+	if m == nil {
+		return fmt.Errorf("wrk output: %s", out)
+	}
+	r.apiRPS, _ = strconv.ParseFloat(string(m[1]), 64)
+	if m := wrkTotal.FindSubmatch(out); m != nil {
+		r.requests, _ = strconv.Atoi(string(m[1]))
+	}
+	if m := wrkNon2xx.FindSubmatch(out); m != nil {
+		r.errors, _ = strconv.Atoi(string(m[1]))
+	}
+	if m := wrkSockErrs.FindSubmatch(out); m != nil {
+		for _, g := range m[1:] {
+			n, _ := strconv.Atoi(string(g))
+			r.errors += n
+		}
+	}
+	for _, m := range wrkPercent.FindAllSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(string(m[2]), 64)
+		d := time.Duration(v * float64(map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[string(m[3])]))
+		if string(m[1]) == "50" {
+			r.apiP50 = d
+		} else {
+			r.apiP99 = d
+		}
+	}
+	return nil
+}
+
+// processCPU is the user+system CPU time a process has used (Linux).
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start after ")".
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(fields) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
+
+// intakeResult summarises an intake run.
+type intakeResult struct {
+	label      string
+	sent       int
+	accepted   int
+	visible    int
+	missing    int
+	p50, p99   time.Duration
+	drainRate  float64
+	acceptTime time.Duration
+}
+
+func (r intakeResult) String() string {
+	s := fmt.Sprintf("%-42s sent %d, accepted %d, visible and scored %d, missing %d; accept → scored lead p50 %.0f ms, p99 %.0f ms",
+		r.label, r.sent, r.accepted, r.visible, r.missing, ms(r.p50), ms(r.p99))
+	if r.drainRate > 0 {
+		s += fmt.Sprintf("; accepted in %.1f s, drained at %.0f leads/s", r.acceptTime.Seconds(), r.drainRate)
+	}
+	return s
+}
+
+// sendIntake posts one web-form submission with the organization's key.
+func (b *bencher) sendIntake(client *http.Client, source string, n int) bool {
+	body := fmt.Sprintf(`{"name":"Lead %d","email":"%s-%d@acme-%d.example","phone":"+1 415 555 2671","company":"Acme","value":12000,"source":"%s"}`,
+		n, source, n, n%97, source)
+	req, _ := http.NewRequest("POST", b.base+"/crm/leads/webhook", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", b.key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusAccepted
+}
+
+// steadyIntake sends intakeRate submissions a second for intakeFor, then
+// waits for the pipeline to catch up and measures, per lead, the time from
+// the accepted intake to the scored lead (both stamped by the database).
+func (b *bencher) steadyIntake(ctx context.Context, db *sql.DB) (intakeResult, error) {
+	source := fmt.Sprintf("steady%d", time.Now().Unix())
+	res := intakeResult{label: fmt.Sprintf("web-form intake at %d/s for %s", b.cfg.intakeRate, b.cfg.intakeFor)}
+	client := &http.Client{Timeout: 10 * time.Second}
+	var accepted atomic.Int64
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(b.cfg.intakeRate))
+	end := time.Now().Add(b.cfg.intakeFor)
+	for n := 0; time.Now().Before(end); n++ {
+		<-tick.C
+		res.sent++
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			if b.sendIntake(client, source, n) {
+				accepted.Add(1)
+			}
+		}(n)
+	}
+	tick.Stop()
+	wg.Wait()
+	res.accepted = int(accepted.Load())
+	return res, b.awaitLeads(ctx, db, source, &res)
+}
+
+// burstIntake sends burst submissions as fast as 16 connections allow and
+// reports the rate at which the pipeline turns them into scored leads.
+func (b *bencher) burstIntake(ctx context.Context, db *sql.DB) (intakeResult, error) {
+	source := fmt.Sprintf("burst%d", time.Now().Unix())
+	res := intakeResult{label: fmt.Sprintf("web-form intake burst of %d", b.cfg.burst)}
+	client := &http.Client{Timeout: 10 * time.Second}
+	var accepted, next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := int(next.Add(1))
+				if n > b.cfg.burst {
+					return
+				}
+				if b.sendIntake(client, source, n) {
+					accepted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res.acceptTime = time.Since(start)
+	res.sent, res.accepted = b.cfg.burst, int(accepted.Load())
+	if err := b.awaitLeads(ctx, db, source, &res); err != nil {
+		return res, err
+	}
+	var first, last time.Time
+	err := db.QueryRowContext(ctx, `SELECT min(i.created_at), max(l.created_at) FROM lead_intakes i JOIN leads l ON l.id = i.lead_id
+		WHERE i.org_id = $1 AND l.source = $2`, b.org, source).Scan(&first, &last)
+	if err == nil && last.After(first) {
+		res.drainRate = float64(res.visible) / last.Sub(first).Seconds()
+	}
+	return res, err
+}
+
+// awaitLeads waits until every accepted submission of source is a scored
+// lead (or nothing has moved for 30 s), then computes the latencies.
+func (b *bencher) awaitLeads(ctx context.Context, db *sql.DB, source string, res *intakeResult) error {
+	stalled := time.Now()
+	last := -1
+	for {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM leads WHERE org_id = $1 AND source = $2 AND score > 0`, b.org, source).Scan(&n); err != nil {
+			return err
+		}
+		if n != last {
+			last, stalled = n, time.Now()
+		}
+		if n >= res.accepted || time.Since(stalled) > 30*time.Second {
+			res.visible = n
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	res.missing = res.accepted - res.visible
+	rows, err := db.QueryContext(ctx, `SELECT EXTRACT(EPOCH FROM (l.created_at - i.created_at)) FROM lead_intakes i JOIN leads l ON l.id = i.lead_id
+		WHERE i.org_id = $1 AND l.source = $2`, b.org, source)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var lat []float64
+	for rows.Next() {
+		var s float64
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		lat = append(lat, s)
+	}
+	if len(lat) > 0 {
+		sort.Float64s(lat)
+		pick := func(q float64) time.Duration {
+			return time.Duration(lat[int(math.Ceil(q*float64(len(lat))))-1] * float64(time.Second))
+		}
+		res.p50, res.p99 = pick(0.50), pick(0.99)
+	}
+	return rows.Err()
+}
+
+func renderTable(rows []row, steady, burst intakeResult, each time.Duration) string {
+	var b strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL; wrk and pgbench at the same concurrency, %s each.\n\n",
+		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpuModel(), each)
+	b.WriteString("| work | conns | API req/s | API p50 | API p99 | non-2xx | suite CPU/req | PostgreSQL tps (same statement) | ratio |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f ms | %.2f ms | %d | %.3f ms | %.0f | %.2f |\n",
+			r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratio())
+	}
+	b.WriteString("\n")
+	for _, r := range []intakeResult{steady, burst} {
+		fmt.Fprintf(&b, "- %s\n", r)
+	}
+	return b.String()
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
