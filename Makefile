@@ -7,6 +7,13 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 # Pinned tool versions (run with `go run tool@version`, nothing to install).
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+# The API reference viewer at /docs: swagger-ui-dist from the npm registry,
+# checked in under api/swagger-ui/dist (builds need no network). To upgrade,
+# change both lines (the integrity is `npm view swagger-ui-dist@<v> dist.integrity`)
+# and run `make swagger-ui`.
+SWAGGER_UI_VERSION := 5.35.0
+SWAGGER_UI_INTEGRITY := sha512-U06rpMtW9V3XPGOBeamTUSr0Z09jMX4IJuANpE/EZbAhw0G8CgwrzU4YmXkn/h0wCDNsXdGarTNNHC3sU8yVUQ==
+SWAGGER_UI_FILES := LICENSE NOTICE swagger-ui-bundle.js swagger-ui-bundle.js.LICENSE.txt swagger-ui.css
 # Packages run one at a time: several of them start Temporal servers on
 # free ports, and two test binaries racing for the same port crash one.
 TEST_FLAGS ?= -p 1
@@ -43,6 +50,18 @@ bench: build ## Load benchmark: the API next to pgbench on the same statements (
 .PHONY: migrate
 migrate: build ## Apply database migrations (DATABASE_URL, or the dev SQLite file)
 	./bin/suite migrate
+
+.PHONY: swagger-ui
+swagger-ui: ## Fetch the pinned Swagger UI bundle from npm into api/swagger-ui/dist (needs npm)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	npm pack --silent --pack-destination "$$tmp" swagger-ui-dist@$(SWAGGER_UI_VERSION) >/dev/null && \
+	tgz="$$tmp/swagger-ui-dist-$(SWAGGER_UI_VERSION).tgz" && \
+	got="sha512-$$(openssl dgst -sha512 -binary "$$tgz" | base64 -w0)" && \
+	if [ "$$got" != "$(SWAGGER_UI_INTEGRITY)" ]; then echo "swagger-ui-dist $(SWAGGER_UI_VERSION): integrity $$got, want $(SWAGGER_UI_INTEGRITY)" >&2; exit 1; fi && \
+	tar -xzf "$$tgz" -C "$$tmp" && \
+	rm -rf api/swagger-ui/dist && mkdir -p api/swagger-ui/dist && \
+	for f in $(SWAGGER_UI_FILES); do cp "$$tmp/package/$$f" api/swagger-ui/dist/; done && \
+	echo "api/swagger-ui/dist: swagger-ui-dist $(SWAGGER_UI_VERSION)"
 
 .PHONY: clean
 clean: ## Remove build output and the dev data directory

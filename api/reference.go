@@ -1,16 +1,16 @@
 package api
 
 import (
-	"bytes"
+	"embed"
 	"encoding/json"
 	"fmt"
-	"html/template"
-	"sort"
-	"strings"
+	"path"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/compress"
+	"github.com/gofiber/fiber/v2/middleware/etag"
 
 	"github.com/business-suite/suite/docs"
 )
@@ -25,200 +25,102 @@ func LoadOpenAPI() (*openapi3.T, error) {
 	return doc, nil
 }
 
-var reference = sync.OnceValues(func() (*renderedReference, error) {
+var openAPIJSON = sync.OnceValues(func() ([]byte, error) {
 	doc, err := LoadOpenAPI()
 	if err != nil {
 		return nil, err
 	}
-	js, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	var page bytes.Buffer
-	if err := referenceTemplate.Execute(&page, referenceModel(doc)); err != nil {
-		return nil, err
-	}
-	return &renderedReference{json: js, html: page.Bytes()}, nil
+	return json.Marshal(doc)
 })
 
-type renderedReference struct{ json, html []byte }
+// The API reference viewer: Swagger UI (swagger-ui-dist from the npm
+// registry, version and integrity pinned in the Makefile, `make swagger-ui`)
+// checked in under swagger-ui/dist, with our own page and start script.
+//
+//go:embed swagger-ui/index.html swagger-ui/init.js swagger-ui/dist
+var swaggerUI embed.FS
 
-// mountReference serves /openapi.json and the rendered reference at /docs.
-// Both are built once from the embedded document, on first request.
+// viewerCSP lets the reference page load and call nothing but this server:
+// the viewer works on closed networks, and a page that tried to reach
+// anywhere else would be stopped by the browser.
+const viewerCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+	"connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// viewerAsset is one file served under /docs/assets/.
+type viewerAsset struct {
+	body        []byte
+	contentType string
+}
+
+// viewerAssets are the files under /docs/assets/, by name (the names are
+// listed in docs/openapi.yaml).
+var viewerAssets = sync.OnceValue(func() map[string]viewerAsset {
+	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".txt": fiber.MIMETextPlainCharsetUTF8}
+	assets := map[string]viewerAsset{}
+	add := func(file string) {
+		body, err := swaggerUI.ReadFile(file)
+		if err != nil {
+			panic(err) // embedded at build time: cannot fail
+		}
+		contentType, ok := types[path.Ext(file)]
+		if !ok {
+			contentType = fiber.MIMETextPlainCharsetUTF8 // LICENSE, NOTICE
+		}
+		assets[path.Base(file)] = viewerAsset{body: body, contentType: contentType}
+	}
+	add("swagger-ui/init.js")
+	entries, err := swaggerUI.ReadDir("swagger-ui/dist")
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range entries {
+		add("swagger-ui/dist/" + e.Name())
+	}
+	return assets
+})
+
+// mountReference serves the OpenAPI document (/openapi.json, /openapi.yaml),
+// the Swagger UI reference at /docs with its files under /docs/assets/, and
+// a pointer from / to /docs.
 func mountReference(app *fiber.App) {
+	app.Get("/", func(c *fiber.Ctx) error {
+		c.Location("/docs")
+		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+		return c.Status(fiber.StatusFound).SendString(`<a href="/docs">API reference</a>` + "\n")
+	})
 	app.Get("/openapi.json", func(c *fiber.Ctx) error {
-		ref, err := reference()
+		js, err := openAPIJSON()
 		if err != nil {
 			return err
 		}
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-		return c.Send(ref.json)
+		return c.Send(js)
 	})
-	app.Get("/docs", func(c *fiber.Ctx) error {
-		ref, err := reference()
+	app.Get("/openapi.yaml", func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, "application/yaml; charset=utf-8")
+		return c.Send(docs.OpenAPI)
+	})
+	// Revalidated on every load (ETag), compressed for remote readers.
+	cache := []fiber.Handler{compress.New(), etag.New(), func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderCacheControl, "no-cache")
+		c.Set(fiber.HeaderXContentTypeOptions, "nosniff")
+		return c.Next()
+	}}
+	app.Get("/docs", append(cache, func(c *fiber.Ctx) error {
+		page, err := swaggerUI.ReadFile("swagger-ui/index.html")
 		if err != nil {
 			return err
 		}
+		c.Set(fiber.HeaderContentSecurityPolicy, viewerCSP)
 		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-		return c.Send(ref.html)
-	})
-}
-
-type refOperation struct {
-	Method, Path, Summary, Description, Anchor string
-	Public                                     bool
-	Params                                     []refParam
-	Body                                       []refField
-	Responses                                  []refResponse
-}
-
-type refParam struct {
-	Name, In, Type, Description string
-	Required                    bool
-}
-type refField struct {
-	Name, Type, Description string
-	Required                bool
-}
-type refResponse struct{ Status, Description string }
-type refTag struct {
-	Name, Description string
-	Operations        []refOperation
-}
-
-func referenceModel(doc *openapi3.T) map[string]any {
-	byTag := map[string]*refTag{}
-	var order []string
-	for _, t := range doc.Tags {
-		byTag[t.Name] = &refTag{Name: t.Name, Description: t.Description}
-		order = append(order, t.Name)
-	}
-	paths := doc.Paths.InMatchingOrder()
-	sort.Strings(paths)
-	for _, path := range paths {
-		item := doc.Paths.Value(path)
-		for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-			op := item.GetOperation(method)
-			if op == nil {
-				continue
-			}
-			ro := refOperation{Method: method, Path: path, Summary: op.Summary, Description: op.Description,
-				Anchor: op.OperationID, Public: op.Security != nil && len(*op.Security) == 0}
-			for _, p := range append(append(openapi3.Parameters{}, item.Parameters...), op.Parameters...) {
-				if p.Value == nil {
-					continue
-				}
-				ro.Params = append(ro.Params, refParam{Name: p.Value.Name, In: p.Value.In, Required: p.Value.Required,
-					Type: schemaType(p.Value.Schema), Description: p.Value.Description})
-			}
-			if op.RequestBody != nil && op.RequestBody.Value != nil {
-				if mt := op.RequestBody.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil && mt.Schema.Value != nil {
-					ro.Body = fieldsOf(mt.Schema.Value)
-				}
-			}
-			codes := make([]string, 0)
-			for code := range op.Responses.Map() {
-				codes = append(codes, code)
-			}
-			sort.Strings(codes)
-			for _, code := range codes {
-				r := op.Responses.Value(code)
-				desc := ""
-				if r != nil && r.Value != nil && r.Value.Description != nil {
-					desc = *r.Value.Description
-				}
-				ro.Responses = append(ro.Responses, refResponse{Status: code, Description: desc})
-			}
-			tag := "Other"
-			if len(op.Tags) > 0 {
-				tag = op.Tags[0]
-			}
-			if byTag[tag] == nil {
-				byTag[tag] = &refTag{Name: tag}
-				order = append(order, tag)
-			}
-			byTag[tag].Operations = append(byTag[tag].Operations, ro)
+		return c.Send(page)
+	})...)
+	app.Get("/docs/assets/:file", append(cache, func(c *fiber.Ctx) error {
+		asset, ok := viewerAssets()[c.Params("file")]
+		if !ok {
+			return fiber.ErrNotFound
 		}
-	}
-	tags := make([]refTag, 0, len(order))
-	for _, name := range order {
-		if len(byTag[name].Operations) > 0 {
-			tags = append(tags, *byTag[name])
-		}
-	}
-	return map[string]any{"Title": doc.Info.Title, "Version": doc.Info.Version, "Description": doc.Info.Description, "Tags": tags}
+		c.Set(fiber.HeaderContentType, asset.contentType)
+		return c.Send(asset.body)
+	})...)
 }
-
-func fieldsOf(s *openapi3.Schema) []refField {
-	names := make([]string, 0, len(s.Properties))
-	for name := range s.Properties {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	required := map[string]bool{}
-	for _, r := range s.Required {
-		required[r] = true
-	}
-	out := make([]refField, 0, len(names))
-	for _, name := range names {
-		p := s.Properties[name]
-		desc := ""
-		if p.Value != nil {
-			desc = p.Value.Description
-		}
-		out = append(out, refField{Name: name, Type: schemaType(p), Description: desc, Required: required[name]})
-	}
-	return out
-}
-
-func schemaType(ref *openapi3.SchemaRef) string {
-	if ref == nil || ref.Value == nil {
-		return ""
-	}
-	s := ref.Value
-	var t string
-	if s.Type != nil {
-		t = strings.Join(s.Type.Slice(), " | ")
-	}
-	if len(s.Enum) > 0 {
-		vals := make([]string, len(s.Enum))
-		for i, v := range s.Enum {
-			vals[i] = fmt.Sprint(v)
-		}
-		t += " (" + strings.Join(vals, ", ") + ")"
-	}
-	if s.Format != "" {
-		t += " <" + s.Format + ">"
-	}
-	if t == "" && ref.Ref != "" {
-		t = ref.Ref[strings.LastIndex(ref.Ref, "/")+1:]
-	}
-	return t
-}
-
-var referenceTemplate = template.Must(template.New("ref").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>{{.Title}} reference</title>
-<style>
-body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2433;background:#fafbfc}
-nav{position:fixed;top:0;bottom:0;width:270px;overflow:auto;background:#fff;border-right:1px solid #e3e6ea;padding:16px}
-nav a{display:block;color:#1d2433;text-decoration:none;font-size:13px;padding:2px 0}
-main{margin-left:303px;padding:24px 40px;max-width:980px}
-.op{background:#fff;border:1px solid #e3e6ea;border-radius:8px;padding:16px 20px;margin:16px 0}
-.m{display:inline-block;min-width:58px;text-align:center;font-weight:600;font-size:12px;border-radius:4px;padding:2px 6px;color:#fff}
-.GET{background:#2f7ed8}.POST{background:#1f9d55}.PUT{background:#c77c02}.PATCH{background:#8a4baf}.DELETE{background:#cc3340}
-code,.path{font-family:ui-monospace,monospace}.path{font-weight:600}
-table{border-collapse:collapse;width:100%;font-size:13px;margin:8px 0}td,th{border-bottom:1px solid #eef0f2;text-align:left;padding:4px 8px;vertical-align:top}
-.pub{font-size:11px;background:#eef6ee;color:#1f7a3a;border-radius:4px;padding:1px 6px;margin-left:6px}
-pre{white-space:pre-wrap;background:#f3f5f7;padding:12px;border-radius:6px}
-</style></head><body>
-<nav><strong>{{.Title}}</strong> <small>v{{.Version}}</small><p><a href="/openapi.json">openapi.json</a></p>
-{{range .Tags}}<p><strong>{{.Name}}</strong></p>{{range .Operations}}<a href="#{{.Anchor}}"><span class="m {{.Method}}">{{.Method}}</span> {{.Path}}</a>{{end}}{{end}}</nav>
-<main><h1>{{.Title}}</h1><pre>{{.Description}}</pre>
-{{range .Tags}}<h2>{{.Name}}</h2><p>{{.Description}}</p>
-{{range .Operations}}<div class="op" id="{{.Anchor}}"><span class="m {{.Method}}">{{.Method}}</span> <span class="path">{{.Path}}</span>{{if .Public}}<span class="pub">public</span>{{end}}
-<p><strong>{{.Summary}}</strong></p>{{if .Description}}<p>{{.Description}}</p>{{end}}
-{{if .Params}}<table><tr><th>parameter</th><th>in</th><th>type</th><th>description</th></tr>{{range .Params}}<tr><td><code>{{.Name}}</code>{{if .Required}} *{{end}}</td><td>{{.In}}</td><td>{{.Type}}</td><td>{{.Description}}</td></tr>{{end}}</table>{{end}}
-{{if .Body}}<table><tr><th>body field</th><th>type</th><th>description</th></tr>{{range .Body}}<tr><td><code>{{.Name}}</code>{{if .Required}} *{{end}}</td><td>{{.Type}}</td><td>{{.Description}}</td></tr>{{end}}</table>{{end}}
-<table><tr><th>status</th><th>meaning</th></tr>{{range .Responses}}<tr><td>{{.Status}}</td><td>{{.Description}}</td></tr>{{end}}</table></div>{{end}}{{end}}
-</main></body></html>`))

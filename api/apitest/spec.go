@@ -31,6 +31,10 @@ var specRouter = sync.OnceValues(func() (routers.Router, error) {
 
 func init() {
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/javascript", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/css", openapi3filter.PlainBodyDecoder)
+	// /openapi.yaml is documented as text, not as the object it encodes.
+	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
 }
 
 var validationOptions = &openapi3filter.Options{

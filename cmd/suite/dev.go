@@ -148,7 +148,7 @@ func printDevBanner(cfg Config, apiAddr, uiURL string, took time.Duration) {
 	fmt.Fprintf(stdout, "\nBusiness Suite is running (started in %s). Ctrl-C stops it; data stays in %s.\n\n", took.Round(time.Millisecond), cfg.DataDir)
 	fmt.Fprintf(stdout, "  API            %s   (CRM %s/crm, Helpdesk %s/helpdesk, AI %s/v1/ai)\n", base, base, base, base)
 	fmt.Fprintf(stdout, "  Identity       %s/identity\n", base)
-	fmt.Fprintf(stdout, "  API reference  %s/docs   (OpenAPI: %s/openapi.json)\n", base, base)
+	fmt.Fprintf(stdout, "  API reference  %s/docs   (OpenAPI: %s/openapi.json, %s/openapi.yaml)\n", base, base, base)
 	fmt.Fprintf(stdout, "  Health         %s/healthz   %s/readyz   %s/metrics\n", base, base, base)
 	if uiURL != "" {
 		fmt.Fprintf(stdout, "  Temporal UI    %s   (namespace %s)\n", uiURL, cfg.TemporalNamespace)
