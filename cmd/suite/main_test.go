@@ -48,8 +48,8 @@ func waitStatus(t *testing.T, url string, want int, within time.Duration) {
 // up ready with the Temporal UI, stops cleanly on cancellation, and starts
 // again on the same data directory.
 func TestDevRunsEverythingAndRestarts(t *testing.T) {
-	var out bytes.Buffer
-	stdout = &out
+	out := &syncBuffer{}
+	stdout = out
 	t.Setenv("SUITE_LOG_LEVEL", "error")
 	cfg, err := LoadConfig()
 	if err != nil {
@@ -64,6 +64,8 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- runDev(ctx, cfg) }()
 		waitStatus(t, base+"/readyz", 200, 30*time.Second)
+		// The banner and the demo credentials follow readiness.
+		waitOutputCount(t, out, "Demo organization", round)
 		waitStatus(t, "http://"+cfg.TemporalUIAddr+"/", 200, 5*time.Second)
 		resp, err := http.Get(base + "/crm/contacts")
 		if err != nil {

@@ -45,6 +45,12 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+func (b *syncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -152,8 +158,14 @@ func TestDevServesWorkflowsAtOnceAfterRestart(t *testing.T) {
 
 func waitOutput(t *testing.T, out *syncBuffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), want) {
+	waitOutputCount(t, out, want, 1)
+}
+
+// waitOutputCount waits until want was printed n times.
+func waitOutputCount(t *testing.T, out *syncBuffer, want string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(out.String(), want) < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
