@@ -215,4 +215,6 @@ func orDefault(s, def string) string {
 	return s
 }
 
-func formatAmount(v float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".") }
+func formatAmount(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", v), "0"), ".")
+}
