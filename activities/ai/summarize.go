@@ -74,9 +74,9 @@ type candidate struct {
 	order int
 	// opensEntry marks the first sentence of an entry or speaker turn.
 	opensEntry bool
-	terms map[string]float64 // stem → tf-idf weight
-	norm  float64
-	score float64
+	terms      map[string]float64 // stem → tf-idf weight
+	norm       float64
+	score      float64
 }
 
 // extractiveSummary picks the sentences of text that best summarize it, by
