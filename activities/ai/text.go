@@ -310,3 +310,21 @@ func words(s string) []string {
 		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’')
 	})
 }
+
+// TextDates reports the date a text states for itself ("Date:" line, a
+// date in its first line; zero when none) and whether any of its entries
+// is dated ("[2026-03-02 14:05] …" headers). Relative due dates in an
+// undated text count from the job's time, so such a job's cache key
+// includes that day.
+func TextDates(text string) (own time.Time, dated bool) {
+	d := parseDocument(text)
+	if !d.Date.IsZero() {
+		return d.Date, true
+	}
+	for _, u := range d.Units {
+		if !u.Date.IsZero() {
+			return time.Time{}, true
+		}
+	}
+	return time.Time{}, false
+}
