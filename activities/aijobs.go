@@ -400,7 +400,9 @@ func (a *AIJobs) combine(ctx context.Context, parts []AIPartial, length string, 
 		texts[i] = p.Summary
 	}
 	call := func(text string, final bool) (string, error) {
-		activity.RecordHeartbeat(ctx, len(texts))
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, len(texts))
+		}
 		l := length
 		if !final {
 			l = models.AILengthLong
