@@ -182,7 +182,7 @@ func TestAIJobAssemblesReferencedRecordsWhenItRuns(t *testing.T) {
 		now := models.Now()
 		ticket := models.Ticket{ID: models.NewID(), OrgID: orgID, Number: 1001, Subject: "Laptop will not boot",
 			Description: "My laptop shows a black screen since this morning. I need it for a client demo tomorrow.",
-			Status: models.TicketOpen, Priority: "urgent", Channel: "email", RequesterEmail: "sam@client.io", CreatedAt: now, UpdatedAt: now}
+			Status:      models.TicketOpen, Priority: "urgent", Channel: "email", RequesterEmail: "sam@client.io", CreatedAt: now, UpdatedAt: now}
 		if err := db.Create(&ticket).Error; err != nil {
 			t.Fatal(err)
 		}
