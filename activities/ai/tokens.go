@@ -10,9 +10,9 @@ import (
 // up; most English words are one token), digits one per 3 (numbers are
 // split into groups of up to three digits), and every other letter one
 // (accented and non-Latin text tokenizes finely); each punctuation mark or
-// symbol counts one; whitespace counts nothing. On English prose this is
-// within about 15% of cl100k, erring high, which is the safe side for chunk
-// sizes and quotas. Providers that report usage are billed by their report.
+// symbol counts one; whitespace counts nothing. It approximates cl100k on
+// English prose and errs high on long and non-English words, the safe side
+// for chunk sizes and quotas. Providers that report usage are billed by their report.
 func CountTokens(s string) int {
 	n := 0
 	ascii, digits := 0, 0
