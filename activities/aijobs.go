@@ -117,7 +117,7 @@ type input struct {
 // jobFailure is a reason a job cannot run, recorded as its error.
 type jobFailure struct{ code, message string }
 
-func (f *jobFailure) Error() string { return f.code + ": " + f.message }
+func (f *jobFailure) Error() string { return f.message }
 
 // Begin marks the job running and loads its input — the document's text,
 // the referenced record's text assembled now, or the inline data — and
@@ -224,24 +224,25 @@ func (a *AIJobs) loadInput(ctx context.Context, tx *gorm.DB, job *models.AIJob, 
 	}
 	if job.Kind == models.AIKindAnalyze {
 		if _, err := analysisOf(in.text, in.format, job.ParsedOptions()); err != nil {
-			return in, &jobFailure{models.AIErrInvalidData, err.Error()}
+			return in, err
 		}
 	}
 	return in, nil
 }
 
-// analysisOf computes the numbers of an analysis.
+// analysisOf computes the numbers of an analysis; a table it cannot read
+// is an invalid_data failure.
 func analysisOf(text, format string, opts models.AIJobOptions) (*aidata.Analysis, error) {
 	table, err := aidata.Parse(text, format)
 	if errors.Is(err, aidata.ErrNoTable) {
-		return nil, errors.New("The input holds no table: send CSV (header first), JSON rows, or a document with a Markdown table.")
+		return nil, &jobFailure{models.AIErrInvalidData, "The input holds no table: send CSV (header first), JSON rows, or a document with a Markdown table."}
 	}
 	if err != nil {
-		return nil, errors.New("The data cannot be read: " + err.Error() + ".")
+		return nil, &jobFailure{models.AIErrInvalidData, "The data cannot be read: " + err.Error() + "."}
 	}
 	a, err := aidata.Analyze(table, aidata.Options{GroupBy: opts.GroupBy})
 	if err != nil {
-		return nil, errors.New(err.Error() + ".")
+		return nil, &jobFailure{models.AIErrInvalidData, err.Error() + "."}
 	}
 	return a, nil
 }

@@ -155,7 +155,7 @@ func (p *Provider) chat(ctx context.Context, prompt string, maxTokens int, jsonO
 			{Role: openai.ChatMessageRoleSystem, Content: systemPrompt},
 			{Role: openai.ChatMessageRoleUser, Content: prompt},
 		},
-		MaxTokens: maxTokens,
+		MaxCompletionTokens: maxTokens,
 	}
 	if jsonOut {
 		req.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject}

@@ -32,7 +32,7 @@ func TestSummarizeSpeaksTheWireFormatAndReportsUsage(t *testing.T) {
 		t.Fatalf("text %q", out.Text)
 	}
 	reqs := srv.Requests()
-	if len(reqs) != 1 || reqs[0].Model != "gpt-test" || reqs[0].MaxTokens == 0 || len(reqs[0].Messages) != 2 ||
+	if len(reqs) != 1 || reqs[0].Model != "gpt-test" || reqs[0].MaxCompletionTokens == 0 || len(reqs[0].Messages) != 2 ||
 		reqs[0].Messages[0].Role != openai.ChatMessageRoleSystem || !strings.Contains(openaitest.Prompt(reqs[0]), "at most 3 sentences") ||
 		!strings.HasSuffix(openaitest.Prompt(reqs[0]), "Printer on fire. Technician Friday.") {
 		t.Fatalf("request %+v", reqs)
