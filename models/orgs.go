@@ -52,8 +52,10 @@ type Plan struct {
 	Seats           *int
 	TicketsPerMonth *int
 	AI              bool `gorm:"column:ai"`
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// AITokensPerMonth is the monthly AI token quota (nil: unlimited).
+	AITokensPerMonth *int64 `gorm:"column:ai_tokens_per_month"`
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // Organization is a workspace: the CRM's orgId and the Helpdesk's

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/activities/identityclient"
 
 	"github.com/business-suite/suite/workflows"
@@ -26,6 +27,8 @@ type Deps struct {
 	Identity *identityclient.Client
 	// VAPID signs web pushes (NotificationDelivery).
 	VAPID activities.VAPID
+	// AI is the provider AI jobs call (nil: the built-in local provider).
+	AI ai.Provider
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -39,6 +42,12 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID})
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
 	r.RegisterActivity(&activities.Tickets{DB: deps.DB})
+	provider := deps.AI
+	if provider == nil {
+		provider = ai.NewLocal()
+	}
+	r.RegisterWorkflowWithOptions(workflows.AIJob, workflow.RegisterOptions{Name: workflows.AIJobWorkflow})
+	r.RegisterActivity(&activities.AIJobs{DB: deps.DB, Provider: provider})
 }
 
 // New creates a worker on the suite task queue with everything registered.

@@ -84,3 +84,12 @@ const (
 // NotificationDeliveryID is the ID of one notification's delivery: one per
 // notification, ever.
 func NotificationDeliveryID(notificationID string) string { return "notify/" + notificationID }
+
+// AIJobWorkflow runs one AI job (summarize, action items, analyze).
+const (
+	AIJobWorkflow = "AIJob"
+	KindAIJob     = "ai-job"
+)
+
+// AIJobID is the ID of a job's workflow: one per job, ever.
+func AIJobID(jobID string) string { return "ai-job/" + jobID }

@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/auth"
@@ -66,6 +67,13 @@ type options struct {
 	identityURL  string
 	temporalDown bool
 	autoClose    time.Duration
+	aiProvider   ai.Provider
+}
+
+// WithAIProvider makes AI jobs call p (default: the local provider), e.g.
+// the OpenAI-compatible provider against a chat-completions test server.
+func WithAIProvider(p ai.Provider) Option {
+	return func(o *options) { o.aiProvider = p }
 }
 
 // WithTicketAutoClose shortens the solved → closed timer (default 4 days).
@@ -150,7 +158,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 	e.workerDeps, e.register = worker.Deps{DB: e.DB, Identity: idClient, VAPID: activities.VAPID{
-		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"}}, o.register
+		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"}, AI: o.aiProvider}, o.register
 	if o.temporalDown {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/business-suite/suite/activities/ai"
+	"github.com/business-suite/suite/activities/ai/openaicompat"
 )
 
 // Config is every setting of every subcommand, read once from the
@@ -63,6 +66,10 @@ type Config struct {
 	OpenAIAPIKey  string `env:"OPENAI_API_KEY" secret:"true"`
 	OpenAIBaseURL string `env:"OPENAI_BASE_URL"`
 	OpenAIModel   string `env:"OPENAI_MODEL" envDefault:"gpt-4o-mini"`
+	// OpenAITimeout bounds one model call; OpenAIChunkTokens is the most
+	// document tokens sent in one call (longer documents are split).
+	OpenAITimeout     time.Duration `env:"OPENAI_TIMEOUT" envDefault:"60s"`
+	OpenAIChunkTokens int           `env:"OPENAI_CHUNK_TOKENS" envDefault:"3000"`
 
 	// VAPIDPublicKey and VAPIDPrivateKey are the web-push key pair (P-256,
 	// base64url); both empty: generated once and kept in the database.
@@ -83,10 +90,26 @@ func LoadConfig() (Config, error) {
 	if v, ok := os.LookupEnv("SUITE_TEMPORAL_UI_ADDR"); ok && strings.TrimSpace(v) == "" {
 		cfg.TemporalUIAddr = ""
 	}
+	if cfg.OpenAIChunkTokens < 100 {
+		return cfg, fmt.Errorf("configuration: OPENAI_CHUNK_TOKENS must be at least 100")
+	}
+	if cfg.OpenAITimeout <= 0 {
+		return cfg, fmt.Errorf("configuration: OPENAI_TIMEOUT must be positive")
+	}
 	if cfg.DBMaxOpenConns < 1 {
 		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")
 	}
 	return cfg, nil
+}
+
+// AIProvider is the provider AI jobs use: the OpenAI-compatible one when
+// OPENAI_API_KEY is set, else the built-in local one.
+func (c Config) AIProvider() ai.Provider {
+	if c.OpenAIAPIKey == "" {
+		return ai.NewLocal()
+	}
+	return openaicompat.New(openaicompat.Config{APIKey: c.OpenAIAPIKey, BaseURL: c.OpenAIBaseURL, Model: c.OpenAIModel,
+		Timeout: c.OpenAITimeout, ChunkTokens: c.OpenAIChunkTokens})
 }
 
 // DatabaseDSN is DATABASE_URL, or the embedded SQLite file in the data dir.
