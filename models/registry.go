@@ -34,5 +34,9 @@ func All() []any {
 		&KBArticle{},
 		&PushSubscription{},
 		&VAPIDKey{},
+		&BillingAccount{},
+		&SubscriptionChange{},
+		&SubscriptionChangeRetry{},
+		&StripeEvent{},
 	}
 }
