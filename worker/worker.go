@@ -26,6 +26,9 @@ type Deps struct {
 	Identity *identityclient.Client
 	// VAPID signs web pushes (NotificationDelivery).
 	VAPID activities.VAPID
+	// Billing is the Stripe configuration (SubscriptionChange); without a
+	// secret key its activities fail with BillingNotConfigured.
+	Billing activities.BillingConfig
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -39,6 +42,8 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID})
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
 	r.RegisterActivity(&activities.Tickets{DB: deps.DB})
+	r.RegisterWorkflowWithOptions(workflows.SubscriptionChange, workflow.RegisterOptions{Name: workflows.SubscriptionChangeWorkflow})
+	r.RegisterActivity(activities.NewBilling(deps.DB, deps.Billing))
 }
 
 // New creates a worker on the suite task queue with everything registered.
