@@ -66,6 +66,13 @@ type options struct {
 	identityURL  string
 	temporalDown bool
 	autoClose    time.Duration
+	billing      activities.BillingConfig
+}
+
+// WithBilling gives the worker a Stripe configuration (stripetest's, which
+// points at stripe-mock); without it billing is not configured.
+func WithBilling(cfg activities.BillingConfig) Option {
+	return func(o *options) { o.billing = cfg }
 }
 
 // WithTicketAutoClose shortens the solved → closed timer (default 4 days).
@@ -150,7 +157,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 	e.workerDeps, e.register = worker.Deps{DB: e.DB, Identity: idClient, VAPID: activities.VAPID{
-		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"}}, o.register
+		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"}, Billing: o.billing}, o.register
 	if o.temporalDown {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
