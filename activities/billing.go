@@ -162,6 +162,14 @@ type PaymentState struct {
 	Paid bool `json:"paid"`
 }
 
+// storedPayment is the payment state a change records (zero for nil).
+func storedPayment(c *models.SubscriptionChange) PaymentState {
+	if c == nil {
+		return PaymentState{}
+	}
+	return PaymentState{SubscriptionID: c.StripeSubscriptionID, InvoiceID: c.StripeInvoiceID}
+}
+
 // LoadChange reads the change's state.
 func (a *Billing) LoadChange(ctx context.Context, changeID string) (ChangeState, error) {
 	c, err := a.change(ctx, changeID, false)
@@ -200,6 +208,21 @@ func (a *Billing) progress(ctx context.Context, changeID string, p models.Change
 		return temporal.NewNonRetryableApplicationError(de.Message, ErrTypeChangeClosed, err)
 	}
 	return err
+}
+
+// begin starts a Stripe step of an open change: nothing is sent when done
+// says the change already has the step's result (sc is nil then);
+// otherwise the step (as p) is recorded on the change as under way.
+func (a *Billing) begin(ctx context.Context, changeID string, p models.ChangeProgress, done func(*models.SubscriptionChange) bool) (*models.SubscriptionChange, *client.API, error) {
+	c, err := a.change(ctx, changeID, true)
+	if err != nil || (done != nil && done(c)) {
+		return c, nil, err
+	}
+	sc, err := a.stripe()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, sc, a.progress(ctx, c.ID, p)
 }
 
 func (a *Billing) stripe() (*client.API, error) {
@@ -289,7 +312,7 @@ func (a *Billing) EnsureCustomer(ctx context.Context, changeID string) (string, 
 			return "", err
 		}
 	}
-	return customerID, a.progress(ctx, c.ID, models.ChangeProgress{Step: models.StepCustomer, StripeCustomerID: customerID})
+	return customerID, a.progress(ctx, c.ID, models.ChangeProgress{Step: models.StepCustomer, StripeRefs: models.StripeRefs{StripeCustomerID: customerID}})
 }
 
 // price resolves a plan's Stripe price: configured, else by lookup key.
@@ -331,22 +354,12 @@ func invoiceProgress(inv *stripe.Invoice, p *models.ChangeProgress) bool {
 // needs to pay: the payment intent's client secret and the hosted invoice
 // URL. A change whose subscription exists already is not sent again.
 func (a *Billing) CreateSubscription(ctx context.Context, changeID string) (PaymentState, error) {
-	c, err := a.change(ctx, changeID, true)
-	if err != nil {
-		return PaymentState{}, err
-	}
-	if c.StripeSubscriptionID != "" {
-		return PaymentState{SubscriptionID: c.StripeSubscriptionID, InvoiceID: c.StripeInvoiceID}, nil
-	}
-	sc, err := a.stripe()
-	if err != nil {
-		return PaymentState{}, err
+	c, sc, err := a.begin(ctx, changeID, models.ChangeProgress{Step: models.StepSubscription}, func(c *models.SubscriptionChange) bool { return c.StripeSubscriptionID != "" })
+	if err != nil || sc == nil {
+		return storedPayment(c), err
 	}
 	if c.StripeCustomerID == "" {
 		return PaymentState{}, temporal.NewNonRetryableApplicationError("subscription change "+c.ID+" has no customer yet", ErrTypeChangeClosed, nil)
-	}
-	if err := a.progress(ctx, c.ID, models.ChangeProgress{Step: models.StepSubscription}); err != nil {
-		return PaymentState{}, err
 	}
 	price, err := a.price(ctx, sc, c.ToPlan, c.Interval)
 	if err != nil {
@@ -364,7 +377,7 @@ func (a *Billing) CreateSubscription(ctx context.Context, changeID string) (Paym
 	if err != nil {
 		return PaymentState{}, stripeError("create the subscription", err)
 	}
-	prog := models.ChangeProgress{Step: models.StepPayment, Status: models.ChangeAwaitingPayment, StripeSubscriptionID: sub.ID, StripePriceID: price}
+	prog := models.ChangeProgress{Step: models.StepPayment, Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{StripeSubscriptionID: sub.ID, StripePriceID: price}}
 	paid := invoiceProgress(sub.LatestInvoice, &prog)
 	if err := a.progress(ctx, c.ID, prog); err != nil {
 		return PaymentState{}, err
@@ -387,19 +400,9 @@ func firstItem(sub *stripe.Subscription) (string, error) {
 // once that invoice is paid. A change whose invoice exists already is not
 // sent again.
 func (a *Billing) UpgradeSubscription(ctx context.Context, changeID string) (PaymentState, error) {
-	c, err := a.change(ctx, changeID, true)
-	if err != nil {
-		return PaymentState{}, err
-	}
-	if c.StripeInvoiceID != "" {
-		return PaymentState{SubscriptionID: c.StripeSubscriptionID, InvoiceID: c.StripeInvoiceID}, nil
-	}
-	sc, err := a.stripe()
-	if err != nil {
-		return PaymentState{}, err
-	}
-	if err := a.progress(ctx, c.ID, models.ChangeProgress{Step: models.StepSubscription}); err != nil {
-		return PaymentState{}, err
+	c, sc, err := a.begin(ctx, changeID, models.ChangeProgress{Step: models.StepSubscription}, func(c *models.SubscriptionChange) bool { return c.StripeInvoiceID != "" })
+	if err != nil || sc == nil {
+		return storedPayment(c), err
 	}
 	sub, item, price, err := a.subscriptionAndPrice(ctx, sc, c)
 	if err != nil {
@@ -416,7 +419,7 @@ func (a *Billing) UpgradeSubscription(ctx context.Context, changeID string) (Pay
 	if err != nil {
 		return PaymentState{}, stripeError("upgrade the subscription", err)
 	}
-	prog := models.ChangeProgress{Step: models.StepPayment, Status: models.ChangeAwaitingPayment, StripeSubscriptionID: updated.ID, StripePriceID: price}
+	prog := models.ChangeProgress{Step: models.StepPayment, Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{StripeSubscriptionID: updated.ID, StripePriceID: price}}
 	paid := invoiceProgress(updated.LatestInvoice, &prog)
 	if err := a.progress(ctx, c.ID, prog); err != nil {
 		return PaymentState{}, err
@@ -445,19 +448,12 @@ func (a *Billing) subscriptionAndPrice(ctx context.Context, sc *client.API, c *m
 // cancellation sets cancel_at_period_end. The organization keeps its
 // current limits until then. A change already scheduled is not sent again.
 func (a *Billing) ScheduleChange(ctx context.Context, changeID string) (time.Time, error) {
-	c, err := a.change(ctx, changeID, true)
+	c, sc, err := a.begin(ctx, changeID, models.ChangeProgress{Step: models.StepSchedule}, func(c *models.SubscriptionChange) bool { return c.EffectiveAt != nil })
 	if err != nil {
 		return time.Time{}, err
 	}
-	if c.EffectiveAt != nil {
+	if sc == nil {
 		return *c.EffectiveAt, nil
-	}
-	sc, err := a.stripe()
-	if err != nil {
-		return time.Time{}, err
-	}
-	if err := a.progress(ctx, c.ID, models.ChangeProgress{Step: models.StepSchedule}); err != nil {
-		return time.Time{}, err
 	}
 	prog := models.ChangeProgress{Step: models.StepPeriodEnd, Status: models.ChangeScheduled}
 	p := &stripe.SubscriptionParams{}
@@ -494,21 +490,12 @@ func (a *Billing) ScheduleChange(ctx context.Context, changeID string) (time.Tim
 // again (retry's own idempotency key; an invoice is paid at most once). An
 // invoice paid meanwhile (the hosted invoice page) is simply paid.
 func (a *Billing) RetryPayment(ctx context.Context, changeID string, retry int) (PaymentState, error) {
-	c, err := a.change(ctx, changeID, true)
-	if err != nil {
-		return PaymentState{}, err
+	// Without an invoice there is nothing to charge: the run waits.
+	c, sc, err := a.begin(ctx, changeID, models.ChangeProgress{Step: models.StepPayment, Status: models.ChangeAwaitingPayment}, func(c *models.SubscriptionChange) bool { return c.StripeInvoiceID == "" })
+	if err != nil || sc == nil {
+		return storedPayment(c), err
 	}
-	state := PaymentState{SubscriptionID: c.StripeSubscriptionID, InvoiceID: c.StripeInvoiceID}
-	if c.StripeInvoiceID == "" {
-		return state, nil
-	}
-	sc, err := a.stripe()
-	if err != nil {
-		return PaymentState{}, err
-	}
-	if err := a.progress(ctx, c.ID, models.ChangeProgress{Step: models.StepPayment, Status: models.ChangeAwaitingPayment}); err != nil {
-		return PaymentState{}, err
-	}
+	state := storedPayment(c)
 	gp := &stripe.InvoiceParams{}
 	gp.Context = ctx
 	inv, err := sc.Invoices.Get(c.StripeInvoiceID, gp)
@@ -579,15 +566,8 @@ func (a *Billing) PaymentFailure(ctx context.Context, changeID string) (StripeFa
 // after all (the subscription is active, the invoice paid): then the plan
 // is applied instead.
 func (a *Billing) ExpireUnpaid(ctx context.Context, changeID string) (bool, error) {
-	c, err := a.change(ctx, changeID, true)
+	c, sc, err := a.begin(ctx, changeID, models.ChangeProgress{Step: models.StepExpire}, nil)
 	if err != nil {
-		return false, err
-	}
-	sc, err := a.stripe()
-	if err != nil {
-		return false, err
-	}
-	if err := a.progress(ctx, c.ID, models.ChangeProgress{Step: models.StepExpire}); err != nil {
 		return false, err
 	}
 	if c.Kind != models.ChangeCreate || c.StripeSubscriptionID == "" {

@@ -43,6 +43,34 @@ func openChange(t *testing.T, db *gorm.DB, plan, target string, subscribed, down
 	return c
 }
 
+// eachBilling runs fn once per dialect, with billing activities talking to
+// stripe-mock through a recording proxy.
+func eachBilling(t *testing.T, fn func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing)) {
+	t.Helper()
+	st := stripetest.Start(t)
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) { fn(t, db, st, activities.NewBilling(db, st.Config())) })
+}
+
+// withCustomer opens a create change from free to plan and ensures the
+// organization's customer.
+func withCustomer(t *testing.T, db *gorm.DB, a *activities.Billing, plan string) *models.SubscriptionChange {
+	t.Helper()
+	c := openChange(t, db, models.PlanFree, plan, false, false)
+	if _, err := a.EnsureCustomer(context.Background(), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func orgPlan(t *testing.T, db *gorm.DB, orgID string) string {
+	t.Helper()
+	var plan string
+	if err := db.Model(&models.Organization{}).Where("id = ?", orgID).Pluck("plan", &plan).Error; err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
 func reload(t *testing.T, db *gorm.DB, id string) *models.SubscriptionChange {
 	t.Helper()
 	c, err := models.FindSubscriptionChange(context.Background(), db, "", id)
@@ -62,10 +90,8 @@ func retryable(err error) bool {
 // answer was lost sends the same key (Stripe answers with the same
 // customer), a second change reuses the stored one.
 func TestEnsureCustomerOncePerOrganization(t *testing.T) {
-	st := stripetest.Start(t)
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
 		ctx := context.Background()
-		a := activities.NewBilling(db, st.Config())
 		c := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)
 		pattern := "/v1/customers"
 		before := len(st.Requests(http.MethodPost, pattern))
@@ -119,14 +145,9 @@ func TestEnsureCustomerOncePerOrganization(t *testing.T) {
 // invoice's payment intent expanded, metadata and key set; what the
 // customer needs to pay is recorded; a re-run sends nothing.
 func TestCreateSubscriptionOncePerChange(t *testing.T) {
-	st := stripetest.Start(t)
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
 		ctx := context.Background()
-		a := activities.NewBilling(db, st.Config())
-		c := openChange(t, db, models.PlanFree, models.PlanBusiness, false, false)
-		if _, err := a.EnsureCustomer(ctx, c.ID); err != nil {
-			t.Fatal(err)
-		}
+		c := withCustomer(t, db, a, models.PlanBusiness)
 		before := len(st.Requests(http.MethodPost, "/v1/subscriptions"))
 		pay, err := a.CreateSubscription(ctx, c.ID)
 		if err != nil || !strings.HasPrefix(pay.SubscriptionID, "sub_") || !strings.HasPrefix(pay.InvoiceID, "in_") {
@@ -150,9 +171,7 @@ func TestCreateSubscriptionOncePerChange(t *testing.T) {
 			got.StripeInvoiceID != pay.InvoiceID || got.StripePriceID != "price_business_month" || got.StripePaymentIntentID == "" || got.ClientSecret == "" {
 			t.Fatalf("change after the subscription %+v", got)
 		}
-		var plan string
-		db.Model(&models.Organization{}).Where("id = ?", c.OrgID).Pluck("plan", &plan)
-		if plan != models.PlanFree {
+		if plan := orgPlan(t, db, c.OrgID); plan != models.PlanFree {
 			t.Fatalf("plan %s before any payment", plan)
 		}
 	})
@@ -161,14 +180,9 @@ func TestCreateSubscriptionOncePerChange(t *testing.T) {
 // Stripe answers 500 twice, then works: each failure is retryable, every
 // attempt carries the same key, one subscription is created.
 func TestStripeOutageRetriedWithTheSameKey(t *testing.T) {
-	st := stripetest.Start(t)
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
 		ctx := context.Background()
-		a := activities.NewBilling(db, st.Config())
-		c := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)
-		if _, err := a.EnsureCustomer(ctx, c.ID); err != nil {
-			t.Fatal(err)
-		}
+		c := withCustomer(t, db, a, models.PlanStarter)
 		before := len(st.Requests(http.MethodPost, "/v1/subscriptions"))
 		st.Fail(http.MethodPost, "/v1/subscriptions", 2, http.StatusInternalServerError, "api_error", "", "Stripe is having a bad day.")
 		for i := range 2 {
@@ -198,14 +212,9 @@ func TestStripeOutageRetriedWithTheSameKey(t *testing.T) {
 // Stripe 4xx: a non-retryable StripeRejected carrying Stripe's code and
 // message; nothing is recorded as created.
 func TestStripeRefusalIsNonRetryable(t *testing.T) {
-	st := stripetest.Start(t)
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
 		ctx := context.Background()
-		a := activities.NewBilling(db, st.Config())
-		c := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)
-		if _, err := a.EnsureCustomer(ctx, c.ID); err != nil {
-			t.Fatal(err)
-		}
+		c := withCustomer(t, db, a, models.PlanStarter)
 		st.Fail(http.MethodPost, "/v1/subscriptions", 1, http.StatusBadRequest, "invalid_request_error", "resource_missing", "No such price: 'price_starter_month'")
 		_, err := a.CreateSubscription(ctx, c.ID)
 		var appErr *temporal.ApplicationError
@@ -232,10 +241,8 @@ func TestStripeRefusalIsNonRetryable(t *testing.T) {
 // by Stripe only when paid; downgrade and cancel are scheduled at the
 // period end. Each with its key, once.
 func TestUpgradeDowngradeAndCancelAtStripe(t *testing.T) {
-	st := stripetest.Start(t)
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
 		ctx := context.Background()
-		a := activities.NewBilling(db, st.Config())
 
 		up := openChange(t, db, models.PlanStarter, models.PlanEnterprise, true, false)
 		pay, err := a.UpgradeSubscription(ctx, up.ID)
@@ -283,9 +290,7 @@ func TestUpgradeDowngradeAndCancelAtStripe(t *testing.T) {
 		if len(sent) != 1 || sent[0].IdempotencyKey != activities.IdempotencyKey(cancel.ID, "subscription-cancel") || sent[0].Form.Get("cancel_at_period_end") != "true" {
 			t.Fatalf("cancel requests %+v", sent)
 		}
-		var plan string
-		db.Model(&models.Organization{}).Where("id = ?", cancel.OrgID).Pluck("plan", &plan)
-		if plan != models.PlanStarter {
+		if plan := orgPlan(t, db, cancel.OrgID); plan != models.PlanStarter {
 			t.Fatalf("a scheduled cancellation changed the plan to %s at once", plan)
 		}
 	})
@@ -294,13 +299,10 @@ func TestUpgradeDowngradeAndCancelAtStripe(t *testing.T) {
 // Expiry cancels a subscription still incomplete (with its key); one that
 // turned active is reported paid and left alone.
 func TestExpireUnpaid(t *testing.T) {
-	st := stripetest.Start(t)
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
 		ctx := context.Background()
-		a := activities.NewBilling(db, st.Config())
 		c := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)
-		if _, err := models.RecordChangeProgress(ctx, db, c.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment,
-			StripeCustomerID: "cus_x", StripeSubscriptionID: "sub_exp" + c.ID, StripeInvoiceID: "in_x"}); err != nil {
+		if _, err := models.RecordChangeProgress(ctx, db, c.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{StripeCustomerID: "cus_x", StripeSubscriptionID: "sub_exp" + c.ID, StripeInvoiceID: "in_x"}}); err != nil {
 			t.Fatal(err)
 		}
 		sub := "/v1/subscriptions/sub_exp" + c.ID
@@ -326,14 +328,11 @@ func TestExpireUnpaid(t *testing.T) {
 // A staff retry of a failed payment charges the open invoice again with
 // the retry's own key; an invoice paid meanwhile is not charged.
 func TestRetryPayment(t *testing.T) {
-	st := stripetest.Start(t)
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
 		ctx := context.Background()
-		a := activities.NewBilling(db, st.Config())
 		c := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)
 		inv := "in_r" + c.ID
-		if _, err := models.RecordChangeProgress(ctx, db, c.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment,
-			StripeCustomerID: "cus_x", StripeSubscriptionID: "sub_x", StripeInvoiceID: inv}); err != nil {
+		if _, err := models.RecordChangeProgress(ctx, db, c.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{StripeCustomerID: "cus_x", StripeSubscriptionID: "sub_x", StripeInvoiceID: inv}}); err != nil {
 			t.Fatal(err)
 		}
 		st.Respond(http.MethodGet, "/v1/invoices/"+inv, 1, http.StatusOK, `{"id":"`+inv+`","object":"invoice","status":"open"}`)
@@ -372,10 +371,7 @@ func TestPriceLookupKeyFallback(t *testing.T) {
 		cfg := st.Config()
 		delete(cfg.Prices, activities.PriceKey(models.PlanStarter, models.IntervalMonth))
 		a := activities.NewBilling(db, cfg)
-		c := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)
-		if _, err := a.EnsureCustomer(ctx, c.ID); err != nil {
-			t.Fatal(err)
-		}
+		c := withCustomer(t, db, a, models.PlanStarter)
 		before := len(st.Requests(http.MethodGet, "/v1/prices"))
 		if _, err := a.CreateSubscription(ctx, c.ID); err != nil {
 			t.Fatal(err)
@@ -388,10 +384,7 @@ func TestPriceLookupKeyFallback(t *testing.T) {
 			t.Fatalf("price %q", got.StripePriceID)
 		}
 		// No price with that key either: a clear, non-retryable error.
-		other := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)
-		if _, err := a.EnsureCustomer(ctx, other.ID); err != nil {
-			t.Fatal(err)
-		}
+		other := withCustomer(t, db, a, models.PlanStarter)
 		st.Respond(http.MethodGet, "/v1/prices", 1, http.StatusOK, `{"object":"list","data":[],"has_more":false,"url":"/v1/prices"}`)
 		_, err := a.CreateSubscription(ctx, other.ID)
 		var appErr *temporal.ApplicationError
@@ -419,10 +412,8 @@ func TestBillingNotConfigured(t *testing.T) {
 
 // A step must not act on a change closed meanwhile.
 func TestStepsRefuseClosedChanges(t *testing.T) {
-	st := stripetest.Start(t)
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
 		ctx := context.Background()
-		a := activities.NewBilling(db, st.Config())
 		c := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)
 		if err := a.CloseChange(ctx, c.ID, models.ChangeCanceled, activities.StripeFailure{Code: "subscription_canceled", Message: "gone"}); err != nil {
 			t.Fatal(err)

@@ -109,6 +109,18 @@ type SubscriptionChange struct {
 	LastErrorCode    string
 	LastErrorMessage string
 
+	StripeRefs `gorm:"embedded"`
+
+	// EffectiveAt is when a scheduled change takes effect (period end).
+	EffectiveAt *time.Time
+	RequestedBy string
+	CompletedAt *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// StripeRefs are a change's Stripe objects and what paying needs.
+type StripeRefs struct {
 	StripeCustomerID      string
 	StripeSubscriptionID  string
 	StripePriceID         string
@@ -118,13 +130,6 @@ type SubscriptionChange struct {
 	// shown only to the organization's administrators.
 	ClientSecret     string
 	HostedInvoiceURL string
-
-	// EffectiveAt is when a scheduled change takes effect (period end).
-	EffectiveAt *time.Time
-	RequestedBy string
-	CompletedAt *time.Time
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
 }
 
 // Retry is the number of the current run's retry (0 for the first run).
@@ -558,16 +563,10 @@ func SubscriptionChangeRetries(ctx context.Context, db *gorm.DB, changeID string
 // ChangeProgress is what a workflow step learned, written on the change.
 // Empty fields leave the stored value alone.
 type ChangeProgress struct {
-	Step                  string
-	Status                string
-	StripeCustomerID      string
-	StripeSubscriptionID  string
-	StripePriceID         string
-	StripeInvoiceID       string
-	StripePaymentIntentID string
-	ClientSecret          string
-	HostedInvoiceURL      string
-	EffectiveAt           *time.Time
+	Step   string
+	Status string
+	StripeRefs
+	EffectiveAt *time.Time
 }
 
 // RecordChangeProgress writes a step's progress on an open change. It fails
@@ -587,18 +586,13 @@ func RecordChangeProgress(ctx context.Context, db *gorm.DB, changeID string, p C
 		if p.Status != "" && p.Status != change.Status && !CanChangeTransition(change.Status, p.Status) {
 			return Err(ErrConflict, "invalid_transition", "Subscription change %s cannot move from %s to %s.", change.ID, change.Status, p.Status)
 		}
-		set := map[string]any{"updated_at": Now()}
-		for col, v := range map[string]string{"step": p.Step, "status": p.Status, "stripe_customer_id": p.StripeCustomerID,
-			"stripe_subscription_id": p.StripeSubscriptionID, "stripe_price_id": p.StripePriceID, "stripe_invoice_id": p.StripeInvoiceID,
-			"stripe_payment_intent_id": p.StripePaymentIntentID, "client_secret": p.ClientSecret, "hosted_invoice_url": p.HostedInvoiceURL} {
-			if v != "" {
-				set[col] = v
-			}
-		}
+		// Updates with a struct writes its non-zero fields only.
+		set := SubscriptionChange{Step: p.Step, Status: p.Status, StripeRefs: p.StripeRefs, UpdatedAt: Now()}
 		if p.EffectiveAt != nil {
-			set["effective_at"] = p.EffectiveAt.UTC().Truncate(time.Microsecond)
+			at := p.EffectiveAt.UTC().Truncate(time.Microsecond)
+			set.EffectiveAt = &at
 		}
-		if err := tx.Model(&SubscriptionChange{}).Where("id = ?", change.ID).Updates(set).Error; err != nil {
+		if err := tx.Model(&SubscriptionChange{}).Where("id = ?", change.ID).Updates(&set).Error; err != nil {
 			return err
 		}
 		out = &SubscriptionChange{}

@@ -255,8 +255,7 @@ func TestProgressApplyAndClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := models.RecordChangeProgress(ctx, db, change.ID, models.ChangeProgress{Step: models.StepSubscription, Status: models.ChangeAwaitingPayment,
-			StripeCustomerID: "cus_1", StripeSubscriptionID: "sub_1", StripePriceID: "price_starter", StripeInvoiceID: "in_1", ClientSecret: "pi_1_secret"})
+		got, err := models.RecordChangeProgress(ctx, db, change.ID, models.ChangeProgress{Step: models.StepSubscription, Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{StripeCustomerID: "cus_1", StripeSubscriptionID: "sub_1", StripePriceID: "price_starter", StripeInvoiceID: "in_1", ClientSecret: "pi_1_secret"}})
 		if err != nil || got.Status != models.ChangeAwaitingPayment || got.StripeSubscriptionID != "sub_1" || got.ClientSecret != "pi_1_secret" {
 			t.Fatalf("progress %+v %v", got, err)
 		}
@@ -370,7 +369,7 @@ func TestRetryRules(t *testing.T) {
 		if _, _, err := retry(models.NewID()); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("unknown change: %v", err)
 		}
-		if _, err := models.RecordChangeProgress(ctx, db, change.ID, models.ChangeProgress{Step: models.StepPayment, Status: models.ChangeAwaitingPayment, StripeSubscriptionID: "sub_r"}); err != nil {
+		if _, err := models.RecordChangeProgress(ctx, db, change.ID, models.ChangeProgress{Step: models.StepPayment, Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{StripeSubscriptionID: "sub_r"}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := models.CloseSubscriptionChange(ctx, db, change.ID, models.ChangeFailed, "card_declined", "Your card was declined."); err != nil {
@@ -588,7 +587,7 @@ func TestRecordStripeEvent(t *testing.T) {
 			t.Fatalf("metadata route %+v %+v", r, r.Event)
 		}
 		// Once recorded, the subscription id routes it.
-		if _, err := models.RecordChangeProgress(ctx, db, create.ID, models.ChangeProgress{StripeSubscriptionID: "sub_new", Status: models.ChangeAwaitingPayment}); err != nil {
+		if _, err := models.RecordChangeProgress(ctx, db, create.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{StripeSubscriptionID: "sub_new"}}); err != nil {
 			t.Fatal(err)
 		}
 		if r := record(models.StripeEventData{ID: "evt_failed", Type: models.StripeInvoicePaymentFailed, SubscriptionID: "sub_new"}); r.Change == nil || r.Change.ID != create.ID {

@@ -240,19 +240,24 @@ func (r *changeRun) waitForPayment(ctx workflow.Context, pay activities.PaymentS
 	defer cancelTimer()
 	timer := workflow.NewTimer(timerCtx, PaymentWindow)
 	for {
-		var ev StripeEventSignal
-		timedOut := false
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(r.events, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &ev) })
-		sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
-		sel.Select(ctx)
-		if timedOut {
+		ev, ok := r.next(ctx, timer)
+		if !ok {
 			return outcomeNone
 		}
 		if o := paymentOutcome(r.st.Kind, pay, ev); o != outcomeNone {
 			return o
 		}
 	}
+}
+
+// next waits for the next Stripe event, or for timer (then ok is false).
+func (r *changeRun) next(ctx workflow.Context, timer workflow.Future) (ev StripeEventSignal, ok bool) {
+	ok = true
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(r.events, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &ev) })
+	sel.AddFuture(timer, func(workflow.Future) { ok = false })
+	sel.Select(ctx)
+	return ev, ok
 }
 
 // paymentOutcome tells what a Stripe event means for a change awaiting
@@ -303,14 +308,9 @@ func (r *changeRun) waitForPeriodEnd(ctx workflow.Context, at time.Time) outcome
 	defer cancelTimer()
 	timer := workflow.NewTimer(timerCtx, max(at.Sub(workflow.Now(ctx)), time.Millisecond))
 	for {
-		var ev StripeEventSignal
-		ended := false
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(r.events, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &ev) })
-		sel.AddFuture(timer, func(workflow.Future) { ended = true })
-		sel.Select(ctx)
+		ev, ok := r.next(ctx, timer)
 		switch {
-		case ended:
+		case !ok:
 			return outcomePeriodEnded
 		case ev.Type == eventSubscriptionDeleted && ev.SubscriptionID == r.st.SubscriptionID && r.st.Kind == changeCancel:
 			return outcomePeriodEnded

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,23 @@ func closed(env *testsuite.TestWorkflowEnvironment) *[]string {
 	return &got
 }
 
+// expectUnpaidSubscription: a new change whose customer and unpaid
+// subscription (sub_1, invoice in_1) are created once each.
+func expectUnpaidSubscription(env *testsuite.TestWorkflowEnvironment) {
+	load(env, newCreate())
+	env.OnActivity(billing.EnsureCustomer, mock.Anything, changeID).Return("cus_1", nil).Once()
+	env.OnActivity(billing.CreateSubscription, mock.Anything, changeID).Return(activities.PaymentState{SubscriptionID: "sub_1", InvoiceID: "in_1"}, nil).Once()
+}
+
+// expectClosed checks the change was closed once, as status:code:message
+// starting with want.
+func expectClosed(t *testing.T, closes []string, want string) {
+	t.Helper()
+	if len(closes) != 1 || !strings.HasPrefix(closes[0], want) {
+		t.Fatalf("closed %v, want once %q…", closes, want)
+	}
+}
+
 func run(env *testsuite.TestWorkflowEnvironment, retry int) (workflows.SubscriptionChangeResult, error) {
 	env.ExecuteWorkflow(workflows.SubscriptionChange, workflows.SubscriptionChangeInput{ChangeID: changeID, OrgID: orgID, Retry: retry})
 	var res workflows.SubscriptionChangeResult
@@ -74,9 +92,7 @@ func errType(err error) string {
 // invoice.paid → the plan is applied; nothing is applied before the payment.
 func TestSubscriptionChangeHappyPath(t *testing.T) {
 	env := billingEnv(t)
-	load(env, newCreate())
-	env.OnActivity(billing.EnsureCustomer, mock.Anything, changeID).Return("cus_1", nil).Once()
-	env.OnActivity(billing.CreateSubscription, mock.Anything, changeID).Return(activities.PaymentState{SubscriptionID: "sub_1", InvoiceID: "in_1"}, nil).Once()
+	expectUnpaidSubscription(env)
 	var appliedAt time.Time
 	env.OnActivity(billing.ApplyPlan, mock.Anything, changeID).Return(func(context.Context, string) error { appliedAt = env.Now(); return nil }).Once()
 	closes := closed(env)
@@ -123,9 +139,7 @@ func TestSubscriptionChangeActiveSubscriptionIsPaid(t *testing.T) {
 
 func TestSubscriptionChangePaymentFailed(t *testing.T) {
 	env := billingEnv(t)
-	load(env, newCreate())
-	env.OnActivity(billing.EnsureCustomer, mock.Anything, changeID).Return("cus_1", nil).Once()
-	env.OnActivity(billing.CreateSubscription, mock.Anything, changeID).Return(activities.PaymentState{SubscriptionID: "sub_1", InvoiceID: "in_1"}, nil).Once()
+	expectUnpaidSubscription(env)
 	env.OnActivity(billing.PaymentFailure, mock.Anything, changeID).Return(activities.StripeFailure{Code: "insufficient_funds", Message: "Your card has insufficient funds."}, nil).Once()
 	closes := closed(env)
 	signalAfter(env, time.Minute, workflows.StripeEventSignal{Type: "invoice.payment_failed", SubscriptionID: "sub_1", InvoiceID: "in_1"})
@@ -134,9 +148,7 @@ func TestSubscriptionChangePaymentFailed(t *testing.T) {
 	if errType(err) != workflows.ErrTypeChangeFailed {
 		t.Fatalf("result %+v, error %v", res, err)
 	}
-	if len(*closes) != 1 || (*closes)[0] != "failed:insufficient_funds:Your card has insufficient funds." {
-		t.Fatalf("closed: %v", *closes)
-	}
+	expectClosed(t, *closes, "failed:insufficient_funds:Your card has insufficient funds.")
 	env.AssertExpectations(t)
 	env.AssertNotCalled(t, "ApplyPlan", mock.Anything, mock.Anything)
 }
@@ -145,9 +157,7 @@ func TestSubscriptionChangePaymentFailed(t *testing.T) {
 // the change expires (the test clock skips the 24 hours).
 func TestSubscriptionChangeTimeoutExpires(t *testing.T) {
 	env := billingEnv(t)
-	load(env, newCreate())
-	env.OnActivity(billing.EnsureCustomer, mock.Anything, changeID).Return("cus_1", nil).Once()
-	env.OnActivity(billing.CreateSubscription, mock.Anything, changeID).Return(activities.PaymentState{SubscriptionID: "sub_1", InvoiceID: "in_1"}, nil).Once()
+	expectUnpaidSubscription(env)
 	var expiredAt time.Time
 	start := env.Now()
 	env.OnActivity(billing.ExpireUnpaid, mock.Anything, changeID).Return(func(context.Context, string) (bool, error) {
@@ -163,9 +173,7 @@ func TestSubscriptionChangeTimeoutExpires(t *testing.T) {
 	if d := expiredAt.Sub(start); d < workflows.PaymentWindow {
 		t.Fatalf("expired after %v", d)
 	}
-	if len(*closes) != 1 || (*closes)[0] != "expired:payment_timeout:No payment arrived within 24 hours; the unpaid subscription was canceled." {
-		t.Fatalf("closed: %v", *closes)
-	}
+	expectClosed(t, *closes, "expired:payment_timeout:No payment arrived within 24 hours; the unpaid subscription was canceled.")
 	env.AssertExpectations(t)
 	env.AssertNotCalled(t, "ApplyPlan", mock.Anything, mock.Anything)
 }
@@ -205,9 +213,7 @@ func TestSubscriptionChangeStripeRefusalIsNotRetried(t *testing.T) {
 	if errors.As(err, &appErr); appErr.Details(&why) != nil || why.Code != "resource_missing" {
 		t.Fatalf("details %+v", why)
 	}
-	if len(*closes) != 1 || (*closes)[0] != "failed:resource_missing:No such price: 'price_x'" {
-		t.Fatalf("closed: %v", *closes)
-	}
+	expectClosed(t, *closes, "failed:resource_missing:No such price: 'price_x'")
 	env.AssertExpectations(t) // .Once(): a retry would fail the mock
 }
 
@@ -243,9 +249,7 @@ func TestSubscriptionChangeGivesUpOnALongStripeOutage(t *testing.T) {
 	if _, err := run(env, 0); errType(err) != workflows.ErrTypeChangeFailed {
 		t.Fatalf("error %v", err)
 	}
-	if len(*closes) != 1 || (*closes)[0][:26] != "failed:stripe_unavailable:" {
-		t.Fatalf("closed: %v", *closes)
-	}
+	expectClosed(t, *closes, "failed:stripe_unavailable:")
 }
 
 // A retry after a failed payment resumes at the payment: no second
@@ -348,9 +352,7 @@ func TestSubscriptionChangeCanceledWhenTheSubscriptionIsDeleted(t *testing.T) {
 			if res, err := run(env, 0); err != nil || res.Status != "canceled" {
 				t.Fatalf("%+v %v", res, err)
 			}
-			if len(*closes) != 1 || (*closes)[0][:31] != "canceled:subscription_canceled:" {
-				t.Fatalf("closed: %v", *closes)
-			}
+			expectClosed(t, *closes, "canceled:subscription_canceled:")
 			env.AssertNotCalled(t, "ApplyPlan", mock.Anything, mock.Anything)
 		})
 	}
@@ -359,18 +361,14 @@ func TestSubscriptionChangeCanceledWhenTheSubscriptionIsDeleted(t *testing.T) {
 // An operator cancels the run: the change is closed as canceled.
 func TestSubscriptionChangeWorkflowCanceled(t *testing.T) {
 	env := billingEnv(t)
-	load(env, newCreate())
-	env.OnActivity(billing.EnsureCustomer, mock.Anything, changeID).Return("cus_1", nil).Once()
-	env.OnActivity(billing.CreateSubscription, mock.Anything, changeID).Return(activities.PaymentState{SubscriptionID: "sub_1", InvoiceID: "in_1"}, nil).Once()
+	expectUnpaidSubscription(env)
 	closes := closed(env)
 	env.RegisterDelayedCallback(env.CancelWorkflow, time.Hour)
 	_, err := run(env, 0)
 	if !temporal.IsCanceledError(err) {
 		t.Fatalf("error %v", err)
 	}
-	if len(*closes) != 1 || (*closes)[0][:27] != "canceled:workflow_canceled:" {
-		t.Fatalf("closed: %v", *closes)
-	}
+	expectClosed(t, *closes, "canceled:workflow_canceled:")
 }
 
 // A run of a change already closed does nothing.

@@ -55,6 +55,18 @@ func seedOrg(t *testing.T, db *gorm.DB, plan string) string {
 	return org.ID
 }
 
+// openStarter opens a change from free to starter through a configured core.
+func openStarter(t *testing.T, db *gorm.DB) (*billing.Service, string, *models.SubscriptionChange) {
+	t.Helper()
+	org := seedOrg(t, db, models.PlanFree)
+	svc := service(t, db, configured)
+	c, err := svc.Open(context.Background(), models.OpenChange{OrgID: org, Plan: models.PlanStarter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, org, c
+}
+
 func outboxRows(t *testing.T, db *gorm.DB, orgID string) []models.WorkflowStart {
 	t.Helper()
 	var rows []models.WorkflowStart
@@ -114,12 +126,7 @@ func TestOpenRecordsTheChangeWithItsWorkflowStart(t *testing.T) {
 func TestRetryStartsANewRunOfTheChange(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		org := seedOrg(t, db, models.PlanFree)
-		svc := service(t, db, configured)
-		c, err := svc.Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, org, c := openStarter(t, db)
 		if _, _, err := svc.Retry(ctx, c.ID, "staff-1"); !errors.Is(err, models.ErrConflict) {
 			t.Fatalf("retry of an open change: %v", err)
 		}
@@ -147,14 +154,9 @@ func TestRetryStartsANewRunOfTheChange(t *testing.T) {
 func TestReceiveEventStoresOnceAndSignalsTheChange(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
-		org := seedOrg(t, db, models.PlanFree)
-		svc := service(t, db, configured)
-		c, err := svc.Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
-		if err != nil {
-			t.Fatal(err)
-		}
+		svc, org, c := openStarter(t, db)
 		sub := "sub_" + c.ID
-		if _, err := models.RecordChangeProgress(ctx, db, c.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment, StripeSubscriptionID: sub, StripeInvoiceID: "in_" + c.ID}); err != nil {
+		if _, err := models.RecordChangeProgress(ctx, db, c.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{StripeSubscriptionID: sub, StripeInvoiceID: "in_" + c.ID}}); err != nil {
 			t.Fatal(err)
 		}
 		payload := stripetest.Event("invoice.paid", invoiceObject("in_"+c.ID, sub, map[string]string{"orgId": org, "changeId": c.ID}))
@@ -224,7 +226,7 @@ func TestWaitHoldsUntilTheWorkflowHasMoved(t *testing.T) {
 		go func() {
 			defer close(moved)
 			<-time.After(100 * time.Millisecond)
-			_, _ = models.RecordChangeProgress(ctx, db, c.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment, ClientSecret: "pi_secret"})
+			_, _ = models.RecordChangeProgress(ctx, db, c.ID, models.ChangeProgress{Status: models.ChangeAwaitingPayment, StripeRefs: models.StripeRefs{ClientSecret: "pi_secret"}})
 		}()
 		got, err := svc.Wait(ctx, org, c.ID, 30*time.Second)
 		<-moved
