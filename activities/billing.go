@@ -601,6 +601,35 @@ func (a *Billing) ExpireUnpaid(ctx context.Context, changeID string) (bool, erro
 	return false, nil
 }
 
+// SyncSubscription records Stripe's view of the change's subscription
+// (status, current period end) on the organization's billing account once
+// the change is applied, so the account shows the new period without
+// waiting for the next event. A cancellation has nothing to read.
+func (a *Billing) SyncSubscription(ctx context.Context, changeID string) error {
+	c, err := a.change(ctx, changeID, false)
+	if err != nil || c.Kind == models.ChangeCancel || c.StripeSubscriptionID == "" {
+		return err
+	}
+	sc, err := a.stripe()
+	if err != nil {
+		return err
+	}
+	gp := &stripe.SubscriptionParams{}
+	gp.Context = ctx
+	at := time.Now()
+	sub, err := sc.Subscriptions.Get(c.StripeSubscriptionID, gp)
+	if err != nil {
+		return stripeError("read the subscription", err)
+	}
+	st := models.SubscriptionState{Status: string(sub.Status), CancelAtPeriodEnd: sub.CancelAtPeriodEnd}
+	if sub.CurrentPeriodEnd > 0 {
+		end := time.Unix(sub.CurrentPeriodEnd, 0).UTC()
+		st.CurrentPeriodEnd = &end
+	}
+	_, err = models.RecordSubscriptionState(ctx, a.DB, c.OrgID, c.StripeSubscriptionID, st, at)
+	return err
+}
+
 // ApplyPlan puts the change's plan into effect (models.ApplySubscriptionChange).
 func (a *Billing) ApplyPlan(ctx context.Context, changeID string) error {
 	_, err := models.ApplySubscriptionChange(ctx, a.DB, changeID)

@@ -3,9 +3,11 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
@@ -359,6 +361,31 @@ func TestRetryPayment(t *testing.T) {
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypeStripeRejected {
 			t.Fatalf("declined retry: %v", err)
+		}
+	})
+}
+
+// After applying, the account gets Stripe's status and period end.
+func TestSyncSubscription(t *testing.T) {
+	eachBilling(t, func(t *testing.T, db *gorm.DB, st *stripetest.Stripe, a *activities.Billing) {
+		ctx := context.Background()
+		c := withCustomer(t, db, a, models.PlanStarter)
+		if _, err := a.CreateSubscription(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.ApplyPlan(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		c = reload(t, db, c.ID)
+		end := time.Now().Add(30 * 24 * time.Hour).Unix()
+		st.Respond(http.MethodGet, "/v1/subscriptions/"+c.StripeSubscriptionID, 1, http.StatusOK,
+			fmt.Sprintf(`{"id":%q,"object":"subscription","status":"active","current_period_end":%d}`, c.StripeSubscriptionID, end))
+		if err := a.SyncSubscription(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		account, _ := models.FindBillingAccount(ctx, db, c.OrgID)
+		if account.SubscriptionStatus != "active" || account.CurrentPeriodEnd == nil || account.CurrentPeriodEnd.Unix() != end {
+			t.Fatalf("account %+v", account)
 		}
 	})
 }

@@ -603,3 +603,27 @@ func TestRecordStripeEvent(t *testing.T) {
 		}
 	})
 }
+
+func TestRecordSubscriptionState(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		org := billingOrg(t, db, models.PlanStarter, 1, 0, true)
+		sub := "sub_" + org
+		end := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+		now := time.Now()
+		if ok, err := models.RecordSubscriptionState(ctx, db, org, sub, models.SubscriptionState{Status: "active", CurrentPeriodEnd: &end}, now); err != nil || !ok {
+			t.Fatalf("%v %v", ok, err)
+		}
+		// Older news, and news of another subscription, change nothing.
+		if ok, _ := models.RecordSubscriptionState(ctx, db, org, sub, models.SubscriptionState{Status: "incomplete"}, now.Add(-time.Second)); ok {
+			t.Fatal("a stale state was recorded")
+		}
+		if ok, _ := models.RecordSubscriptionState(ctx, db, org, "sub_other", models.SubscriptionState{Status: "canceled"}, now.Add(time.Second)); ok {
+			t.Fatal("another subscription's state was recorded")
+		}
+		a, _ := models.FindBillingAccount(ctx, db, org)
+		if a.SubscriptionStatus != "active" || a.CurrentPeriodEnd == nil || !a.CurrentPeriodEnd.Equal(end) {
+			t.Fatalf("account %+v", a)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -218,16 +219,12 @@ func applyEventToAccount(tx *gorm.DB, ev StripeEventData, account *BillingAccoun
 	now := Now()
 	switch ev.Type {
 	case StripeSubscriptionUpdated:
-		// Stripe does not promise order: an update older than the newest
-		// one applied is stale.
-		res := tx.Model(&BillingAccount{}).
-			Where("org_id = ? AND (last_event_at IS NULL OR last_event_at <= ?)", account.OrgID, ev.Created.UTC()).
-			Updates(map[string]any{"subscription_status": ev.SubscriptionStatus, "current_period_end": ev.CurrentPeriodEnd,
-				"cancel_at_period_end": ev.CancelAtPeriodEnd, "last_event_at": ev.Created.UTC(), "updated_at": now})
-		if res.Error != nil {
-			return nil, res.Error
+		updated, err := recordSubscriptionState(tx, account.OrgID, ev.SubscriptionID, SubscriptionState{Status: ev.SubscriptionStatus,
+			CurrentPeriodEnd: ev.CurrentPeriodEnd, CancelAtPeriodEnd: ev.CancelAtPeriodEnd}, ev.Created)
+		if err != nil {
+			return nil, err
 		}
-		if res.RowsAffected == 0 {
+		if !updated {
 			return []string{EventStaleIgnored}, nil
 		}
 		return []string{EventAccountUpdated}, nil
@@ -248,4 +245,30 @@ func applyEventToAccount(tx *gorm.DB, ev StripeEventData, account *BillingAccoun
 		return []string{EventAccountUpdated}, nil
 	}
 	return nil, nil
+}
+
+// SubscriptionState is Stripe's view of a subscription.
+type SubscriptionState struct {
+	Status            string
+	CurrentPeriodEnd  *time.Time
+	CancelAtPeriodEnd bool
+}
+
+// RecordSubscriptionState keeps the organization's billing account in step
+// with Stripe's view of its subscription subscriptionID, as of at (when
+// Stripe said so). A state older than the newest one recorded is stale and
+// ignored (Stripe does not promise the order of events), as is a state of
+// another subscription than the organization's; it reports whether the
+// account changed.
+func RecordSubscriptionState(ctx context.Context, db *gorm.DB, orgID, subscriptionID string, st SubscriptionState, at time.Time) (bool, error) {
+	return recordSubscriptionState(db.WithContext(ctx), orgID, subscriptionID, st, at)
+}
+
+func recordSubscriptionState(tx *gorm.DB, orgID, subscriptionID string, st SubscriptionState, at time.Time) (bool, error) {
+	at = at.UTC().Truncate(time.Microsecond)
+	res := tx.Model(&BillingAccount{}).
+		Where("org_id = ? AND stripe_subscription_id = ? AND (last_event_at IS NULL OR last_event_at <= ?)", orgID, subscriptionID, at).
+		Updates(map[string]any{"subscription_status": st.Status, "current_period_end": st.CurrentPeriodEnd,
+			"cancel_at_period_end": st.CancelAtPeriodEnd, "last_event_at": at, "updated_at": Now()})
+	return res.RowsAffected == 1, res.Error
 }

@@ -91,8 +91,8 @@ var billingDBOptions = workflow.ActivityOptions{
 	},
 }
 
-// failureDetailOptions: reading why a payment failed is a nicety; a few
-// quick attempts, then the generic reason.
+// failureDetailOptions: reading why a payment failed, or the new period
+// after applying, is a nicety; a few quick attempts, then without.
 var failureDetailOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 30 * time.Second,
 	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
@@ -199,6 +199,11 @@ func (r *changeRun) run(ctx workflow.Context) (SubscriptionChangeResult, error) 
 	dctx := workflow.WithActivityOptions(ctx, billingDBOptions)
 	if err := workflow.ExecuteActivity(dctx, a.ApplyPlan, r.in.ChangeID).Get(ctx, nil); err != nil {
 		return SubscriptionChangeResult{}, err
+	}
+	// Best effort: the account's period end; the next event would bring it too.
+	fctx := workflow.WithActivityOptions(ctx, failureDetailOptions)
+	if err := workflow.ExecuteActivity(fctx, a.SyncSubscription, r.in.ChangeID).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("could not read the subscription after applying", "changeId", r.in.ChangeID, "error", err)
 	}
 	r.step = statusApplied
 	return SubscriptionChangeResult{Status: statusApplied, Plan: r.st.ToPlan}, nil

@@ -24,6 +24,7 @@ func billingEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Billing{})
+	env.OnActivity(billing.SyncSubscription, mock.Anything, changeID).Return(nil).Maybe()
 	return env
 }
 

@@ -121,7 +121,8 @@ func TestSubscriptionChangeEndToEnd(t *testing.T) {
 			t.Fatalf("workflow result %+v %v", res, err)
 		}
 		account, _ := models.FindBillingAccount(ctx, e.DB, b.org)
-		if !account.HasActiveSubscription() || account.StripeSubscriptionID != c.StripeSubscriptionID || account.StripeCustomerID != c.StripeCustomerID {
+		if !account.HasActiveSubscription() || account.StripeSubscriptionID != c.StripeSubscriptionID || account.StripeCustomerID != c.StripeCustomerID ||
+			account.CurrentPeriodEnd == nil {
 			t.Fatalf("account %+v", account)
 		}
 		if n := len(st.Requests(http.MethodPost, "/v1/customers")) - customers; n != 1 {
