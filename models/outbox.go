@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"time"
 
 	"gorm.io/gorm"
@@ -14,12 +15,21 @@ const (
 	// StartRejected means Temporal refused the request as invalid; it will
 	// never succeed by retrying and is kept for operators to inspect.
 	StartRejected = "rejected"
+	// SignalDelivered: a signal row reached its workflow (which signal-with-
+	// start may have started).
+	SignalDelivered = "delivered"
+	// SignalSkipped: the signal's workflow had already finished (or, for a
+	// plain signal, does not exist); there is nobody to tell.
+	SignalSkipped = "skipped"
 )
 
 // WorkflowStart is a transactional-outbox row: the intent to start one
 // workflow, written in the same transaction as the domain change that needs
 // it. The relay (api/outbox) starts it and marks it started; the workflow ID
-// is unique, so an intent is recorded once and started at most once.
+// is unique among starts, so an intent is recorded once and started at most
+// once. A row with SignalName set is a signal instead: delivered to the
+// running workflow WorkflowID, or with signal-with-start when WorkflowType
+// is set too; any number of signals may target one workflow.
 type WorkflowStart struct {
 	ID            string `gorm:"primaryKey"`
 	WorkflowID    string
@@ -36,11 +46,33 @@ type WorkflowStart struct {
 	StartedAt     *time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	SignalName    string
+	SignalInput   string
 }
 
 // InsertWorkflowStart records s inside tx. It reports false when a start with
 // the same workflow ID was already recorded (nothing is written then).
 func InsertWorkflowStart(tx *gorm.DB, s *WorkflowStart) (bool, error) {
+	if s.SignalName != "" {
+		return false, errors.New("InsertWorkflowStart: a signal row goes through InsertWorkflowSignal")
+	}
+	prepareOutboxRow(s)
+	// The unique index on workflow_id covers starts only (signal_name = '').
+	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "workflow_id"}},
+		TargetWhere: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "signal_name = ''"}}}, DoNothing: true}).Create(s)
+	return res.RowsAffected == 1, res.Error
+}
+
+// InsertWorkflowSignal records a signal row inside tx.
+func InsertWorkflowSignal(tx *gorm.DB, s *WorkflowStart) error {
+	if s.SignalName == "" {
+		return errors.New("InsertWorkflowSignal: SignalName is required")
+	}
+	prepareOutboxRow(s)
+	return tx.Create(s).Error
+}
+
+func prepareOutboxRow(s *WorkflowStart) {
 	if s.ID == "" {
 		s.ID = NewID()
 	}
@@ -50,6 +82,4 @@ func InsertWorkflowStart(tx *gorm.DB, s *WorkflowStart) (bool, error) {
 	if s.NextAttemptAt.IsZero() {
 		s.NextAttemptAt = Now()
 	}
-	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "workflow_id"}}, DoNothing: true}).Create(s)
-	return res.RowsAffected == 1, res.Error
 }

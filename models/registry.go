@@ -38,5 +38,9 @@ func All() []any {
 		&AIJob{},
 		&AIResult{},
 		&AIUsage{},
+		&BillingAccount{},
+		&SubscriptionChange{},
+		&SubscriptionChangeRetry{},
+		&StripeEvent{},
 	}
 }

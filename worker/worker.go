@@ -29,6 +29,9 @@ type Deps struct {
 	VAPID activities.VAPID
 	// AI is the provider AI jobs call (nil: the built-in local provider).
 	AI ai.Provider
+	// Billing is the Stripe configuration (SubscriptionChange); without a
+	// secret key its activities fail with BillingNotConfigured.
+	Billing activities.BillingConfig
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -48,6 +51,8 @@ func Register(r sdkworker.Registry, deps Deps) {
 	}
 	r.RegisterWorkflowWithOptions(workflows.AIJob, workflow.RegisterOptions{Name: workflows.AIJobWorkflow})
 	r.RegisterActivity(&activities.AIJobs{DB: deps.DB, Provider: provider})
+	r.RegisterWorkflowWithOptions(workflows.SubscriptionChange, workflow.RegisterOptions{Name: workflows.SubscriptionChangeWorkflow})
+	r.RegisterActivity(activities.NewBilling(deps.DB, deps.Billing))
 }
 
 // New creates a worker on the suite task queue with everything registered.

@@ -93,3 +93,26 @@ const (
 
 // AIJobID is the ID of a job's workflow: one per job, ever.
 func AIJobID(jobID string) string { return "ai-job/" + jobID }
+
+// SubscriptionChangeWorkflow carries one change of an organization's plan
+// through Stripe: customer, subscription, payment, plan applied.
+const (
+	SubscriptionChangeWorkflow = "SubscriptionChange"
+	KindSubscriptionChange     = "subscription-change"
+	// SignalStripeEvent delivers a Stripe event (StripeEventSignal) that
+	// concerns the change, relayed from the webhook through the outbox.
+	SignalStripeEvent = "stripe-event"
+	// QuerySubscriptionChangeStep answers the step the change is at.
+	QuerySubscriptionChangeStep = "current-step"
+)
+
+// SubscriptionChangeID is the ID of one run of a change: the first run is
+// subscription/<org>/<change>; billing-staff retry n runs as
+// subscription/<org>/<change>/retry-<n> (each ID runs once, ever).
+func SubscriptionChangeID(orgID, changeID string, retry int) string {
+	id := "subscription/" + orgID + "/" + changeID
+	if retry > 0 {
+		id += "/retry-" + strconv.Itoa(retry)
+	}
+	return id
+}

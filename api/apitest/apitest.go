@@ -68,12 +68,19 @@ type options struct {
 	temporalDown bool
 	autoClose    time.Duration
 	aiProvider   ai.Provider
+	billing      activities.BillingConfig
 }
 
 // WithAIProvider makes AI jobs call p (default: the local provider), e.g.
 // the OpenAI-compatible provider against a chat-completions test server.
 func WithAIProvider(p ai.Provider) Option {
 	return func(o *options) { o.aiProvider = p }
+}
+
+// WithBilling gives the worker a Stripe configuration (stripetest's, which
+// points at stripe-mock); without it billing is not configured.
+func WithBilling(cfg activities.BillingConfig) Option {
+	return func(o *options) { o.billing = cfg }
 }
 
 // WithTicketAutoClose shortens the solved → closed timer (default 4 days).
@@ -158,7 +165,8 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 	e.workerDeps, e.register = worker.Deps{DB: e.DB, Identity: idClient, VAPID: activities.VAPID{
-		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"}, AI: o.aiProvider}, o.register
+		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"},
+		AI: o.aiProvider, Billing: o.billing}, o.register
 	if o.temporalDown {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

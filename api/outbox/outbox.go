@@ -5,6 +5,11 @@
 // be started — Temporal down, network cut, process killed — until it is.
 // Workflow IDs are business keys started with a reject-duplicate policy, so
 // an intent is started exactly once however many times it is dispatched.
+//
+// The same rows also deliver signals (Tx.Signal): an event that must reach a
+// workflow — a Stripe payment, say — is recorded with the domain write that
+// accepts it and delivered by the same relay, with the same lease and
+// back-off, so it survives a Temporal outage too.
 package outbox
 
 import (
@@ -37,6 +42,23 @@ type Start struct {
 	// OrgID and Kind become the OrgId and Kind search attributes.
 	OrgID string
 	Kind  string
+}
+
+// Signal describes one signal to deliver to a workflow.
+type Signal struct {
+	// WorkflowID is the workflow to signal (its current run).
+	WorkflowID string
+	// Name is the signal name (workflows/names.go).
+	Name string
+	// Input is the signal's single argument; it is stored as JSON.
+	Input any
+	// Start, when set, makes the delivery a signal-with-start: if no run of
+	// WorkflowID is open and none ever ran, the workflow is started with
+	// Start.Workflow and Start.Input and receives the signal first thing.
+	// Use it when the workflow's own start may still be waiting in the
+	// outbox. (Start.WorkflowID is ignored.) Without it, a signal to a
+	// workflow that is not running is skipped.
+	Start *Start
 }
 
 // ErrDuplicate is returned by Tx.Start when a start with the same workflow ID
@@ -104,6 +126,29 @@ func (tx *Tx) Start(s Start) error {
 	}
 	if !ok {
 		return ErrDuplicate
+	}
+	tx.recorded++
+	return nil
+}
+
+// Signal records sig in the transaction. It is delivered only if the
+// transaction commits; a workflow that has already finished is not
+// signalled (the row ends as skipped).
+func (tx *Tx) Signal(sig Signal) error {
+	input, err := json.Marshal(sig.Input)
+	if err != nil {
+		return fmt.Errorf("encode signal %s to %s: %w", sig.Name, sig.WorkflowID, err)
+	}
+	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: workflows.TaskQueue, SignalName: sig.Name, SignalInput: string(input)}
+	if sig.Start != nil {
+		startInput, err := json.Marshal(sig.Start.Input)
+		if err != nil {
+			return fmt.Errorf("encode input of %s: %w", sig.WorkflowID, err)
+		}
+		row.WorkflowType, row.Input, row.OrgID, row.Kind = sig.Start.Workflow, string(startInput), sig.Start.OrgID, sig.Start.Kind
+	}
+	if err := models.InsertWorkflowSignal(tx.DB, row); err != nil {
+		return err
 	}
 	tx.recorded++
 	return nil
@@ -195,7 +240,24 @@ func (s *Starter) dispatch(ctx context.Context, row *models.WorkflowStart) (bool
 
 	callCtx, cancel := context.WithTimeout(ctx, s.DispatchTimeout)
 	defer cancel()
-	run, err := s.client.ExecuteWorkflow(callCtx, client.StartWorkflowOptions{
+	var update map[string]any
+	if row.SignalName != "" {
+		update = s.deliverSignal(callCtx, row)
+	} else {
+		update = s.start(callCtx, row)
+	}
+	update["updated_at"] = models.Now()
+	// Write the outcome even when ctx was cancelled mid-call.
+	res := s.db.WithContext(context.WithoutCancel(ctx)).Model(&models.WorkflowStart{}).Where("id = ?", row.ID).Updates(update)
+	if res.Error != nil {
+		return false, res.Error
+	}
+	return update["status"] == models.StartStarted || update["status"] == models.SignalDelivered, nil
+}
+
+// start calls Temporal for a start row and returns the row's new state.
+func (s *Starter) start(ctx context.Context, row *models.WorkflowStart) map[string]any {
+	run, err := s.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       row.WorkflowID,
 		TaskQueue:                row.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
@@ -203,36 +265,69 @@ func (s *Starter) dispatch(ctx context.Context, row *models.WorkflowStart) (bool
 		TypedSearchAttributes:    workflows.SearchAttributes(row.OrgID, row.Kind),
 	}, row.WorkflowType, json.RawMessage(row.Input))
 
-	update := map[string]any{"updated_at": models.Now()}
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	var invalid *serviceerror.InvalidArgument
 	switch {
 	case err == nil:
-		update["status"], update["run_id"], update["last_error"] = models.StartStarted, run.GetRunID(), ""
-		update["started_at"] = models.Now()
 		s.results.WithLabelValues("started").Inc()
+		return map[string]any{"status": models.StartStarted, "run_id": run.GetRunID(), "last_error": "", "started_at": models.Now()}
 	case errors.As(err, &already):
 		// An earlier dispatch reached Temporal but its bookkeeping did not
 		// reach us (crash, timeout): the workflow runs once; record it.
-		update["status"], update["run_id"], update["last_error"] = models.StartStarted, already.RunId, ""
-		update["started_at"] = models.Now()
 		s.results.WithLabelValues("already_started").Inc()
-	case errors.As(err, &invalid):
-		update["status"], update["last_error"] = models.StartRejected, truncate(err.Error(), 1000)
+		return map[string]any{"status": models.StartStarted, "run_id": already.RunId, "last_error": "", "started_at": models.Now()}
+	}
+	return s.failed(row, err)
+}
+
+// deliverSignal calls Temporal for a signal row and returns the row's new
+// state. Signals are at-least-once: a delivery whose bookkeeping is lost is
+// delivered again, so receivers handle a repeated signal as a no-op.
+func (s *Starter) deliverSignal(ctx context.Context, row *models.WorkflowStart) map[string]any {
+	var err error
+	runID := ""
+	if row.WorkflowType != "" {
+		var run client.WorkflowRun
+		run, err = s.client.SignalWithStartWorkflow(ctx, row.WorkflowID, row.SignalName, json.RawMessage(row.SignalInput),
+			client.StartWorkflowOptions{
+				ID:                    row.WorkflowID,
+				TaskQueue:             row.TaskQueue,
+				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+				TypedSearchAttributes: workflows.SearchAttributes(row.OrgID, row.Kind),
+			}, row.WorkflowType, json.RawMessage(row.Input))
+		if err == nil {
+			runID = run.GetRunID()
+		}
+	} else {
+		err = s.client.SignalWorkflow(ctx, row.WorkflowID, "", row.SignalName, json.RawMessage(row.SignalInput))
+	}
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil:
+		s.results.WithLabelValues("delivered").Inc()
+		return map[string]any{"status": models.SignalDelivered, "run_id": runID, "last_error": "", "started_at": models.Now()}
+	case errors.As(err, &already), errors.As(err, &notFound):
+		// The workflow has finished (signal-with-start may not start a
+		// closed workflow ID again) or, for a plain signal, is not running:
+		// nobody is waiting for this signal.
+		s.results.WithLabelValues("skipped").Inc()
+		return map[string]any{"status": models.SignalSkipped, "last_error": truncate(err.Error(), 1000)}
+	}
+	return s.failed(row, err)
+}
+
+// failed is the new state of a row whose dispatch failed: rejected for
+// good when Temporal calls the request invalid, else retried later.
+func (s *Starter) failed(row *models.WorkflowStart, err error) map[string]any {
+	var invalid *serviceerror.InvalidArgument
+	if errors.As(err, &invalid) {
 		s.results.WithLabelValues("rejected").Inc()
-		s.log.Error("temporal rejected workflow start", "workflow_id", row.WorkflowID, "error", err)
-	default:
-		update["next_attempt_at"] = models.Now().Add(backoff(row.Attempts))
-		update["last_error"] = truncate(err.Error(), 1000)
-		s.results.WithLabelValues("retry").Inc()
-		s.log.Warn("workflow start deferred; will retry", "workflow_id", row.WorkflowID, "attempt", row.Attempts, "error", err)
+		s.log.Error("temporal rejected outbox row", "workflow_id", row.WorkflowID, "signal", row.SignalName, "error", err)
+		return map[string]any{"status": models.StartRejected, "last_error": truncate(err.Error(), 1000)}
 	}
-	// Write the outcome even when ctx was cancelled mid-call.
-	res := s.db.WithContext(context.WithoutCancel(ctx)).Model(&models.WorkflowStart{}).Where("id = ?", row.ID).Updates(update)
-	if res.Error != nil {
-		return false, res.Error
-	}
-	return update["status"] == models.StartStarted, nil
+	s.results.WithLabelValues("retry").Inc()
+	s.log.Warn("outbox dispatch deferred; will retry", "workflow_id", row.WorkflowID, "signal", row.SignalName, "attempt", row.Attempts, "error", err)
+	return map[string]any{"next_attempt_at": models.Now().Add(backoff(row.Attempts)), "last_error": truncate(err.Error(), 1000)}
 }
 
 // backoff grows exponentially from 1 s to at most 1 minute, with jitter so

@@ -120,30 +120,14 @@ func TestStartsRecordedWhileTemporalIsDownRunExactlyOnce(t *testing.T) {
 			t.Fatalf("after a failed dispatch: %+v", failed)
 		}
 
-		// Temporal comes up; a worker runs the probe workflow.
-		ts, err := devserver.Start(devserver.Options{FrontendAddr: addr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = ts.Stop(3 * time.Second) }()
-		// The worker gets its own connection; the starter keeps the lazy
-		// client that has been failing, which must recover by itself.
-		wc, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: "default"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer wc.Close()
+		// Temporal comes up; a worker runs the probe workflow. The worker
+		// gets its own connection; the starter keeps the lazy client that
+		// has been failing, which must recover by itself.
 		counter := &runs{n: map[string]int{}}
-		w := sdkworker.New(wc, workflows.TaskQueue, sdkworker.Options{})
-		w.RegisterWorkflow(probeWorkflow)
-		w.RegisterActivity(counter)
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		if err := worker.EnsureSearchAttributes(ctx, wc, "default"); err != nil {
-			t.Fatal(err)
-		}
+		startTemporal(t, addr, func(w sdkworker.Worker) {
+			w.RegisterWorkflow(probeWorkflow)
+			w.RegisterActivity(counter)
+		})
 
 		// Two relays race for the same due starts (two API replicas).
 		db.Model(&models.WorkflowStart{}).Where("status = ?", models.StartPending).Update("next_attempt_at", models.Now())
@@ -194,4 +178,172 @@ func TestStartsRecordedWhileTemporalIsDownRunExactlyOnce(t *testing.T) {
 			t.Fatal("a start recorded in a rolled-back transaction survived")
 		}
 	})
+}
+
+// signalProbeInput says how many signals the probe waits for.
+type signalProbeInput struct{ Want int }
+
+const probeSignal = "probe-signal"
+
+// signalProbeWorkflow collects Want signals, records its run and returns them.
+func signalProbeWorkflow(ctx workflow.Context, in signalProbeInput) ([]string, error) {
+	var got []string
+	ch := workflow.GetSignalChannel(ctx, probeSignal)
+	for len(got) < in.Want {
+		var s string
+		ch.Receive(ctx, &s)
+		got = append(got, s)
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 10 * time.Second})
+	var r *runs
+	if err := workflow.ExecuteActivity(ctx, r.Record, workflow.GetInfo(ctx).WorkflowExecution.ID).Get(ctx, nil); err != nil {
+		return nil, err
+	}
+	return got, nil
+}
+
+// TestSignalsRecordedWhileTemporalIsDownAreDeliveredAfter: a signal is
+// recorded like a start and delivered by the same relay once Temporal is
+// back. Signal-with-start reaches a workflow whose own start is still in the
+// outbox (whichever row goes first, it runs once and gets every signal); a
+// signal to a workflow that is not running, or that has finished, is
+// skipped and never starts it again.
+func TestSignalsRecordedWhileTemporalIsDownAreDeliveredAfter(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		addr := freeAddr(t)
+		tc, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: "default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tc.Close()
+		starter := outbox.New(db, tc, quiet, nil)
+		starter.DispatchTimeout = 500 * time.Millisecond
+
+		prefix := "signal-probe/" + db.Dialector.Name()
+		both, byStart, nobody := prefix+"/both", prefix+"/by-signal", prefix+"/nobody"
+		withStart := func(want int) *outbox.Start {
+			return &outbox.Start{Workflow: "signalProbeWorkflow", Input: signalProbeInput{Want: want}, OrgID: "org-1", Kind: "probe"}
+		}
+		err = starter.Transact(ctx, func(tx *outbox.Tx) error {
+			// "both" has its start recorded and two signals-with-start.
+			if err := tx.Start(outbox.Start{WorkflowID: both, Workflow: "signalProbeWorkflow", Input: signalProbeInput{Want: 2}, OrgID: "org-1", Kind: "probe"}); err != nil {
+				return err
+			}
+			for _, s := range []string{"one", "two"} {
+				if err := tx.Signal(outbox.Signal{WorkflowID: both, Name: probeSignal, Input: s, Start: withStart(2)}); err != nil {
+					return err
+				}
+			}
+			// "by-signal" is started by its signal.
+			if err := tx.Signal(outbox.Signal{WorkflowID: byStart, Name: probeSignal, Input: "hello", Start: withStart(1)}); err != nil {
+				return err
+			}
+			// A plain signal to a workflow that never runs.
+			return tx.Signal(outbox.Signal{WorkflowID: nobody, Name: probeSignal, Input: "lost"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A signal in a rolled-back transaction is never delivered.
+		_ = starter.Transact(ctx, func(tx *outbox.Tx) error {
+			if err := tx.Signal(outbox.Signal{WorkflowID: both, Name: probeSignal, Input: "rolled back", Start: withStart(2)}); err != nil {
+				return err
+			}
+			return errors.New("domain write failed")
+		})
+
+		if n, err := starter.DispatchDue(ctx); err != nil || n != 0 {
+			t.Fatalf("dispatch with Temporal down: %d, %v", n, err)
+		}
+		var signals []models.WorkflowStart
+		db.Where("signal_name = ?", probeSignal).Find(&signals)
+		if len(signals) != 4 {
+			t.Fatalf("%d signal rows recorded, want 4", len(signals))
+		}
+		for _, r := range signals {
+			if r.Status != models.StartPending || r.Attempts != 1 || r.LastError == "" {
+				t.Fatalf("signal row after a failed dispatch: %+v", r)
+			}
+		}
+
+		counter := &runs{n: map[string]int{}}
+		wc := startTemporal(t, addr, func(w sdkworker.Worker) {
+			w.RegisterWorkflow(signalProbeWorkflow)
+			w.RegisterActivity(counter)
+		})
+		db.Model(&models.WorkflowStart{}).Where("status = ?", models.StartPending).Update("next_attempt_at", models.Now())
+		for range 150 {
+			if n, _ := starter.Pending(ctx); n == 0 {
+				break
+			}
+			_, _ = starter.DispatchDue(ctx)
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n, _ := starter.Pending(ctx); n != 0 {
+			t.Fatalf("%d rows still pending after Temporal came back", n)
+		}
+		var got []string
+		// Bounded: a lost signal would leave the probe waiting for ever.
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := wc.GetWorkflow(waitCtx, both, "").Get(waitCtx, &got); err != nil || len(got) != 2 {
+			t.Fatalf("workflow %s got %v, %v", both, got, err)
+		}
+		if err := wc.GetWorkflow(waitCtx, byStart, "").Get(waitCtx, &got); err != nil || len(got) != 1 || got[0] != "hello" {
+			t.Fatalf("workflow %s got %v, %v", byStart, got, err)
+		}
+		if counter.count(both) != 1 || counter.count(byStart) != 1 || counter.count(nobody) != 0 {
+			t.Fatalf("runs: %v", counter.n)
+		}
+		var start, lost models.WorkflowStart
+		db.Where("workflow_id = ? AND signal_name = ''", both).Take(&start)
+		db.Where("workflow_id = ?", nobody).Take(&lost)
+		if start.Status != models.StartStarted || lost.Status != models.SignalSkipped {
+			t.Fatalf("start row %s, plain signal to no workflow %s", start.Status, lost.Status)
+		}
+
+		// The workflow has finished: a late signal-with-start is skipped and
+		// does not run it a second time.
+		err = starter.Transact(ctx, func(tx *outbox.Tx) error {
+			return tx.Signal(outbox.Signal{WorkflowID: byStart, Name: probeSignal, Input: "late", Start: withStart(1)})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := starter.DispatchDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var late models.WorkflowStart
+		db.Where("workflow_id = ? AND signal_input = ?", byStart, `"late"`).Take(&late)
+		if late.Status != models.SignalSkipped || counter.count(byStart) != 1 {
+			t.Fatalf("late signal: %+v, runs %d", late, counter.count(byStart))
+		}
+	})
+}
+
+// startTemporal brings up a dev server at addr with a worker registered by
+// register, and returns the worker's client.
+func startTemporal(t *testing.T, addr string, register func(sdkworker.Worker)) client.Client {
+	t.Helper()
+	ts, err := devserver.Start(devserver.Options{FrontendAddr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ts.Stop(3 * time.Second) })
+	wc, err := client.DialContext(t.Context(), client.Options{HostPort: addr, Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wc.Close)
+	w := sdkworker.New(wc, workflows.TaskQueue, sdkworker.Options{})
+	register(w)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	if err := worker.EnsureSearchAttributes(t.Context(), wc, "default"); err != nil {
+		t.Fatal(err)
+	}
+	return wc
 }

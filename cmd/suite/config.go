@@ -12,8 +12,10 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/activities/ai/openaicompat"
+	"github.com/business-suite/suite/models"
 )
 
 // Config is every setting of every subcommand, read once from the
@@ -59,9 +61,21 @@ type Config struct {
 	// and kept in the database.
 	IdentitySigningKey string `env:"IDENTITY_SIGNING_KEY" secret:"true"`
 
+	// Billing (Stripe). Without STRIPE_SECRET_KEY billing is off: the
+	// payments routes answer 503 and operators use `suite admin set-plan`.
 	StripeSecretKey     string `env:"STRIPE_SECRET_KEY" secret:"true"`
 	StripeWebhookSecret string `env:"STRIPE_WEBHOOK_SECRET" secret:"true"`
-	StripeAPIBase       string `env:"STRIPE_API_BASE"`
+	// StripeAPIBase replaces https://api.stripe.com (stripe-mock in tests).
+	StripeAPIBase string `env:"STRIPE_API_BASE"`
+	// The Stripe price id of each paid plan, billed monthly and yearly. An
+	// empty one is looked up in Stripe by the lookup key <plan>_monthly or
+	// <plan>_yearly (e.g. business_yearly).
+	StripePriceStarter          string `env:"STRIPE_PRICE_STARTER"`
+	StripePriceBusiness         string `env:"STRIPE_PRICE_BUSINESS"`
+	StripePriceEnterprise       string `env:"STRIPE_PRICE_ENTERPRISE"`
+	StripePriceStarterYearly    string `env:"STRIPE_PRICE_STARTER_YEARLY"`
+	StripePriceBusinessYearly   string `env:"STRIPE_PRICE_BUSINESS_YEARLY"`
+	StripePriceEnterpriseYearly string `env:"STRIPE_PRICE_ENTERPRISE_YEARLY"`
 
 	OpenAIAPIKey  string `env:"OPENAI_API_KEY" secret:"true"`
 	OpenAIBaseURL string `env:"OPENAI_BASE_URL"`
@@ -118,6 +132,24 @@ func (c Config) DatabaseDSN() string {
 		return c.DatabaseURL
 	}
 	return filepath.Join(c.DataDir, "suite.db")
+}
+
+// Billing is the Stripe configuration the billing core needs.
+func (c Config) Billing() activities.BillingConfig {
+	prices := map[string]string{}
+	for key, id := range map[string]string{
+		activities.PriceKey(models.PlanStarter, models.IntervalMonth):    c.StripePriceStarter,
+		activities.PriceKey(models.PlanBusiness, models.IntervalMonth):   c.StripePriceBusiness,
+		activities.PriceKey(models.PlanEnterprise, models.IntervalMonth): c.StripePriceEnterprise,
+		activities.PriceKey(models.PlanStarter, models.IntervalYear):     c.StripePriceStarterYearly,
+		activities.PriceKey(models.PlanBusiness, models.IntervalYear):    c.StripePriceBusinessYearly,
+		activities.PriceKey(models.PlanEnterprise, models.IntervalYear):  c.StripePriceEnterpriseYearly,
+	} {
+		if id = strings.TrimSpace(id); id != "" {
+			prices[key] = id
+		}
+	}
+	return activities.BillingConfig{SecretKey: c.StripeSecretKey, WebhookSecret: c.StripeWebhookSecret, APIBase: c.StripeAPIBase, Prices: prices}
 }
 
 // DemoEnabled tells whether to seed the demo organization.

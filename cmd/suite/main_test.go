@@ -148,6 +148,25 @@ func TestConfigMasksSecrets(t *testing.T) {
 	}
 }
 
+func TestBillingConfig(t *testing.T) {
+	if cfg, err := LoadConfig(); err != nil || cfg.Billing().Configured() {
+		t.Fatalf("billing must be off without STRIPE_SECRET_KEY: %v", err)
+	}
+	t.Setenv("STRIPE_SECRET_KEY", "sk_test_123")
+	t.Setenv("STRIPE_API_BASE", "http://127.0.0.1:12111")
+	t.Setenv("STRIPE_PRICE_BUSINESS", "price_b_m")
+	t.Setenv("STRIPE_PRICE_ENTERPRISE_YEARLY", " price_e_y ")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.Billing()
+	want := map[string]string{"business/month": "price_b_m", "enterprise/year": "price_e_y"}
+	if !b.Configured() || b.WebhookConfigured() || b.APIBase != "http://127.0.0.1:12111" || fmt.Sprint(b.Prices) != fmt.Sprint(want) {
+		t.Fatalf("billing config %+v", b)
+	}
+}
+
 func TestRunRejectsUnknownCommands(t *testing.T) {
 	if err := run(context.Background(), []string{"frobnicate"}); err == nil || !strings.Contains(err.Error(), "unknown command") {
 		t.Fatalf("unknown command: %v", err)

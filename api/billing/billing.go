@@ -1,0 +1,189 @@
+// Package billing is the billing core that the payments routes, the
+// operator API and `suite admin billing` call, so that each of them only
+// binds its input and shapes its output:
+//
+//   - Open and Retry record a subscription change (or its retry) and the
+//     start of its SubscriptionChange workflow in one transaction, through
+//     the outbox: the change is never recorded without its workflow, and the
+//     workflow starts even if Temporal is down at that moment;
+//   - ReceiveEvent verifies a Stripe webhook delivery (ParseEvent), stores
+//     the event once, applies what it means for the organization and, in the
+//     same transaction, records the signal to the change's workflow;
+//   - Wait holds an answer until the workflow has created the Stripe objects.
+//
+// The rules live in models (OpenSubscriptionChange, RetrySubscriptionChange,
+// RecordStripeEvent); the Stripe calls in activities.Billing.
+package billing
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
+)
+
+// ErrNotConfigured is the 503 billing_not_configured every payments route
+// answers without STRIPE_SECRET_KEY (or, for the webhook, without
+// STRIPE_WEBHOOK_SECRET).
+var ErrNotConfigured = models.Err(models.ErrUnavailable, "billing_not_configured",
+	"Billing is not configured on this server; operators change plans with `suite admin set-plan`.")
+
+// Service is the billing core. Config decides whether billing is on.
+type Service struct {
+	DB      *gorm.DB
+	Starter *outbox.Starter
+	Config  activities.BillingConfig
+	// PollInterval is how often Wait looks at the change (default 100 ms).
+	PollInterval time.Duration
+}
+
+// Configured tells whether billing is on (a Stripe secret key is set).
+func (s *Service) Configured() bool { return s.Config.Configured() }
+
+// WorkflowID is the ID of the change's current workflow run (the first
+// run, or the latest retry): what the Temporal UI shows.
+func WorkflowID(c *models.SubscriptionChange) string {
+	return workflows.SubscriptionChangeID(c.OrgID, c.ID, c.Retry())
+}
+
+// start is the outbox start of the change's current run.
+func start(c *models.SubscriptionChange) outbox.Start {
+	return outbox.Start{
+		WorkflowID: WorkflowID(c),
+		Workflow:   workflows.SubscriptionChangeWorkflow,
+		Input:      workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: c.OrgID, Retry: c.Retry()},
+		OrgID:      c.OrgID,
+		Kind:       workflows.KindSubscriptionChange,
+	}
+}
+
+// Open records a change of plan (models.OpenSubscriptionChange: its rules
+// and errors) and its workflow start in one transaction. It is a 503
+// billing_not_configured when billing is off.
+func (s *Service) Open(ctx context.Context, req models.OpenChange) (*models.SubscriptionChange, error) {
+	if !s.Configured() {
+		return nil, ErrNotConfigured
+	}
+	var change *models.SubscriptionChange
+	err := s.Starter.Transact(ctx, func(tx *outbox.Tx) error {
+		c, err := models.OpenSubscriptionChange(tx.DB, req)
+		if err != nil {
+			return err
+		}
+		change = c
+		return tx.Start(start(c))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return change, nil
+}
+
+// Retry re-runs a failed change from the step that failed
+// (models.RetrySubscriptionChange: its rules, e.g. 409 change_applied),
+// recording who asked, and starts the retry's workflow run
+// (subscription/<org>/<change>/retry-<n>) in the same transaction. by names
+// the billing-staff user (or "suite-admin" from the shell).
+func (s *Service) Retry(ctx context.Context, changeID, by string) (*models.SubscriptionChange, *models.SubscriptionChangeRetry, error) {
+	if !s.Configured() {
+		return nil, nil, ErrNotConfigured
+	}
+	var change *models.SubscriptionChange
+	var retry *models.SubscriptionChangeRetry
+	err := s.Starter.Transact(ctx, func(tx *outbox.Tx) error {
+		c, r, err := models.RetrySubscriptionChange(tx.DB, changeID, by)
+		if err != nil {
+			return err
+		}
+		change, retry = c, r
+		return tx.Start(start(c))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return change, retry, nil
+}
+
+// ReceiveEvent handles one webhook delivery: the Stripe-Signature header
+// is verified (ErrBadSignature or ErrBadPayload: a 400, nothing recorded),
+// the event is stored once (a replay returns Duplicate and does nothing),
+// and what it means is done in one transaction: the organization's
+// subscription state (a deleted subscription returns it to free) and the
+// signal to the change it concerns, delivered by the outbox relay — also
+// when Temporal is down right now.
+func (s *Service) ReceiveEvent(ctx context.Context, payload []byte, signature string) (*models.EventRoute, error) {
+	if !s.Config.WebhookConfigured() {
+		return nil, ErrNotConfigured
+	}
+	ev, err := ParseEvent(payload, signature, s.Config.WebhookSecret)
+	if err != nil {
+		return nil, err
+	}
+	var route *models.EventRoute
+	err = s.Starter.Transact(ctx, func(tx *outbox.Tx) error {
+		r, err := models.RecordStripeEvent(tx.DB, ev)
+		if err != nil {
+			return err
+		}
+		route = r
+		if r.Change == nil {
+			return nil
+		}
+		st := start(r.Change)
+		return tx.Signal(outbox.Signal{
+			WorkflowID: st.WorkflowID,
+			Name:       workflows.SignalStripeEvent,
+			Input: workflows.StripeEventSignal{EventID: ev.ID, Type: ev.Type, SubscriptionID: ev.SubscriptionID,
+				InvoiceID: ev.InvoiceID, SubscriptionStatus: ev.SubscriptionStatus},
+			// The change's own start may still wait in the outbox.
+			Start: &st,
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return route, nil
+}
+
+// Wait returns the change once its workflow has moved past pending —
+// created the Stripe objects (awaiting_payment with the client secret and
+// hosted invoice URL, or scheduled with effectiveAt), or ended — or when d
+// (at most 30 s) or ctx runs out, whichever comes first. It reads the
+// database, so it also answers while Temporal is down. Another
+// organization's change is not found.
+func (s *Service) Wait(ctx context.Context, orgID, changeID string, d time.Duration) (*models.SubscriptionChange, error) {
+	d = min(d, 30*time.Second)
+	poll := s.PollInterval
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		c, err := models.FindSubscriptionChange(ctx, s.DB, orgID, changeID)
+		if err != nil || c.Status != models.ChangePending {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return c, nil
+		case <-deadline.C:
+			return c, nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// IsBadWebhook tells whether ReceiveEvent's error is the sender's fault —
+// a 400: a bad, missing or stale signature, or an unreadable event.
+func IsBadWebhook(err error) bool {
+	return errors.Is(err, ErrBadSignature) || errors.Is(err, ErrBadPayload)
+}

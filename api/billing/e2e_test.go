@@ -1,0 +1,212 @@
+package billing_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/activities/stripetest"
+	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/api/billing"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
+)
+
+// billingEnv is a complete suite (real Temporal, worker, app, database)
+// whose worker talks to stripe-mock, an organization on free with two
+// members (both seats taken), and the billing core.
+type billingEnv struct {
+	*apitest.Env
+	st    *stripetest.Stripe
+	svc   *billing.Service
+	owner *apitest.User
+	org   string
+}
+
+func newBillingEnv(t *testing.T, e *apitest.Env, st *stripetest.Stripe) *billingEnv {
+	owner := e.SignUp(apitest.UniqueEmail("owner"))
+	org := e.CreateOrg(owner, "Acme")
+	e.AddMember(owner, org, models.RoleAgent)
+	return &billingEnv{Env: e, st: st, owner: owner, org: org,
+		svc: &billing.Service{DB: e.DB, Starter: e.Starter, Config: st.Config()}}
+}
+
+// invite asks the API for one more member and returns the status.
+func (b *billingEnv) invite() int {
+	return b.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + b.org + "/members", Headers: b.owner.Auth(),
+		Body: map[string]string{"email": apitest.UniqueEmail("invitee"), "role": models.RoleAgent}}).Status
+}
+
+// deliver sends a Stripe event through the webhook path: signed, verified,
+// stored and relayed to the change's workflow by the outbox.
+func (b *billingEnv) deliver(typ string, object map[string]any) {
+	b.T.Helper()
+	payload := stripetest.Event(typ, object)
+	if _, err := b.svc.ReceiveEvent(b.T.Context(), payload, stripetest.Sign(payload, stripetest.WebhookSecret, time.Now())); err != nil {
+		b.T.Fatal(err)
+	}
+}
+
+func (b *billingEnv) waitStatus(changeID, status string) *models.SubscriptionChange {
+	b.T.Helper()
+	var c *models.SubscriptionChange
+	b.Eventually(func() bool {
+		var err error
+		c, err = models.FindSubscriptionChange(b.T.Context(), b.DB, b.org, changeID)
+		return err == nil && c.Status == status
+	}, "change %s to become %s", changeID, status)
+	return c
+}
+
+func (b *billingEnv) plan() *models.Plan {
+	b.T.Helper()
+	org, err := models.FindOrg(b.T.Context(), b.DB, b.org)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	p, err := models.FindPlan(b.T.Context(), b.DB, org.Plan)
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	return p
+}
+
+// The whole path on a real Temporal server, through the real activities
+// against stripe-mock: the change is opened, the workflow creates the
+// customer and the unpaid subscription (Wait returns what is needed to
+// pay), the limits stay until invoice.paid arrives through the webhook
+// path, then the plan applies — seats, tickets and AI change.
+func TestSubscriptionChangeEndToEnd(t *testing.T) {
+	st := stripetest.Start(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		b := newBillingEnv(t, e, st)
+		ctx := t.Context()
+		if b.invite() != http.StatusPaymentRequired {
+			t.Fatal("free has 2 seats, both taken: an invite must be refused")
+		}
+		customers, subs := len(st.Requests(http.MethodPost, "/v1/customers")), len(st.Requests(http.MethodPost, "/v1/subscriptions"))
+
+		c, err := b.svc.Open(ctx, models.OpenChange{OrgID: b.org, Plan: models.PlanBusiness, RequestedBy: b.owner.Email})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err = b.svc.Wait(ctx, b.org, c.ID, 30*time.Second)
+		if err != nil || c.Status != models.ChangeAwaitingPayment || c.ClientSecret == "" || c.StripeSubscriptionID == "" || c.StripeInvoiceID == "" {
+			t.Fatalf("after Wait: %+v %v", c, err)
+		}
+		if b.plan().Name != models.PlanFree || b.invite() != http.StatusPaymentRequired {
+			t.Fatal("the limits changed before the payment")
+		}
+
+		b.deliver("invoice.paid", map[string]any{"id": c.StripeInvoiceID, "object": "invoice", "customer": c.StripeCustomerID,
+			"subscription": c.StripeSubscriptionID, "status": "paid", "subscription_details": map[string]any{"metadata": map[string]string{"orgId": b.org, "changeId": c.ID}}})
+		applied := b.waitStatus(c.ID, models.ChangeApplied)
+		if applied.CompletedAt == nil || applied.LastErrorCode != "" {
+			t.Fatalf("applied change %+v", applied)
+		}
+		p := b.plan()
+		if p.Name != models.PlanBusiness || p.Seats == nil || *p.Seats != 25 || p.TicketsPerMonth == nil || *p.TicketsPerMonth != 10000 || !p.AI {
+			t.Fatalf("plan after payment %+v", p)
+		}
+		if b.invite() != http.StatusCreated {
+			t.Fatal("business has 25 seats: the invite must now succeed")
+		}
+		var res workflows.SubscriptionChangeResult
+		if err := e.Temporal.GetWorkflow(ctx, billing.WorkflowID(c), "").Get(ctx, &res); err != nil || res.Status != models.ChangeApplied {
+			t.Fatalf("workflow result %+v %v", res, err)
+		}
+		account, _ := models.FindBillingAccount(ctx, e.DB, b.org)
+		if !account.HasActiveSubscription() || account.StripeSubscriptionID != c.StripeSubscriptionID || account.StripeCustomerID != c.StripeCustomerID ||
+			account.CurrentPeriodEnd == nil {
+			t.Fatalf("account %+v", account)
+		}
+		if n := len(st.Requests(http.MethodPost, "/v1/customers")) - customers; n != 1 {
+			t.Fatalf("%d customers created", n)
+		}
+		created := st.Requests(http.MethodPost, "/v1/subscriptions")[subs:]
+		if len(created) != 1 || created[0].Metadata("changeId") != c.ID || created[0].IdempotencyKey != activities.IdempotencyKey(c.ID, "subscription-create") {
+			t.Fatalf("subscriptions created %+v", created)
+		}
+	}, apitest.WithBilling(st.Config()))
+}
+
+// invoice.payment_failed fails the change (and its run, for the Temporal
+// UI); a billing-staff retry resumes at the payment — the invoice is
+// charged again, no second customer or subscription — and the plan applies.
+func TestFailedPaymentRetriedByStaff(t *testing.T) {
+	st := stripetest.Start(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		b := newBillingEnv(t, e, st)
+		ctx := t.Context()
+		customers, subs := len(st.Requests(http.MethodPost, "/v1/customers")), len(st.Requests(http.MethodPost, "/v1/subscriptions"))
+		c, err := b.svc.Open(ctx, models.OpenChange{OrgID: b.org, Plan: models.PlanStarter})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err = b.svc.Wait(ctx, b.org, c.ID, 30*time.Second)
+		if err != nil || c.Status != models.ChangeAwaitingPayment {
+			t.Fatalf("%+v %v", c, err)
+		}
+		b.deliver("invoice.payment_failed", map[string]any{"id": c.StripeInvoiceID, "object": "invoice", "customer": c.StripeCustomerID,
+			"subscription": c.StripeSubscriptionID, "status": "open"})
+		failed := b.waitStatus(c.ID, models.ChangeFailed)
+		if failed.LastErrorCode == "" || failed.LastErrorMessage == "" || failed.Step != models.StepPayment {
+			t.Fatalf("failed change %+v", failed)
+		}
+		err = e.Temporal.GetWorkflow(ctx, billing.WorkflowID(c), "").Get(ctx, nil)
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeChangeFailed {
+			t.Fatalf("the failed run: %v", err)
+		}
+		if b.plan().Name != models.PlanFree {
+			t.Fatal("a failed payment changed the plan")
+		}
+
+		// The customer has fixed their card: charging the open invoice now works.
+		inv := "/v1/invoices/" + c.StripeInvoiceID
+		st.Respond(http.MethodGet, inv, 1, http.StatusOK, `{"id":"`+c.StripeInvoiceID+`","object":"invoice","status":"open"}`)
+		st.Respond(http.MethodPost, inv+"/pay", 1, http.StatusOK, `{"id":"`+c.StripeInvoiceID+`","object":"invoice","status":"paid"}`)
+		retried, retry, err := b.svc.Retry(ctx, c.ID, "staff-user")
+		if err != nil || retry.FromStep != models.StepPayment {
+			t.Fatalf("retry %+v %v", retry, err)
+		}
+		b.waitStatus(c.ID, models.ChangeApplied)
+		var res workflows.SubscriptionChangeResult
+		if err := e.Temporal.GetWorkflow(ctx, billing.WorkflowID(retried), "").Get(ctx, &res); err != nil || res.Status != models.ChangeApplied {
+			t.Fatalf("retry run %s: %+v %v", billing.WorkflowID(retried), res, err)
+		}
+		if b.plan().Name != models.PlanStarter {
+			t.Fatal("the plan was not applied after the retry")
+		}
+		retries, _ := models.SubscriptionChangeRetries(ctx, e.DB, c.ID)
+		if len(retries) != 1 || retries[0].Outcome != models.ChangeApplied || retries[0].RequestedBy != "staff-user" {
+			t.Fatalf("retry records %+v", retries)
+		}
+		if n := len(st.Requests(http.MethodPost, "/v1/customers")) - customers; n != 1 {
+			t.Fatalf("%d customers created", n)
+		}
+		if n := len(st.Requests(http.MethodPost, "/v1/subscriptions")) - subs; n != 1 {
+			t.Fatalf("%d subscriptions created across the run and its retry, want 1", n)
+		}
+		// stripe-mock answers every subscription with the same fixture
+		// invoice: count this change's charges by their keys.
+		var pays []string
+		for _, r := range st.Requests(http.MethodPost, inv+"/pay") {
+			if strings.Contains(r.IdempotencyKey, c.ID) {
+				pays = append(pays, r.IdempotencyKey)
+			}
+		}
+		if len(pays) != 1 || pays[0] != activities.IdempotencyKey(c.ID, "invoice-pay/retry-1") {
+			t.Fatalf("charges %v", pays)
+		}
+		// An applied change is not retried again.
+		if _, _, err := b.svc.Retry(ctx, c.ID, "staff-user"); !errors.Is(err, models.ErrConflict) {
+			t.Fatalf("retry of an applied change: %v", err)
+		}
+	}, apitest.WithBilling(st.Config()))
+}
