@@ -1,9 +1,11 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +15,10 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/web"
@@ -338,4 +343,115 @@ func TestCursorPaginationIsStableUnderInserts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// recordingHandler keeps every log record, as an asynchronous log shipper
+// would: attribute strings must stay valid after the request.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []map[string]string
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]string{"msg": r.Message}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Value.Kind() == slog.KindString {
+			m[a.Key] = a.Value.String() // the string itself, not a copy
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.records = append(h.records, m)
+	h.mu.Unlock()
+	return nil
+}
+
+// TestMetricsAndLogsKeepTheirLabels serves PUT, POST and GET over one
+// keep-alive connection (so fasthttp reuses its request buffers) and then
+// scrapes /metrics: every label and every access-log field must still read
+// what the request said.
+func TestMetricsAndLogsKeepTheirLabels(t *testing.T) {
+	logs := &recordingHandler{}
+	reg := prometheus.NewRegistry()
+	app := fiber.New(fiber.Config{ErrorHandler: web.ErrorHandler(slog.New(logs)), DisableStartupMessage: true})
+	app.Use(web.RequestIDMiddleware(), web.Observe(slog.New(logs), web.NewMetrics(reg)))
+	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	ok := func(c *fiber.Ctx) error { return c.SendString("ok") }
+	app.Put("/things/:id", ok)
+	app.Post("/things", ok)
+	app.Get("/things/:id", ok)
+	app.Delete("/things/:id", func(*fiber.Ctx) error { return fmt.Errorf("boom") })
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	base := "http://" + ln.Addr().String()
+	do := func(method, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(`{}`))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	sent := []struct{ method, path string }{
+		{"PUT", "/things/put-1"}, {"POST", "/things"}, {"GET", "/things/get-22"},
+		{"DELETE", "/things/delete-333"}, {"PUT", "/things/put-4444"}, {"GET", "/nowhere/at/all"},
+	}
+	for _, s := range sent {
+		do(s.method, s.path)
+	}
+	status, body := do("GET", "/metrics")
+	if status != 200 {
+		t.Fatalf("/metrics answered %d:\n%s", status, body)
+	}
+	for _, line := range []string{
+		`suite_http_requests_total{method="PUT",route="/things/:id",status="200"} 2`,
+		`suite_http_requests_total{method="POST",route="/things",status="200"} 1`,
+		`suite_http_requests_total{method="GET",route="/things/:id",status="200"} 1`,
+		`suite_http_requests_total{method="DELETE",route="/things/:id",status="500"} 1`,
+		`suite_http_requests_total{method="GET",route="unmatched",status="404"} 1`,
+		`suite_http_request_duration_seconds_count{method="PUT",route="/things/:id"} 2`,
+	} {
+		if !strings.Contains(body, line) {
+			t.Errorf("/metrics lacks %s:\n%s", line, body)
+		}
+	}
+	// A second scrape still works (the first one's label reads did not
+	// clash with later requests).
+	if status, body := do("GET", "/metrics"); status != 200 {
+		t.Fatalf("second /metrics answered %d:\n%s", status, body)
+	}
+
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	var access []map[string]string
+	for _, r := range logs.records {
+		if r["msg"] == "http request" {
+			access = append(access, r)
+		}
+	}
+	if len(access) < len(sent) {
+		t.Fatalf("%d access-log lines for %d requests", len(access), len(sent))
+	}
+	for i, s := range sent {
+		if got := access[i]; got["method"] != s.method || got["path"] != s.path || got["ip"] != "127.0.0.1" {
+			t.Errorf("access log %d reads %s %s from %s, want %s %s from 127.0.0.1", i, got["method"], got["path"], got["ip"], s.method, s.path)
+		}
+	}
+	for _, r := range logs.records {
+		if r["msg"] == "request failed" && (r["method"] != "DELETE" || r["path"] != "/things/delete-333") {
+			t.Errorf("error log reads %s %s, want DELETE /things/delete-333", r["method"], r["path"])
+		}
+	}
 }
