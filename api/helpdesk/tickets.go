@@ -249,11 +249,23 @@ func (h *handlers) getTicket(c *fiber.Ctx) error {
 }
 
 type updateTicketRequest struct {
-	Status   *string   `json:"status" validate:"omitnil,oneof=new open pending on_hold solved closed"`
-	Priority *string   `json:"priority" validate:"omitnil,oneof=low normal high urgent"`
-	AgentID  *string   `json:"agentId" validate:"omitnil,eq=|uuid"`
-	Subject  *string   `json:"subject" validate:"omitnil,notblank,max=300"`
-	Tags     *[]string `json:"tags" validate:"omitnil,max=20,dive,notblank,max=50"`
+	Status   *string `json:"status" validate:"omitnil,oneof=new open pending on_hold solved closed"`
+	Priority *string `json:"priority" validate:"omitnil,oneof=low normal high urgent"`
+	// AgentID is a member id, or null to unassign; "" is refused (see
+	// checkAgent).
+	AgentID web.Nullable[string] `json:"agentId"`
+	Subject *string              `json:"subject" validate:"omitnil,notblank,max=300"`
+	Tags    *[]string            `json:"tags" validate:"omitnil,max=20,dive,notblank,max=50"`
+}
+
+// checkAgent: agentId names a member, or is null to unassign. An empty
+// string is refused rather than read as "unassign": it is what an unset
+// variable in a script sends, and unassigning by accident is silent.
+func (r *updateTicketRequest) checkAgent() error {
+	if r.AgentID.HasValue() && !models.ValidID(r.AgentID.Value) {
+		return models.Invalid(models.FieldError{Field: "agentId", Code: "uuid", Message: "Must be the id of a member; send null to unassign."})
+	}
+	return nil
 }
 
 // updateTicket changes status, priority, assignee, subject or tags. Status
@@ -262,10 +274,15 @@ type updateTicketRequest struct {
 func (h *handlers) updateTicket(c *fiber.Ctx) error {
 	p := auth.From(c)
 	var req updateTicketRequest
-	if err := web.Decode(c, &req); err != nil {
+	ctx := c.UserContext()
+	if err := web.Decode(c, &req, req.checkAgent, func() error {
+		if !req.AgentID.HasValue() || req.AgentID.Value == "" {
+			return nil
+		}
+		return models.CheckMember(h.DB.WithContext(ctx), p.OrgID, "agentId", &req.AgentID.Value)
+	}); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
 	var t *models.Ticket
 	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
 		var err error
@@ -277,12 +294,10 @@ func (h *handlers) updateTicket(c *fiber.Ctx) error {
 		}
 		now := models.Now()
 		var events []string
-		if req.AgentID != nil {
-			agent := nullableID(*req.AgentID)
-			if agent != nil {
-				if err := models.CheckMember(tx.DB, p.OrgID, "agentId", agent); err != nil {
-					return err
-				}
+		if req.AgentID.Set {
+			var agent *string
+			if !req.AgentID.Null {
+				agent = &req.AgentID.Value
 			}
 			if !sameID(agent, t.AgentID) {
 				t.AgentID = agent

@@ -1,6 +1,8 @@
 package helpdesk_test
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -99,7 +101,12 @@ func TestTicketsLifecycle(t *testing.T) {
 			t.Fatalf("409 must name the allowed moves: %v", p["detail"])
 		}
 		put(d.headers, map[string]any{"status": "new"}).ExpectProblem(409, "illegal_status_transition")
-		put(d.headers, map[string]any{"agentId": ""}).ExpectProblem(409, "assignee_required")
+		// "" (an unset variable in a script) never unassigns; null does, and
+		// a solved ticket keeps its assignee.
+		if p := put(d.headers, map[string]any{"agentId": ""}).ExpectProblem(422, "validation_failed"); !strings.Contains(fmt.Sprint(p["errors"]), "agentId") {
+			t.Fatalf("422 does not name agentId: %v", p)
+		}
+		put(d.headers, map[string]any{"agentId": nil}).ExpectProblem(409, "assignee_required")
 		// A customer's reply reopens a solved ticket and notifies the agent.
 		e.Do(apitest.Request{Method: "POST", Path: path + "/comments", Headers: d.headers,
 			Body: map[string]any{"body": "Still burning", "author": "customer"}}).Expect(201)
@@ -128,6 +135,18 @@ func TestTicketsLifecycle(t *testing.T) {
 			t.Fatalf("agent + q filter: %+v", list)
 		}
 		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets?status=done", Headers: d.headers}).ExpectProblem(422, "validation_failed")
+
+		// Leaving agentId out keeps the assignee; null unassigns.
+		other := "/helpdesk/tickets/" + second.ID
+		e.Do(apitest.Request{Method: "PUT", Path: other, Headers: d.headers, Body: map[string]any{"agentId": d.agentID}}).Expect(200)
+		e.Do(apitest.Request{Method: "PUT", Path: other, Headers: d.headers, Body: map[string]any{"priority": "low"}}).Expect(200).JSON(&tk)
+		if tk.AgentID == nil || *tk.AgentID != d.agentID {
+			t.Fatalf("a body without agentId changed the assignee: %+v", tk)
+		}
+		e.Do(apitest.Request{Method: "PUT", Path: other, Headers: d.headers, Body: map[string]any{"agentId": nil}}).Expect(200).JSON(&tk)
+		if tk.AgentID != nil {
+			t.Fatalf("agentId null did not unassign: %+v", tk)
+		}
 
 		// Bad bodies, other workspaces, wrong credentials.
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: d.headers,

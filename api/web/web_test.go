@@ -2,9 +2,12 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -453,5 +456,75 @@ func TestMetricsAndLogsKeepTheirLabels(t *testing.T) {
 		if r["msg"] == "request failed" && (r["method"] != "DELETE" || r["path"] != "/things/delete-333") {
 			t.Errorf("error log reads %s %s, want DELETE /things/delete-333", r["method"], r["path"])
 		}
+	}
+}
+
+// TestDecodeReportsEveryFindingOnce: unknown fields, wrong types, broken
+// rules and the handler's own checks come back in one 422, each field named
+// once (a wrong type is not reported again as "required").
+func TestDecodeReportsEveryFindingOnce(t *testing.T) {
+	app := newApp()
+	app.Post("/x", func(c *fiber.Ctx) error {
+		var r contactReq
+		err := web.Decode(c, &r, func() error {
+			if r.Age == 0 { // the wrong-typed age reaches checks as zero
+				return models.Invalid(models.FieldError{Field: "age", Code: "check", Message: "m"},
+					models.FieldError{Field: "city", Code: "check", Message: "m"})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return c.JSON(r)
+	})
+	r := send(t, app, "POST", "/x", `{"nickname":"x","email":"nope","age":"old","name":7}`)
+	if r.status != 422 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var p struct{ Errors []models.FieldError }
+	if err := json.Unmarshal([]byte(r.body), &p); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range p.Errors {
+		if _, dup := got[f.Field]; dup {
+			t.Errorf("%s named twice: %s", f.Field, r.body)
+		}
+		got[f.Field] = f.Code
+	}
+	want := map[string]string{"nickname": "unknown_field", "age": "invalid_type", "name": "invalid_type", "email": "email", "city": "check"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("fields %v, want %v", got, want)
+	}
+}
+
+func TestNullableTellsAbsentNullAndValueApart(t *testing.T) {
+	type req struct {
+		Agent web.Nullable[string] `json:"agent"`
+	}
+	for body, want := range map[string]web.Nullable[string]{
+		`{}`:               {},
+		`{"agent":null}`:   {Set: true, Null: true},
+		`{"agent":""}`:     {Set: true},
+		`{"agent":"m-1"}`:  {Set: true, Value: "m-1"},
+		`{"agent": null }`: {Set: true, Null: true},
+	} {
+		var r req
+		if err := web.DecodeBytes([]byte(body), &r); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if r.Agent != want {
+			t.Errorf("%s: %+v, want %+v", body, r.Agent, want)
+		}
+	}
+	var r req
+	err := web.DecodeBytes([]byte(`{"agent":5}`), &r)
+	var de *models.DomainError
+	if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "invalid_type" || de.Fields[0].Message != "Must be a JSON string." {
+		t.Fatalf("a number: %v %+v", err, de)
+	}
+	if r.Agent.Set {
+		t.Fatal("a wrong-typed value counts as sent")
 	}
 }
