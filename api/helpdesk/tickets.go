@@ -373,15 +373,23 @@ func (h *handlers) setStatus(tx *outbox.Tx, t *models.Ticket, status string, now
 			Kind: workflows.KindTicketAutoClose})
 	case wasSolved:
 		t.SolvedAt = nil
+		return cancelAutoClose(tx, t)
 	}
 	return nil
 }
 
-func nullableID(s string) *string {
-	if s == "" {
-		return nil
+// cancelAutoClose records, in tx, the cancellation of the auto-close timer
+// of the solved state t is leaving, so that only live timers stay in the
+// Temporal UI. (The timer would not close the ticket anyway: it closes only
+// the solved state it was started for.)
+func cancelAutoClose(tx *outbox.Tx, t *models.Ticket) error {
+	err := tx.Start(outbox.Start{WorkflowID: workflows.TicketAutoCloseCancelID(t.ID, t.SolveCount), Workflow: workflows.TicketAutoCloseCancelWorkflow,
+		Input: workflows.TicketAutoCloseCancelInput{TicketID: t.ID, SolveCount: t.SolveCount}, OrgID: t.OrgID,
+		Kind: workflows.KindTicketAutoCloseCancel})
+	if errors.Is(err, outbox.ErrDuplicate) {
+		return nil // already requested
 	}
-	return &s
+	return err
 }
 
 func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
@@ -391,18 +399,24 @@ func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 	if err := auth.RequireAdmin(p); err != nil {
 		return err
 	}
-	t, err := findTicket(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+	ctx := c.UserContext()
+	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
+		t, err := findTicket(ctx, models.LockForUpdate(tx.DB), p.OrgID, c.Params("id"))
+		if err != nil {
+			return err
+		}
 		if err := tx.Delete(t).Error; err != nil {
 			return err
+		}
+		if t.Status == models.TicketSolved {
+			if err := cancelAutoClose(tx, t); err != nil {
+				return err
+			}
 		}
 		if t.CustomerID == nil {
 			return nil
 		}
-		return models.RecordCustomerEvent(tx, t.OrgID, *t.CustomerID, nil, "ticket_deleted",
+		return models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, nil, "ticket_deleted",
 			"Ticket #"+models.Itoa(t.Number)+" deleted", actor(p))
 	})
 	if err != nil {

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
 )
 
 type ticket struct {
@@ -223,7 +226,12 @@ func TestSolvedTicketsCloseAutomatically(t *testing.T) {
 		var tk models.Ticket
 		return e.DB.Take(&tk, "id = ?", closes.ID).Error == nil && tk.Status == models.TicketClosed && tk.ClosedAt != nil
 	}, "the solved ticket to close")
-	time.Sleep(1500 * time.Millisecond) // past the reopened ticket's timer
+	// Once the reopened ticket's timer is over (fired as a no-op, or
+	// cancelled by the reopen), nothing can close the ticket any more.
+	e.Eventually(func() bool {
+		st := workflowStatus(e, workflows.TicketAutoCloseID(reopened.ID, 1))
+		return st != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, "the reopened ticket's timer to end")
 	var tk models.Ticket
 	e.DB.Take(&tk, "id = ?", reopened.ID)
 	if tk.Status != models.TicketOpen {
@@ -233,4 +241,69 @@ func TestSolvedTicketsCloseAutomatically(t *testing.T) {
 		Body: map[string]any{"body": "Hello?", "author": "customer"}}).ExpectProblem(409, "ticket_closed")
 	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + closes.ID, Headers: d.headers,
 		Body: map[string]any{"priority": "urgent"}}).ExpectProblem(409, "ticket_closed")
+}
+
+// workflowStatus is the status of the workflow id (unspecified while it does
+// not exist yet).
+func workflowStatus(e *apitest.Env, id string) enumspb.WorkflowExecutionStatus {
+	d, err := e.Temporal.DescribeWorkflowExecution(e.T.Context(), id, "")
+	if err != nil {
+		return enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus()
+}
+
+// Leaving the solved state — a customer's reply, a move by an agent, a
+// deletion — cancels the running auto-close timer, so operators see only
+// live timers; a timer that is already gone is fine.
+func TestLeavingSolvedCancelsTheAutoCloseTimer(t *testing.T) {
+	e := apitest.New(t, models.SQLite) // the default four-day timer
+	d := newDesk(t, e)
+	solved := func(subject string) ticket {
+		tk := d.create(e, map[string]any{"subject": subject, "email": "c@example.com"})
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + tk.ID, Headers: d.headers,
+			Body: map[string]any{"agentId": d.agentID, "status": "solved"}}).Expect(200)
+		e.Eventually(func() bool {
+			return workflowStatus(e, workflows.TicketAutoCloseID(tk.ID, 1)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		}, "the timer of %s to run", subject)
+		return tk
+	}
+	replied, moved, deleted, gone := solved("Replied"), solved("Moved"), solved("Deleted"), solved("Gone")
+
+	// An operator terminated this one's timer by hand.
+	if err := e.Temporal.TerminateWorkflow(e.T.Context(), workflows.TicketAutoCloseID(gone.ID, 1), "", "by hand"); err != nil {
+		t.Fatal(err)
+	}
+	comment := func(tk ticket) {
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: d.headers,
+			Body: map[string]any{"body": "Still broken", "author": "customer"}}).Expect(201)
+	}
+	comment(replied)
+	comment(gone)
+	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + moved.ID, Headers: d.headers,
+		Body: map[string]any{"status": "pending"}}).Expect(200)
+	e.Do(apitest.Request{Method: "DELETE", Path: "/helpdesk/tickets/" + deleted.ID, Headers: d.headers}).Expect(204)
+
+	for _, tk := range []ticket{replied, moved, deleted, gone} {
+		e.Eventually(func() bool {
+			return workflowStatus(e, workflows.TicketAutoCloseCancelID(tk.ID, 1)) == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		}, "the cancellation of %s's timer to complete", tk.ID)
+	}
+	for id, want := range map[string]enumspb.WorkflowExecutionStatus{
+		replied.ID: enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+		moved.ID:   enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+		deleted.ID: enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+		gone.ID:    enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+	} {
+		if got := workflowStatus(e, workflows.TicketAutoCloseID(id, 1)); got != want {
+			t.Errorf("timer of %s: %s, want %s", id, got, want)
+		}
+	}
+
+	// Solving again starts a fresh timer (generation 2), left running.
+	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + replied.ID, Headers: d.headers,
+		Body: map[string]any{"status": "solved"}}).Expect(200)
+	e.Eventually(func() bool {
+		return workflowStatus(e, workflows.TicketAutoCloseID(replied.ID, 2)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, "the second timer to run")
 }
