@@ -46,3 +46,28 @@ func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solve
 	})
 	return closed, err
 }
+
+// States of a timer's workflow start, as TimerStartState reports them.
+const (
+	TimerPending = "pending" // recorded, not yet started
+	TimerStarted = "started" // started (it may have finished since)
+	TimerNone    = "none"    // never recorded, or refused by Temporal
+)
+
+// TimerStartState reports whether the workflow workflowID was started from
+// the outbox yet (the canceller of an auto-close timer waits for it).
+func (a *Tickets) TimerStartState(ctx context.Context, workflowID string) (string, error) {
+	var row models.WorkflowStart
+	err := a.DB.WithContext(ctx).Select("status").Take(&row, "workflow_id = ?", workflowID).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return TimerNone, nil
+	case err != nil:
+		return "", err
+	case row.Status == models.StartPending:
+		return TimerPending, nil
+	case row.Status == models.StartStarted:
+		return TimerStarted, nil
+	}
+	return TimerNone, nil
+}

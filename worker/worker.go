@@ -44,6 +44,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.NotificationDelivery, workflow.RegisterOptions{Name: workflows.NotificationDeliveryWorkflow})
 	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID})
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.TicketAutoCloseCancel, workflow.RegisterOptions{Name: workflows.TicketAutoCloseCancelWorkflow})
 	r.RegisterActivity(&activities.Tickets{DB: deps.DB})
 	provider := deps.AI
 	if provider == nil {

@@ -74,6 +74,20 @@ func TicketAutoCloseID(ticketID string, n int) string {
 	return "ticket-close/" + ticketID + "/" + strconv.Itoa(n)
 }
 
+// TicketAutoCloseCancelWorkflow cancels the timer of a solved state the
+// ticket has left (reopened, moved, deleted), so that the Temporal UI shows
+// only live timers.
+const (
+	TicketAutoCloseCancelWorkflow = "TicketAutoCloseCancel"
+	KindTicketAutoCloseCancel     = "ticket-close-cancel"
+)
+
+// TicketAutoCloseCancelID cancels the timer TicketAutoCloseID(ticketID, n):
+// a solved state is left once, so its timer is cancelled once.
+func TicketAutoCloseCancelID(ticketID string, n int) string {
+	return "ticket-close-cancel/" + ticketID + "/" + strconv.Itoa(n)
+}
+
 // NotificationDeliveryWorkflow pushes one notification to the member's
 // browsers (web push).
 const (

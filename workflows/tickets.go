@@ -1,8 +1,10 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
@@ -27,4 +29,53 @@ func TicketAutoClose(ctx workflow.Context, in TicketAutoCloseInput) (bool, error
 	var closed bool
 	err := workflow.ExecuteActivity(ctx, a.CloseIfStillSolved, in.TicketID, in.SolveCount).Get(ctx, &closed)
 	return closed, err
+}
+
+// TicketAutoCloseCancelInput names the timer to cancel: the ticket and the
+// generation of the solved state it left.
+type TicketAutoCloseCancelInput struct {
+	TicketID   string `json:"ticketId"`
+	SolveCount int    `json:"solveCount"`
+}
+
+// Waiting for a timer whose start is still in the outbox: how often to look
+// again, and for how long at most (the timer's close is a no-op anyway once
+// the ticket has left that solved state; cancelling only tidies the UI).
+const (
+	cancelRecheck  = 30 * time.Second
+	cancelPatience = 120
+)
+
+// TicketAutoCloseCancel cancels the auto-close timer of a solved state the
+// ticket has left. Recorded through the outbox in the transaction that
+// reopens, moves or deletes the ticket, so the request is never lost. The
+// timer's own start may still be in the outbox (Temporal was down): then
+// this waits for it to start, then cancels it. A timer that is already gone
+// (fired, terminated) is fine.
+func TicketAutoCloseCancel(ctx workflow.Context, in TicketAutoCloseCancelInput) error {
+	timerID := TicketAutoCloseID(in.TicketID, in.SolveCount)
+	var a *activities.Tickets
+	actx := workflow.WithActivityOptions(ctx, dbOptions)
+	for range cancelPatience {
+		var state string
+		if err := workflow.ExecuteActivity(actx, a.TimerStartState, timerID).Get(ctx, &state); err != nil {
+			return err
+		}
+		switch state {
+		case activities.TimerPending:
+			if err := workflow.Sleep(ctx, cancelRecheck); err != nil {
+				return err
+			}
+			continue
+		case activities.TimerStarted:
+			err := workflow.RequestCancelExternalWorkflow(ctx, timerID, "").Get(ctx, nil)
+			var gone *temporal.UnknownExternalWorkflowExecutionError
+			if errors.As(err, &gone) {
+				return nil
+			}
+			return err
+		}
+		return nil // never recorded, or refused by Temporal: no timer runs
+	}
+	return nil
 }

@@ -124,15 +124,13 @@ func (f *dealFields) apply(d *models.Deal) {
 	}
 }
 
-// check validates the references against the organization.
+// check validates every reference against the organization.
 func (f *dealFields) check(db *gorm.DB, orgID string) error {
-	if err := models.CheckMember(db, orgID, "assignedToId", f.AssignedToID); err != nil {
-		return err
-	}
-	if err := checkLinked(db, &models.Contact{}, orgID, "contactId", f.ContactID); err != nil {
-		return err
-	}
-	return checkLinked(db, &models.Lead{}, orgID, "leadId", f.LeadID)
+	return web.MergeInvalid(
+		models.CheckMember(db, orgID, "assignedToId", f.AssignedToID),
+		checkLinked(db, &models.Contact{}, orgID, "contactId", f.ContactID),
+		checkLinked(db, &models.Lead{}, orgID, "leadId", f.LeadID),
+	)
 }
 
 type createDealRequest struct {
@@ -142,12 +140,17 @@ type createDealRequest struct {
 	dealFields
 }
 
+// checkFormats: a deal created as LOST says why.
+func (r *createDealRequest) checkFormats() error {
+	if r.Stage == models.StageLost && (r.LostReason == nil || strings.TrimSpace(*r.LostReason) == "") {
+		return models.Invalid(models.FieldError{Field: "lostReason", Code: "required", Message: "A deal created as LOST needs a lostReason."})
+	}
+	return nil
+}
+
 func (h *handlers) createDeal(c *fiber.Ctx) error {
 	var req createDealRequest
-	if err := web.Decode(c, &req); err != nil {
-		return err
-	}
-	p, err := h.orgOf(c, req.OrgID)
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, req.check)
 	if err != nil {
 		return err
 	}
@@ -165,17 +168,10 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 	if d.AssignedToID == nil && agentScoped(p) {
 		d.AssignedToID = &p.MemberID // an AGENT's own deal stays visible to them
 	}
-	if d.Stage == models.StageLost && d.LostReason == "" {
-		return models.Invalid(models.FieldError{Field: "lostReason", Code: "required", Message: "A deal created as LOST needs a lostReason."})
-	}
 	if d.Stage == models.StageWon {
 		d.WonAt = &now
 	}
-	db := h.DB.WithContext(c.UserContext())
-	if err := req.check(db, p.OrgID); err != nil {
-		return err
-	}
-	err = db.Transaction(func(tx *gorm.DB) error {
+	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(d).Error; err != nil {
 			return err
 		}
@@ -225,10 +221,7 @@ type updateDealRequest struct {
 // is recorded in the deal's history in the same transaction.
 func (h *handlers) updateDeal(c *fiber.Ctx) error {
 	var req updateDealRequest
-	if err := web.Decode(c, &req); err != nil {
-		return err
-	}
-	p, err := h.orgOf(c, req.OrgID)
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, req.check)
 	if err != nil {
 		return err
 	}
@@ -236,9 +229,6 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
 		var err error
 		if d, err = findScoped[models.Deal](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The deal"); err != nil {
-			return err
-		}
-		if err := req.check(tx, p.OrgID); err != nil {
 			return err
 		}
 		from := d.Stage

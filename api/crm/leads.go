@@ -118,26 +118,21 @@ type createLeadRequest struct {
 	leadFields
 }
 
+// checkFormats: a lead needs a way to reach it.
+func (r *createLeadRequest) checkFormats() error { return r.reachable() }
+
 // createLead creates a scored lead at once (201). Assignment (round-robin
 // when none is given), the timeline entry and the assignee's notification
 // follow in the LeadIntake workflow, recorded in the same transaction.
 func (h *handlers) createLead(c *fiber.Ctx) error {
 	var req createLeadRequest
-	if err := web.Decode(c, &req); err != nil {
-		return err
-	}
-	p, err := h.orgOf(c, req.OrgID)
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, func(db *gorm.DB, orgID string) error {
+		return models.CheckMember(db, orgID, "assignedToId", &req.AssignedToID)
+	})
 	if err != nil {
 		return err
 	}
-	if err := req.reachable(); err != nil {
-		return err
-	}
-	db := h.DB.WithContext(c.UserContext())
 	assignee := nullable(&req.AssignedToID)
-	if err := models.CheckMember(db, p.OrgID, "assignedToId", assignee); err != nil {
-		return err
-	}
 	if assignee == nil && agentScoped(p) {
 		assignee = &p.MemberID
 	}
@@ -210,10 +205,9 @@ type updateLeadRequest struct {
 // follow the lifecycle.
 func (h *handlers) updateLead(c *fiber.Ctx) error {
 	var req updateLeadRequest
-	if err := web.Decode(c, &req); err != nil {
-		return err
-	}
-	p, err := h.orgOf(c, req.OrgID)
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, func(db *gorm.DB, orgID string) error {
+		return models.CheckMember(db, orgID, "assignedToId", req.AssignedToID)
+	})
 	if err != nil {
 		return err
 	}
@@ -221,9 +215,6 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
 		var err error
 		if l, err = findScoped[models.Lead](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The lead"); err != nil {
-			return err
-		}
-		if err := models.CheckMember(tx, p.OrgID, "assignedToId", req.AssignedToID); err != nil {
 			return err
 		}
 		if req.Status != nil {
@@ -317,22 +308,25 @@ type addActivityRequest struct {
 	OccurredAt *time.Time `json:"occurredAt"`
 }
 
+// checkFormats: an activity cannot have happened in the future (five
+// minutes of clock skew are tolerated).
+func (r *addActivityRequest) checkFormats() error {
+	if r.OccurredAt != nil && r.OccurredAt.After(models.Now().Add(5*time.Minute)) {
+		return models.Invalid(models.FieldError{Field: "occurredAt", Code: "future", Message: "Must not be in the future."})
+	}
+	return nil
+}
+
 // addLeadActivity adds to the timeline and rescores the lead.
 func (h *handlers) addLeadActivity(c *fiber.Ctx) error {
 	var req addActivityRequest
-	if err := web.Decode(c, &req); err != nil {
-		return err
-	}
-	p, err := h.orgOf(c, req.OrgID)
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, nil)
 	if err != nil {
 		return err
 	}
 	now := models.Now()
 	when := now
 	if req.OccurredAt != nil {
-		if req.OccurredAt.After(now.Add(5 * time.Minute)) {
-			return models.Invalid(models.FieldError{Field: "occurredAt", Code: "future", Message: "Must not be in the future."})
-		}
 		when = req.OccurredAt.UTC().Truncate(time.Microsecond)
 	}
 	a, err := h.logActivity(c, p.OrgID, c.Params("id"), &models.LeadActivity{Type: req.Type, Body: strings.TrimSpace(req.Body),
@@ -370,10 +364,7 @@ type sendMessageRequest struct {
 // E.164) and logs it on the timeline.
 func (h *handlers) sendMessage(c *fiber.Ctx) error {
 	var req sendMessageRequest
-	if err := web.Decode(c, &req); err != nil {
-		return err
-	}
-	p, err := h.orgOf(c, req.OrgID)
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, nil)
 	if err != nil {
 		return err
 	}

@@ -225,19 +225,18 @@ func (h *handlers) deleteTask(c *fiber.Ctx) error {
 
 // decodeInOrg decodes a write body into dst, resolves the organization it
 // acts in (orgID reads the decoded body) and runs refs, when given, on the
-// references. Broken rules, malformed optional values and bad references
-// are reported together in one 422, so a client sees every bad field at
-// once. A body that is not JSON, or has unknown fields or values of the
-// wrong type, is refused before anything else is looked at.
+// references. Unknown fields, values of the wrong type, broken rules,
+// malformed optional values (checkFormats) and bad references are reported
+// together in one 422, so a client sees every bad field at once. A body
+// that is not JSON is refused before anything else is looked at;
+// references are looked up only in an organization the caller may act in.
 func (h *handlers) decodeInOrg(c *fiber.Ctx, dst any, orgID func() string, refs func(db *gorm.DB, orgID string) error) (*auth.Principal, error) {
-	err := web.Decode(c, dst)
-	if err != nil && !web.RulesOnly(err) {
-		return nil, err
-	}
+	var checks []func() error
 	if f, ok := dst.(interface{ checkFormats() error }); ok {
-		err = web.MergeInvalid(err, f.checkFormats())
+		checks = append(checks, f.checkFormats)
 	}
-	if err != nil && (refs == nil || namesField(err, "orgId")) {
+	err := web.Decode(c, dst, checks...)
+	if err != nil && (refs == nil || !errors.Is(err, models.ErrInvalid) || namesField(err, "orgId")) {
 		return nil, err
 	}
 	p, orgErr := h.orgOf(c, orgID())

@@ -220,7 +220,7 @@ func TestTasksRefusals(t *testing.T) {
 			body               any
 			fields             []string
 		}{
-			{"unknown field", "POST", "/crm/tasks", map[string]any{"orgId": orgID, "title": "X", "assignee": "me", "status": "NOPE"}, []string{"assignee"}},
+			{"unknown field", "POST", "/crm/tasks", map[string]any{"orgId": orgID, "title": "X", "assignee": "me", "status": "NOPE"}, []string{"assignee", "status"}},
 			{"every rule and reference", "POST", "/crm/tasks", map[string]any{"orgId": orgID, "title": " ",
 				"description": strings.Repeat("d", 10001), "dueDate": "31/01/2030", "priority": "SOON", "status": "CLOSED",
 				"assignedToId": otherMember, "leadId": theirLead, "dealId": "not-an-id", "contactId": theirContact},

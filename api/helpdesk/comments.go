@@ -60,7 +60,12 @@ type addCommentRequest struct {
 func (h *handlers) addComment(c *fiber.Ctx) error {
 	p := auth.From(c)
 	var req addCommentRequest
-	if err := web.Decode(c, &req); err != nil {
+	if err := web.Decode(c, &req, func() error {
+		if req.Author == models.AuthorCustomer && req.Public != nil && !*req.Public {
+			return models.Invalid(models.FieldError{Field: "public", Code: "customer_public", Message: "A customer's comment is always public."})
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	ctx := c.UserContext()
@@ -78,9 +83,6 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 		cm.TicketID = t.ID
 		var event string
 		if cm.AuthorType == models.AuthorCustomer {
-			if req.Public != nil && !*req.Public {
-				return models.Invalid(models.FieldError{Field: "public", Code: "customer_public", Message: "A customer's comment is always public."})
-			}
 			cm.Public, cm.AuthorCustomerID = true, t.CustomerID
 			event = "Customer replied on ticket #" + models.Itoa(t.Number)
 			if models.CustomerReopens(t.Status) {

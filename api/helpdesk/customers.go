@@ -1,6 +1,7 @@
 package helpdesk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -317,20 +318,26 @@ type addTimeEntryRequest struct {
 func (h *handlers) addTimeEntry(c *fiber.Ctx) error {
 	p := auth.From(c)
 	var req addTimeEntryRequest
-	if err := web.Decode(c, &req); err != nil {
+	ctx := c.UserContext()
+	// The ticket is checked against the customer, so the customer is
+	// looked up first; a bad body is still reported before a 404.
+	err := web.Decode(c, &req)
+	if err != nil && !errors.Is(err, models.ErrInvalid) {
 		return err
 	}
-	ctx := c.UserContext()
-	cust, err := findCustomer(ctx, h.DB, p.OrgID, c.Params("id"))
+	cust, custErr := findCustomer(ctx, h.DB, p.OrgID, c.Params("id"))
+	if custErr != nil {
+		return cmp.Or(err, custErr)
+	}
+	t, ticketErr := findTicket(ctx, h.DB, p.OrgID, req.TicketID)
+	if ticketErr != nil && !errors.Is(ticketErr, models.ErrNotFound) {
+		return ticketErr
+	}
+	if ticketErr != nil || t.CustomerID == nil || *t.CustomerID != cust.ID {
+		err = web.MergeInvalid(err, models.Invalid(models.FieldError{Field: "ticketId", Code: "not_customer_ticket", Message: "Must be one of this customer's tickets."}))
+	}
 	if err != nil {
 		return err
-	}
-	t, err := findTicket(ctx, h.DB, p.OrgID, req.TicketID)
-	if err != nil && !errors.Is(err, models.ErrNotFound) {
-		return err
-	}
-	if err != nil || t.CustomerID == nil || *t.CustomerID != cust.ID {
-		return models.Invalid(models.FieldError{Field: "ticketId", Code: "not_customer_ticket", Message: "Must be one of this customer's tickets."})
 	}
 	entry := &models.TimeEntry{ID: models.NewID(), OrgID: p.OrgID, CustomerID: cust.ID, TicketID: t.ID,
 		Minutes: req.Minutes, Description: strings.TrimSpace(req.Description), Billable: req.Billable == nil || *req.Billable,

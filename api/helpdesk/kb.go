@@ -68,22 +68,6 @@ func kbPrincipal(c *fiber.Ctx) (*auth.Principal, error) {
 	return p, nil
 }
 
-// kbDecode decodes a write body into dst. A body that is not JSON, or has
-// unknown fields or values of the wrong type, is refused at once; broken
-// rules are merged with the checks of more (slug format, references) into
-// one 422 listing every bad field.
-func kbDecode(c *fiber.Ctx, dst any, more ...func() error) error {
-	err := web.Decode(c, dst)
-	if err != nil && !web.RulesOnly(err) {
-		return err
-	}
-	errs := []error{err}
-	for _, check := range more {
-		errs = append(errs, check())
-	}
-	return web.MergeInvalid(errs...)
-}
-
 // checkSlug validates a slug sent by the client (nil: none sent).
 func checkSlug(slug *string) error {
 	if slug == nil || validSlug(*slug) {
@@ -174,7 +158,7 @@ func (h *handlers) createCategory(c *fiber.Ctx) error {
 	}
 	var req createCategoryRequest
 	var slug string
-	if err := kbDecode(c, &req, func() (err error) {
+	if err := web.Decode(c, &req, func() (err error) {
 		slug, err = slugFor(req.Slug, req.Name, "name")
 		return err
 	}); err != nil {
@@ -199,7 +183,7 @@ func (h *handlers) updateCategory(c *fiber.Ctx) error {
 		return err
 	}
 	var req updateCategoryRequest
-	if err := kbDecode(c, &req, func() error { return checkSlug(req.Slug) }); err != nil {
+	if err := web.Decode(c, &req, func() error { return checkSlug(req.Slug) }); err != nil {
 		return err
 	}
 	var k *models.KBCategory
@@ -361,7 +345,7 @@ func (h *handlers) createArticle(c *fiber.Ctx) error {
 	}
 	var req createArticleRequest
 	var slug string
-	if err := kbDecode(c, &req,
+	if err := web.Decode(c, &req,
 		func() (err error) {
 			slug, err = slugFor(req.Slug, req.Title, "title")
 			return err
@@ -408,7 +392,7 @@ func (h *handlers) updateArticle(c *fiber.Ctx) error {
 		return err
 	}
 	var req updateArticleRequest
-	if err := kbDecode(c, &req,
+	if err := web.Decode(c, &req,
 		func() error { return checkSlug(req.Slug) },
 		func() error { return h.checkCategory(c, p.OrgID, req.CategoryID) },
 	); err != nil {

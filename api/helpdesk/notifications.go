@@ -167,23 +167,25 @@ func (h *handlers) readNotifications(c *fiber.Ctx) error {
 		return err
 	}
 	var req readNotificationsRequest
-	if err := web.Decode(c, &req); err != nil {
+	one := func() bool { return req.ID != nil && *req.ID != "" }
+	all := func() bool { return req.All != nil && *req.All }
+	if err := web.Decode(c, &req, func() error {
+		switch {
+		case one() && all():
+			return models.Invalid(models.FieldError{Field: "all", Code: "excluded_with", Message: "Send either id or all, not both."})
+		case req.All != nil && !*req.All && !one():
+			return models.Invalid(models.FieldError{Field: "all", Code: "invalid", Message: "Must be true; to mark one notification read, send its id instead."})
+		case !one() && !all():
+			return models.Invalid(models.FieldError{Field: "id", Code: "required_without", Message: "Send the id of a notification, or all: true to mark every notification read."})
+		}
+		return nil
+	}); err != nil {
 		return err
-	}
-	one := req.ID != nil && *req.ID != ""
-	all := req.All != nil && *req.All
-	switch {
-	case one && all:
-		return models.Invalid(models.FieldError{Field: "all", Code: "excluded_with", Message: "Send either id or all, not both."})
-	case req.All != nil && !*req.All && !one:
-		return models.Invalid(models.FieldError{Field: "all", Code: "invalid", Message: "Must be true; to mark one notification read, send its id instead."})
-	case !one && !all:
-		return models.Invalid(models.FieldError{Field: "id", Code: "required_without", Message: "Send the id of a notification, or all: true to mark every notification read."})
 	}
 	db := h.DB.WithContext(c.UserContext())
 	mine := db.Model(&models.Notification{}).Where("org_id = ? AND member_id = ?", p.OrgID, p.MemberID)
 	now := models.Now()
-	if all {
+	if all() {
 		res := mine.Where("read_at IS NULL").Update("read_at", now)
 		if res.Error != nil {
 			return res.Error
@@ -273,26 +275,13 @@ func (h *handlers) subscribe(c *fiber.Ctx) error {
 	}
 	var req subscribeRequest
 	now := models.Now()
-	err = web.Decode(c, &req)
-	var de *models.DomainError
-	switch {
-	case err == nil:
+	if err := web.Decode(c, &req, func() error {
+		// The rules the tags do not cover.
 		if bad := req.check(now); len(bad) > 0 {
 			return models.Invalid(bad...)
 		}
-	case errors.As(err, &de) && errors.Is(err, models.ErrInvalid):
-		// Report the rules the tags do not cover with the others, once.
-		seen := map[string]bool{}
-		for _, f := range de.Fields {
-			seen[f.Field] = true
-		}
-		for _, f := range req.check(now) {
-			if !seen[f.Field] {
-				de.Fields = append(de.Fields, f)
-			}
-		}
-		return de
-	default:
+		return nil
+	}); err != nil {
 		return err
 	}
 

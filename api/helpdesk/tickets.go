@@ -249,11 +249,23 @@ func (h *handlers) getTicket(c *fiber.Ctx) error {
 }
 
 type updateTicketRequest struct {
-	Status   *string   `json:"status" validate:"omitnil,oneof=new open pending on_hold solved closed"`
-	Priority *string   `json:"priority" validate:"omitnil,oneof=low normal high urgent"`
-	AgentID  *string   `json:"agentId" validate:"omitnil,eq=|uuid"`
-	Subject  *string   `json:"subject" validate:"omitnil,notblank,max=300"`
-	Tags     *[]string `json:"tags" validate:"omitnil,max=20,dive,notblank,max=50"`
+	Status   *string `json:"status" validate:"omitnil,oneof=new open pending on_hold solved closed"`
+	Priority *string `json:"priority" validate:"omitnil,oneof=low normal high urgent"`
+	// AgentID is a member id, or null to unassign; "" is refused (see
+	// checkAgent).
+	AgentID web.Nullable[string] `json:"agentId"`
+	Subject *string              `json:"subject" validate:"omitnil,notblank,max=300"`
+	Tags    *[]string            `json:"tags" validate:"omitnil,max=20,dive,notblank,max=50"`
+}
+
+// checkAgent: agentId names a member, or is null to unassign. An empty
+// string is refused rather than read as "unassign": it is what an unset
+// variable in a script sends, and unassigning by accident is silent.
+func (r *updateTicketRequest) checkAgent() error {
+	if r.AgentID.HasValue() && !models.ValidID(r.AgentID.Value) {
+		return models.Invalid(models.FieldError{Field: "agentId", Code: "uuid", Message: "Must be the id of a member; send null to unassign."})
+	}
+	return nil
 }
 
 // updateTicket changes status, priority, assignee, subject or tags. Status
@@ -262,10 +274,15 @@ type updateTicketRequest struct {
 func (h *handlers) updateTicket(c *fiber.Ctx) error {
 	p := auth.From(c)
 	var req updateTicketRequest
-	if err := web.Decode(c, &req); err != nil {
+	ctx := c.UserContext()
+	if err := web.Decode(c, &req, req.checkAgent, func() error {
+		if !req.AgentID.HasValue() || req.AgentID.Value == "" {
+			return nil
+		}
+		return models.CheckMember(h.DB.WithContext(ctx), p.OrgID, "agentId", &req.AgentID.Value)
+	}); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
 	var t *models.Ticket
 	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
 		var err error
@@ -277,12 +294,10 @@ func (h *handlers) updateTicket(c *fiber.Ctx) error {
 		}
 		now := models.Now()
 		var events []string
-		if req.AgentID != nil {
-			agent := nullableID(*req.AgentID)
-			if agent != nil {
-				if err := models.CheckMember(tx.DB, p.OrgID, "agentId", agent); err != nil {
-					return err
-				}
+		if req.AgentID.Set {
+			var agent *string
+			if !req.AgentID.Null {
+				agent = &req.AgentID.Value
 			}
 			if !sameID(agent, t.AgentID) {
 				t.AgentID = agent
@@ -358,15 +373,23 @@ func (h *handlers) setStatus(tx *outbox.Tx, t *models.Ticket, status string, now
 			Kind: workflows.KindTicketAutoClose})
 	case wasSolved:
 		t.SolvedAt = nil
+		return cancelAutoClose(tx, t)
 	}
 	return nil
 }
 
-func nullableID(s string) *string {
-	if s == "" {
-		return nil
+// cancelAutoClose records, in tx, the cancellation of the auto-close timer
+// of the solved state t is leaving, so that only live timers stay in the
+// Temporal UI. (The timer would not close the ticket anyway: it closes only
+// the solved state it was started for.)
+func cancelAutoClose(tx *outbox.Tx, t *models.Ticket) error {
+	err := tx.Start(outbox.Start{WorkflowID: workflows.TicketAutoCloseCancelID(t.ID, t.SolveCount), Workflow: workflows.TicketAutoCloseCancelWorkflow,
+		Input: workflows.TicketAutoCloseCancelInput{TicketID: t.ID, SolveCount: t.SolveCount}, OrgID: t.OrgID,
+		Kind: workflows.KindTicketAutoCloseCancel})
+	if errors.Is(err, outbox.ErrDuplicate) {
+		return nil // already requested
 	}
-	return &s
+	return err
 }
 
 func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
@@ -376,18 +399,24 @@ func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 	if err := auth.RequireAdmin(p); err != nil {
 		return err
 	}
-	t, err := findTicket(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+	ctx := c.UserContext()
+	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
+		t, err := findTicket(ctx, models.LockForUpdate(tx.DB), p.OrgID, c.Params("id"))
+		if err != nil {
+			return err
+		}
 		if err := tx.Delete(t).Error; err != nil {
 			return err
+		}
+		if t.Status == models.TicketSolved {
+			if err := cancelAutoClose(tx, t); err != nil {
+				return err
+			}
 		}
 		if t.CustomerID == nil {
 			return nil
 		}
-		return models.RecordCustomerEvent(tx, t.OrgID, *t.CustomerID, nil, "ticket_deleted",
+		return models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, nil, "ticket_deleted",
 			"Ticket #"+models.Itoa(t.Number)+" deleted", actor(p))
 	})
 	if err != nil {

@@ -1,12 +1,17 @@
 package helpdesk_test
 
 import (
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
 )
 
 type ticket struct {
@@ -99,7 +104,12 @@ func TestTicketsLifecycle(t *testing.T) {
 			t.Fatalf("409 must name the allowed moves: %v", p["detail"])
 		}
 		put(d.headers, map[string]any{"status": "new"}).ExpectProblem(409, "illegal_status_transition")
-		put(d.headers, map[string]any{"agentId": ""}).ExpectProblem(409, "assignee_required")
+		// "" (an unset variable in a script) never unassigns; null does, and
+		// a solved ticket keeps its assignee.
+		if p := put(d.headers, map[string]any{"agentId": ""}).ExpectProblem(422, "validation_failed"); !strings.Contains(fmt.Sprint(p["errors"]), "agentId") {
+			t.Fatalf("422 does not name agentId: %v", p)
+		}
+		put(d.headers, map[string]any{"agentId": nil}).ExpectProblem(409, "assignee_required")
 		// A customer's reply reopens a solved ticket and notifies the agent.
 		e.Do(apitest.Request{Method: "POST", Path: path + "/comments", Headers: d.headers,
 			Body: map[string]any{"body": "Still burning", "author": "customer"}}).Expect(201)
@@ -128,6 +138,18 @@ func TestTicketsLifecycle(t *testing.T) {
 			t.Fatalf("agent + q filter: %+v", list)
 		}
 		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets?status=done", Headers: d.headers}).ExpectProblem(422, "validation_failed")
+
+		// Leaving agentId out keeps the assignee; null unassigns.
+		other := "/helpdesk/tickets/" + second.ID
+		e.Do(apitest.Request{Method: "PUT", Path: other, Headers: d.headers, Body: map[string]any{"agentId": d.agentID}}).Expect(200)
+		e.Do(apitest.Request{Method: "PUT", Path: other, Headers: d.headers, Body: map[string]any{"priority": "low"}}).Expect(200).JSON(&tk)
+		if tk.AgentID == nil || *tk.AgentID != d.agentID {
+			t.Fatalf("a body without agentId changed the assignee: %+v", tk)
+		}
+		e.Do(apitest.Request{Method: "PUT", Path: other, Headers: d.headers, Body: map[string]any{"agentId": nil}}).Expect(200).JSON(&tk)
+		if tk.AgentID != nil {
+			t.Fatalf("agentId null did not unassign: %+v", tk)
+		}
 
 		// Bad bodies, other workspaces, wrong credentials.
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: d.headers,
@@ -204,7 +226,12 @@ func TestSolvedTicketsCloseAutomatically(t *testing.T) {
 		var tk models.Ticket
 		return e.DB.Take(&tk, "id = ?", closes.ID).Error == nil && tk.Status == models.TicketClosed && tk.ClosedAt != nil
 	}, "the solved ticket to close")
-	time.Sleep(1500 * time.Millisecond) // past the reopened ticket's timer
+	// Once the reopened ticket's timer is over (fired as a no-op, or
+	// cancelled by the reopen), nothing can close the ticket any more.
+	e.Eventually(func() bool {
+		st := workflowStatus(e, workflows.TicketAutoCloseID(reopened.ID, 1))
+		return st != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, "the reopened ticket's timer to end")
 	var tk models.Ticket
 	e.DB.Take(&tk, "id = ?", reopened.ID)
 	if tk.Status != models.TicketOpen {
@@ -214,4 +241,69 @@ func TestSolvedTicketsCloseAutomatically(t *testing.T) {
 		Body: map[string]any{"body": "Hello?", "author": "customer"}}).ExpectProblem(409, "ticket_closed")
 	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + closes.ID, Headers: d.headers,
 		Body: map[string]any{"priority": "urgent"}}).ExpectProblem(409, "ticket_closed")
+}
+
+// workflowStatus is the status of the workflow id (unspecified while it does
+// not exist yet).
+func workflowStatus(e *apitest.Env, id string) enumspb.WorkflowExecutionStatus {
+	d, err := e.Temporal.DescribeWorkflowExecution(e.T.Context(), id, "")
+	if err != nil {
+		return enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus()
+}
+
+// Leaving the solved state — a customer's reply, a move by an agent, a
+// deletion — cancels the running auto-close timer, so operators see only
+// live timers; a timer that is already gone is fine.
+func TestLeavingSolvedCancelsTheAutoCloseTimer(t *testing.T) {
+	e := apitest.New(t, models.SQLite) // the default four-day timer
+	d := newDesk(t, e)
+	solved := func(subject string) ticket {
+		tk := d.create(e, map[string]any{"subject": subject, "email": "c@example.com"})
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + tk.ID, Headers: d.headers,
+			Body: map[string]any{"agentId": d.agentID, "status": "solved"}}).Expect(200)
+		e.Eventually(func() bool {
+			return workflowStatus(e, workflows.TicketAutoCloseID(tk.ID, 1)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		}, "the timer of %s to run", subject)
+		return tk
+	}
+	replied, moved, deleted, gone := solved("Replied"), solved("Moved"), solved("Deleted"), solved("Gone")
+
+	// An operator terminated this one's timer by hand.
+	if err := e.Temporal.TerminateWorkflow(e.T.Context(), workflows.TicketAutoCloseID(gone.ID, 1), "", "by hand"); err != nil {
+		t.Fatal(err)
+	}
+	comment := func(tk ticket) {
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: d.headers,
+			Body: map[string]any{"body": "Still broken", "author": "customer"}}).Expect(201)
+	}
+	comment(replied)
+	comment(gone)
+	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + moved.ID, Headers: d.headers,
+		Body: map[string]any{"status": "pending"}}).Expect(200)
+	e.Do(apitest.Request{Method: "DELETE", Path: "/helpdesk/tickets/" + deleted.ID, Headers: d.headers}).Expect(204)
+
+	for _, tk := range []ticket{replied, moved, deleted, gone} {
+		e.Eventually(func() bool {
+			return workflowStatus(e, workflows.TicketAutoCloseCancelID(tk.ID, 1)) == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		}, "the cancellation of %s's timer to complete", tk.ID)
+	}
+	for id, want := range map[string]enumspb.WorkflowExecutionStatus{
+		replied.ID: enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+		moved.ID:   enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+		deleted.ID: enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+		gone.ID:    enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+	} {
+		if got := workflowStatus(e, workflows.TicketAutoCloseID(id, 1)); got != want {
+			t.Errorf("timer of %s: %s, want %s", id, got, want)
+		}
+	}
+
+	// Solving again starts a fresh timer (generation 2), left running.
+	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + replied.ID, Headers: d.headers,
+		Body: map[string]any{"status": "solved"}}).Expect(200)
+	e.Eventually(func() bool {
+		return workflowStatus(e, workflows.TicketAutoCloseID(replied.ID, 2)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+	}, "the second timer to run")
 }

@@ -47,16 +47,20 @@ func Validator() *validator.Validate { return validate }
 // Decode reads the JSON request body into dst strictly: malformed JSON is a
 // 400; unknown fields, values of the wrong type and failed `validate` rules
 // are one 422 that lists every bad field, so a client fixes all at once.
-func Decode(c *fiber.Ctx, dst any) error {
+// checks are further rules (formats, cross-field rules, references) run on
+// what decoded; their findings join the same 422. A field that had the
+// wrong type is left at its zero value for them, and each field is named
+// once (the first finding wins).
+func Decode(c *fiber.Ctx, dst any, checks ...func() error) error {
 	ct := strings.ToLower(strings.TrimSpace(strings.SplitN(c.Get(fiber.HeaderContentType), ";", 2)[0]))
 	if ct != fiber.MIMEApplicationJSON && !strings.HasSuffix(ct, "+json") {
 		return NewProblem(fiber.StatusUnsupportedMediaType, "unsupported_media_type", "Send the body as application/json.")
 	}
-	return DecodeBytes(c.Body(), dst)
+	return DecodeBytes(c.Body(), dst, checks...)
 }
 
 // DecodeBytes is Decode for a body already in hand.
-func DecodeBytes(body []byte, dst any) error {
+func DecodeBytes(body []byte, dst any, checks ...func() error) error {
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&raw); err != nil || raw == nil {
@@ -80,14 +84,21 @@ func DecodeBytes(body []byte, dst any) error {
 			bad = append(bad, models.FieldError{Field: k, Code: "unknown_field", Message: "This field is not accepted here."})
 			continue
 		}
-		if err := json.Unmarshal(raw[k], target.FieldByIndex(idx).Addr().Interface()); err != nil {
+		field := target.FieldByIndex(idx)
+		if err := json.Unmarshal(raw[k], field.Addr().Interface()); err != nil {
 			bad = append(bad, models.FieldError{Field: k, Code: "invalid_type", Message: typeMessage(err)})
+			field.SetZero() // a half-decoded value must not reach the rules
 		}
 	}
+	errs := make([]error, 0, 2+len(checks))
 	if len(bad) > 0 {
-		return models.Invalid(bad...)
+		errs = append(errs, models.Invalid(bad...))
 	}
-	return Validate(dst)
+	errs = append(errs, Validate(dst))
+	for _, check := range checks {
+		errs = append(errs, check())
+	}
+	return MergeInvalid(errs...)
 }
 
 // Validate runs the `validate` struct tags of v and reports every failure.
@@ -255,24 +266,9 @@ func jsonName(f reflect.StructField) string {
 	return name
 }
 
-// RulesOnly tells whether err is a 422 from `validate` rules alone, after
-// every field of the body decoded (no unknown fields, no wrong types) — so
-// further checks can add their findings to the same 422.
-func RulesOnly(err error) bool {
-	var de *models.DomainError
-	if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
-		return false
-	}
-	for _, f := range de.Fields {
-		if f.Code == "unknown_field" || f.Code == "invalid_type" {
-			return false
-		}
-	}
-	return true
-}
-
 // MergeInvalid merges validation errors into one 422 naming each bad field
-// once (the first report wins); any other error is returned as is.
+// once (the first report wins); any other error, or a 422 that names no
+// field, is returned as is.
 func MergeInvalid(errs ...error) error {
 	var fields []models.FieldError
 	seen := map[string]bool{}
@@ -281,7 +277,7 @@ func MergeInvalid(errs ...error) error {
 			continue
 		}
 		var de *models.DomainError
-		if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) {
+		if !errors.As(err, &de) || !errors.Is(de.Kind, models.ErrInvalid) || len(de.Fields) == 0 {
 			return err
 		}
 		for _, f := range de.Fields {

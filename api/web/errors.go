@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
@@ -159,7 +160,7 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 		p.RequestID = RequestID(c)
 		if p.Status >= 500 && p.Code == "internal_error" {
 			log.ErrorContext(c.UserContext(), "request failed", "request_id", p.RequestID,
-				"method", c.Method(), "path", c.Path(), "error", err.Error())
+				"method", Method(c), "path", strings.Clone(c.Path()), "error", err.Error())
 		}
 		if p.retryAfter > 0 {
 			c.Set(fiber.HeaderRetryAfter, strconv.Itoa(p.retryAfter))

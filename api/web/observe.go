@@ -3,6 +3,7 @@ package web
 import (
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -47,9 +48,14 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 		if status == fiber.StatusNotFound && route == "/" {
 			route = "unmatched" // keep label cardinality bounded
 		}
+		// Fiber's strings point into fasthttp buffers that the next request
+		// on the connection overwrites: labels and log fields outlive this
+		// request (Prometheus keeps label values, log handlers may buffer),
+		// so they get strings of their own.
+		method := Method(c)
 		if m != nil {
-			m.requests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
-			m.duration.WithLabelValues(c.Method(), route).Observe(elapsed.Seconds())
+			m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+			m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 		}
 		level := slog.LevelInfo
 		if status >= 500 {
@@ -57,14 +63,33 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 		}
 		log.LogAttrs(c.UserContext(), level, "http request",
 			slog.String("request_id", RequestID(c)),
-			slog.String("method", c.Method()),
-			slog.String("path", c.Path()),
+			slog.String("method", method),
+			slog.String("path", strings.Clone(c.Path())),
 			slog.String("route", route),
 			slog.Int("status", status),
 			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 			slog.Int("bytes", len(c.Response().Body())),
-			slog.String("ip", c.IP()),
+			slog.String("ip", strings.Clone(c.IP())),
 		)
 		return nil
 	}
+}
+
+// methods are the request methods as constants; Method returns one of them.
+var methods = []string{
+	fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch,
+	fiber.MethodDelete, fiber.MethodConnect, fiber.MethodOptions, fiber.MethodTrace,
+}
+
+// Method is the request's method as a string that stays valid after the
+// request (c.Method() points into a reused fasthttp buffer). Known methods
+// cost no allocation; anything else is copied.
+func Method(c *fiber.Ctx) string {
+	m := c.Method()
+	for _, known := range methods {
+		if m == known {
+			return known
+		}
+	}
+	return strings.Clone(m)
 }

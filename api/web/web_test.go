@@ -1,9 +1,14 @@
 package web_test
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +18,10 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/web"
@@ -338,4 +346,185 @@ func TestCursorPaginationIsStableUnderInserts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// recordingHandler keeps every log record, as an asynchronous log shipper
+// would: attribute strings must stay valid after the request.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []map[string]string
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]string{"msg": r.Message}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Value.Kind() == slog.KindString {
+			m[a.Key] = a.Value.String() // the string itself, not a copy
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.records = append(h.records, m)
+	h.mu.Unlock()
+	return nil
+}
+
+// TestMetricsAndLogsKeepTheirLabels serves PUT, POST and GET over one
+// keep-alive connection (so fasthttp reuses its request buffers) and then
+// scrapes /metrics: every label and every access-log field must still read
+// what the request said.
+func TestMetricsAndLogsKeepTheirLabels(t *testing.T) {
+	logs := &recordingHandler{}
+	reg := prometheus.NewRegistry()
+	app := fiber.New(fiber.Config{ErrorHandler: web.ErrorHandler(slog.New(logs)), DisableStartupMessage: true})
+	app.Use(web.RequestIDMiddleware(), web.Observe(slog.New(logs), web.NewMetrics(reg)))
+	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	ok := func(c *fiber.Ctx) error { return c.SendString("ok") }
+	app.Put("/things/:id", ok)
+	app.Post("/things", ok)
+	app.Get("/things/:id", ok)
+	app.Delete("/things/:id", func(*fiber.Ctx) error { return fmt.Errorf("boom") })
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = app.Listener(ln) }()
+	t.Cleanup(func() { _ = app.Shutdown() })
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	base := "http://" + ln.Addr().String()
+	do := func(method, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(`{}`))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	sent := []struct{ method, path string }{
+		{"PUT", "/things/put-1"}, {"POST", "/things"}, {"GET", "/things/get-22"},
+		{"DELETE", "/things/delete-333"}, {"PUT", "/things/put-4444"}, {"GET", "/nowhere/at/all"},
+	}
+	for _, s := range sent {
+		do(s.method, s.path)
+	}
+	status, body := do("GET", "/metrics")
+	if status != 200 {
+		t.Fatalf("/metrics answered %d:\n%s", status, body)
+	}
+	for _, line := range []string{
+		`suite_http_requests_total{method="PUT",route="/things/:id",status="200"} 2`,
+		`suite_http_requests_total{method="POST",route="/things",status="200"} 1`,
+		`suite_http_requests_total{method="GET",route="/things/:id",status="200"} 1`,
+		`suite_http_requests_total{method="DELETE",route="/things/:id",status="500"} 1`,
+		`suite_http_requests_total{method="GET",route="unmatched",status="404"} 1`,
+		`suite_http_request_duration_seconds_count{method="PUT",route="/things/:id"} 2`,
+	} {
+		if !strings.Contains(body, line) {
+			t.Errorf("/metrics lacks %s:\n%s", line, body)
+		}
+	}
+	// A second scrape still works (the first one's label reads did not
+	// clash with later requests).
+	if status, body := do("GET", "/metrics"); status != 200 {
+		t.Fatalf("second /metrics answered %d:\n%s", status, body)
+	}
+
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	var access []map[string]string
+	for _, r := range logs.records {
+		if r["msg"] == "http request" {
+			access = append(access, r)
+		}
+	}
+	if len(access) < len(sent) {
+		t.Fatalf("%d access-log lines for %d requests", len(access), len(sent))
+	}
+	for i, s := range sent {
+		if got := access[i]; got["method"] != s.method || got["path"] != s.path || got["ip"] != "127.0.0.1" {
+			t.Errorf("access log %d reads %s %s from %s, want %s %s from 127.0.0.1", i, got["method"], got["path"], got["ip"], s.method, s.path)
+		}
+	}
+	for _, r := range logs.records {
+		if r["msg"] == "request failed" && (r["method"] != "DELETE" || r["path"] != "/things/delete-333") {
+			t.Errorf("error log reads %s %s, want DELETE /things/delete-333", r["method"], r["path"])
+		}
+	}
+}
+
+// TestDecodeReportsEveryFindingOnce: unknown fields, wrong types, broken
+// rules and the handler's own checks come back in one 422, each field named
+// once (a wrong type is not reported again as "required").
+func TestDecodeReportsEveryFindingOnce(t *testing.T) {
+	app := newApp()
+	app.Post("/x", func(c *fiber.Ctx) error {
+		var r contactReq
+		err := web.Decode(c, &r, func() error {
+			if r.Age == 0 { // the wrong-typed age reaches checks as zero
+				return models.Invalid(models.FieldError{Field: "age", Code: "check", Message: "m"},
+					models.FieldError{Field: "city", Code: "check", Message: "m"})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return c.JSON(r)
+	})
+	r := send(t, app, "POST", "/x", `{"nickname":"x","email":"nope","age":"old","name":7}`)
+	if r.status != 422 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var p struct{ Errors []models.FieldError }
+	if err := json.Unmarshal([]byte(r.body), &p); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range p.Errors {
+		if _, dup := got[f.Field]; dup {
+			t.Errorf("%s named twice: %s", f.Field, r.body)
+		}
+		got[f.Field] = f.Code
+	}
+	want := map[string]string{"nickname": "unknown_field", "age": "invalid_type", "name": "invalid_type", "email": "email", "city": "check"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("fields %v, want %v", got, want)
+	}
+}
+
+func TestNullableTellsAbsentNullAndValueApart(t *testing.T) {
+	type req struct {
+		Agent web.Nullable[string] `json:"agent"`
+	}
+	for body, want := range map[string]web.Nullable[string]{
+		`{}`:               {},
+		`{"agent":null}`:   {Set: true, Null: true},
+		`{"agent":""}`:     {Set: true},
+		`{"agent":"m-1"}`:  {Set: true, Value: "m-1"},
+		`{"agent": null }`: {Set: true, Null: true},
+	} {
+		var r req
+		if err := web.DecodeBytes([]byte(body), &r); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		if r.Agent != want {
+			t.Errorf("%s: %+v, want %+v", body, r.Agent, want)
+		}
+	}
+	var r req
+	err := web.DecodeBytes([]byte(`{"agent":5}`), &r)
+	var de *models.DomainError
+	if !errors.As(err, &de) || len(de.Fields) != 1 || de.Fields[0].Code != "invalid_type" || de.Fields[0].Message != "Must be a JSON string." {
+		t.Fatalf("a number: %v %+v", err, de)
+	}
+	if r.Agent.Set {
+		t.Fatal("a wrong-typed value counts as sent")
+	}
 }

@@ -191,6 +191,13 @@ func (c Config) LogAttrs() []any {
 	return attrs
 }
 
+// logStart logs the version and the whole configuration, secrets masked,
+// at info level: what a process runs with is the first thing an operator
+// looks for.
+func logStart(log *slog.Logger, cfg Config) {
+	log.Info("starting", append([]any{"version", version}, cfg.LogAttrs()...)...)
+}
+
 func redactURL(raw string) string {
 	if raw == "" || !strings.Contains(raw, "://") {
 		return raw

@@ -27,7 +27,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create SUITE_DATA_DIR: %w", err)
 	}
-	log.Debug("configuration", cfg.LogAttrs()...)
+	logStart(log, cfg)
 
 	db, err := openDB(ctx, cfg)
 	if err != nil {

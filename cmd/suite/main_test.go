@@ -50,7 +50,8 @@ func waitStatus(t *testing.T, url string, want int, within time.Duration) {
 func TestDevRunsEverythingAndRestarts(t *testing.T) {
 	out := &syncBuffer{}
 	stdout = out
-	t.Setenv("SUITE_LOG_LEVEL", "error")
+	t.Setenv("SUITE_LOG_LEVEL", "info")
+	t.Setenv("OPENAI_API_KEY", "sk-dev-secret")
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +111,12 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("round %d: dev did not stop", round)
 		}
+	}
+	// The configuration is logged at start, at info level, secrets masked.
+	if strings.Count(out.String(), `"level":"INFO","msg":"starting"`) != 2 ||
+		!strings.Contains(out.String(), `"SUITE_DATA_DIR":"`+cfg.DataDir+`"`) ||
+		!strings.Contains(out.String(), `"OPENAI_API_KEY":"****"`) || strings.Contains(out.String(), "sk-dev-secret") {
+		t.Errorf("configuration not logged at start with secrets masked:\n%s", out.String())
 	}
 	if strings.Count(out.String(), "Demo organization") != 2 {
 		t.Errorf("demo credentials not printed on both starts:\n%s", out.String())

@@ -81,7 +81,7 @@ func (s *apiServer) wait() error { return <-s.done }
 // runAPI is `suite api`: the production HTTP API replica.
 func runAPI(ctx context.Context, cfg Config) error {
 	log := newLogger(cfg.LogLevel).With("process", "api")
-	log.Info("starting", append([]any{"version", version}, cfg.LogAttrs()...)...)
+	logStart(log, cfg)
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err

@@ -36,7 +36,7 @@ func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, 
 // HTTP listener for probes and metrics.
 func runWorker(ctx context.Context, cfg Config) error {
 	log := newLogger(cfg.LogLevel).With("process", "worker")
-	log.Info("starting", append([]any{"version", version}, cfg.LogAttrs()...)...)
+	logStart(log, cfg)
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
