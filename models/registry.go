@@ -34,5 +34,8 @@ func All() []any {
 		&KBArticle{},
 		&PushSubscription{},
 		&VAPIDKey{},
+		&IdentityRevokedSession{},
+		&ServerSecret{},
+		&Invitation{},
 	}
 }
