@@ -50,6 +50,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/leads/:id/activities", h.addLeadActivity)
 	r.Post("/leads/:id/send-message", h.sendMessage)
 	r.Post("/leads/:id/convert", h.convertLead)
+	r.Get("/leads/intakes/:id", h.getIntake)
 
 	r.Get("/tasks", h.listTasks)
 	r.Post("/tasks", h.createTask)
