@@ -3,6 +3,7 @@ module github.com/business-suite/suite
 go 1.26.8
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/MicahParks/keyfunc/v3 v3.7.0
 	github.com/SherClockHolmes/webpush-go v1.4.0
 	github.com/alexedwards/argon2id v1.0.0

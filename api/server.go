@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/identityclient"
+	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/crm"
 	"github.com/business-suite/suite/api/helpdesk"
@@ -50,6 +51,9 @@ type Deps struct {
 	VAPIDPublicKey string
 	// TicketAutoCloseAfter closes solved tickets after this long (0: 4 days).
 	TicketAutoCloseAfter time.Duration
+	// PushEgress decides which web-push endpoints may be registered (public
+	// https only; the allow-list is for tests).
+	PushEgress netguard.Policy
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -96,7 +100,7 @@ func New(d Deps) *fiber.App {
 	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps)...)
 	crm.Routes(app.Group("/crm", d.Auth.CRM(), idem), crmDeps)
 	hdDeps := helpdesk.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Log: d.Log, VAPIDPublicKey: d.VAPIDPublicKey,
-		AutoCloseAfter: d.TicketAutoCloseAfter}
+		AutoCloseAfter: d.TicketAutoCloseAfter, PushEgress: d.PushEgress}
 	// Public help-center routes are registered before the group's
 	// credential check.
 	helpdesk.PublicRoutes(app.Group("/helpdesk"), hdDeps)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/identityclient"
+	"github.com/business-suite/suite/activities/netguard"
 
 	"github.com/business-suite/suite/workflows"
 )
@@ -26,6 +27,9 @@ type Deps struct {
 	Identity *identityclient.Client
 	// VAPID signs web pushes (NotificationDelivery).
 	VAPID activities.VAPID
+	// PushEgress decides which push services may be reached (public https
+	// only unless tests allow more).
+	PushEgress netguard.Policy
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -36,7 +40,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.LeadIntake, workflow.RegisterOptions{Name: workflows.LeadIntakeWorkflow})
 	r.RegisterActivity(&activities.Leads{DB: deps.DB})
 	r.RegisterWorkflowWithOptions(workflows.NotificationDelivery, workflow.RegisterOptions{Name: workflows.NotificationDeliveryWorkflow})
-	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID})
+	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID, Egress: deps.PushEgress})
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
 	r.RegisterActivity(&activities.Tickets{DB: deps.DB})
 }

@@ -65,6 +65,7 @@ type options struct {
 	identityURL  string
 	temporalDown bool
 	autoClose    time.Duration
+	pushService  bool
 }
 
 // WithTicketAutoClose shortens the solved → closed timer (default 4 days).
@@ -149,7 +150,8 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 	e.workerDeps, e.register = worker.Deps{DB: e.DB, Identity: idClient, VAPID: activities.VAPID{
-		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"}}, o.register
+		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"},
+		PushEgress: o.pushEgress()}, o.register
 	if o.temporalDown {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -183,7 +185,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	e.App = api.New(api.Deps{DB: e.DB, Temporal: e.Temporal, Starter: e.Starter, Log: log,
 		Metrics: prometheus.NewRegistry(), Version: "test",
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
-		VAPIDPublicKey: vapidKey.PublicKey})
+		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress()})
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e
