@@ -54,6 +54,9 @@ type Deps struct {
 	// PushEgress decides which web-push endpoints may be registered (public
 	// https only; the allow-list is for tests).
 	PushEgress netguard.Policy
+	// InviteURL is the front end's invitation accept-link template
+	// ({token}); "" shows the token alone.
+	InviteURL string
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -94,7 +97,7 @@ func New(d Deps) *fiber.App {
 	if d.Identity != nil {
 		identity.Mount(app, d.Identity, idem)
 	}
-	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log}
+	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log, InviteURL: d.InviteURL}
 	// The public lead intake is registered before the /crm group, so the
 	// group's Authorization check never runs for it.
 	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps)...)

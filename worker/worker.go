@@ -30,6 +30,11 @@ type Deps struct {
 	// PushEgress decides which push services may be reached (public https
 	// only unless tests allow more).
 	PushEgress netguard.Policy
+	// Mail sends invitation e-mails (zero: none are sent).
+	Mail activities.SMTP
+	// PublicURL is the API's public base URL and InviteURL the optional
+	// accept-link template ({token}), both for invitation e-mails.
+	PublicURL, InviteURL string
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -41,6 +46,8 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterActivity(&activities.Leads{DB: deps.DB})
 	r.RegisterWorkflowWithOptions(workflows.NotificationDelivery, workflow.RegisterOptions{Name: workflows.NotificationDeliveryWorkflow})
 	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID, Egress: deps.PushEgress})
+	r.RegisterWorkflowWithOptions(workflows.InvitationEmail, workflow.RegisterOptions{Name: workflows.InvitationEmailWorkflow})
+	r.RegisterActivity(&activities.Invitations{DB: deps.DB, Mail: deps.Mail, PublicURL: deps.PublicURL, InviteURL: deps.InviteURL})
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
 	r.RegisterActivity(&activities.Tickets{DB: deps.DB})
 }

@@ -84,3 +84,13 @@ const (
 // NotificationDeliveryID is the ID of one notification's delivery: one per
 // notification, ever.
 func NotificationDeliveryID(notificationID string) string { return "notify/" + notificationID }
+
+// InvitationEmailWorkflow e-mails one invitation to the invited address.
+const (
+	InvitationEmailWorkflow = "InvitationEmail"
+	KindInvitationEmail     = "invitation-email"
+)
+
+// InvitationEmailID is the ID of one invitation's e-mail: one per
+// invitation, ever (a resend is a new invitation).
+func InvitationEmailID(invitationID string) string { return "invitation-email/" + invitationID }

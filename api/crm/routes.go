@@ -22,6 +22,9 @@ type Deps struct {
 	Starter  *outbox.Starter
 	Identity *identityclient.Client
 	Log      *slog.Logger
+	// InviteURL is the front end's accept-link template ({token}), shown
+	// with each new invitation when set (SUITE_INVITE_URL).
+	InviteURL string
 }
 
 type handlers struct{ Deps }
@@ -69,6 +72,8 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/organization/:id/members", h.inviteMember)
 	r.Put("/organization/:id/members/:memberId", h.updateMember)
 	r.Delete("/organization/:id/members/:memberId", h.removeMember)
+	r.Post("/organization/:id/members/:memberId/invitation", h.resendInvitation)
+	r.Post("/invitations/accept", h.acceptInvitation)
 	r.Get("/organization/:id/apikeys", h.listKeys)
 	r.Post("/organization/:id/apikeys", h.createKey)
 	r.Delete("/organization/:id/apikeys/:keyId", h.revokeKey)

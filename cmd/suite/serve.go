@@ -43,6 +43,7 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		Identity: id.service, IdentityClient: id.client, Auth: id.auth,
 		VAPIDPublicKey:       vapid.PublicKey,
 		TicketAutoCloseAfter: cfg.TicketAutoCloseAfter,
+		InviteURL:            cfg.InviteURL,
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)

@@ -22,7 +22,8 @@ import (
 // startWorker registers the suite's workflows and activities and starts
 // polling the task queue.
 func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, vapid activities.VAPID) (sdkworker.Worker, error) {
-	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client, VAPID: vapid}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
+	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client, VAPID: vapid, Mail: cfg.smtp(), PublicURL: cfg.PublicURL,
+		InviteURL: cfg.InviteURL}, sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
