@@ -207,14 +207,20 @@ func idempotentAppWithLease(db *gorm.DB, now *atomic.Pointer[time.Time], hits *a
 	return app
 }
 
+// testClock is the moved-by-hand clock of the idempotency tests.
+func testClock() (*atomic.Pointer[time.Time], time.Time) {
+	var now atomic.Pointer[time.Time]
+	start := models.Now()
+	now.Store(&start)
+	return &now, start
+}
+
 func TestIdempotencyKeys(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		var now atomic.Pointer[time.Time]
-		start := models.Now()
-		now.Store(&start)
+		now, start := testClock()
 		var hits atomic.Int32
 		gate := make(chan struct{})
-		app := idempotentApp(db, &now, &hits, gate)
+		app := idempotentApp(db, now, &hits, gate)
 		key := func(k string) []string {
 			return []string{web.HeaderIdempotencyKey, k, "Authorization", "Bearer tenant-a"}
 		}
@@ -312,12 +318,10 @@ func TestIdempotencyKeys(t *testing.T) {
 // 409 and the work is never done twice.
 func TestIdempotencyLeaseLapsesAfterACrashAndIsRenewedWhileAlive(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		var now atomic.Pointer[time.Time]
-		start := models.Now()
-		now.Store(&start)
+		now, start := testClock()
 		var hits atomic.Int32
 		gate := make(chan struct{})
-		app := idempotentApp(db, &now, &hits, gate)
+		app := idempotentApp(db, now, &hits, gate)
 		key := []string{web.HeaderIdempotencyKey, "crashed", "Authorization", "Bearer tenant-a"}
 
 		// What a process killed mid-request leaves behind: a claim taken
@@ -341,7 +345,7 @@ func TestIdempotencyLeaseLapsesAfterACrashAndIsRenewedWhileAlive(t *testing.T) {
 		// wait until the first lease is long over and the claim was renewed,
 		// then retry — still in flight, still run once.
 		real := time.Now
-		live := idempotentAppWithLease(db, &now, &hits, gate, 300*time.Millisecond)
+		live := idempotentAppWithLease(db, now, &hits, gate, 300*time.Millisecond)
 		realNow := real().UTC().Truncate(time.Microsecond)
 		now.Store(&realNow)
 		tick := func() { n := real().UTC().Truncate(time.Microsecond); now.Store(&n) }
