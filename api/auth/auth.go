@@ -100,12 +100,7 @@ type UserClaims struct {
 // are refused once this process has re-read the revocations (at most
 // DefaultRevocationRefresh later).
 func New(db *gorm.DB, verifier TokenVerifier) *Authenticator {
-	return NewWithRevocationRefresh(db, verifier, DefaultRevocationRefresh)
-}
-
-// NewWithRevocationRefresh is New with another revocation refresh period.
-func NewWithRevocationRefresh(db *gorm.DB, verifier TokenVerifier, refresh time.Duration) *Authenticator {
-	return &Authenticator{db: db, verifier: verifier, revoked: &revocations{db: db, refresh: refresh}}
+	return &Authenticator{db: db, verifier: verifier, revoked: &revocations{db: db, refresh: DefaultRevocationRefresh}}
 }
 
 // verifyUser checks a user access token and that its sign-in session was
