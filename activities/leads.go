@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/business-suite/suite/models"
 )
@@ -34,6 +36,10 @@ type IntakePayload struct {
 type LeadOutcome struct {
 	LeadID    string `json:"leadId"`
 	Duplicate bool   `json:"duplicate"`
+	// RecordedOnly: an anonymous submission duplicated an existing lead;
+	// it was put on the lead's timeline and the lead left as it was (not
+	// merged, assigned or rescored).
+	RecordedOnly bool `json:"recordedOnly,omitempty"`
 }
 
 func notFound(what string, err error) error {
@@ -51,9 +57,11 @@ func (a *Leads) intake(tx *gorm.DB, id string) (*models.LeadIntake, error) {
 	return &in, nil
 }
 
-// UpsertLead creates the intake's lead, or — when the organization already
-// has a lead with that e-mail — merges the submission into it (filling
-// blanks, keeping the larger value) and logs the merge on its timeline.
+// UpsertLead creates the intake's lead. When the organization already has
+// a lead with that e-mail, an authenticated submission (crm_ key or the
+// API) merges into it (filling blanks, keeping the larger value) and the
+// merge is logged on its timeline; an anonymous one (orgId only) is only
+// recorded on the timeline and changes nothing.
 func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, error) {
 	var out LeadOutcome
 	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -83,6 +91,18 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 				return err
 			}
+		}
+		if err == nil && !in.Authenticated {
+			// An anonymous sender (orgId only) may create leads, never
+			// change one: the submission goes on the lead's timeline.
+			out = LeadOutcome{LeadID: lead.ID, Duplicate: true, RecordedOnly: true}
+			act := &models.LeadActivity{ID: models.DerivedID(intakeID, "submission"), OrgID: in.OrgID, LeadID: lead.ID,
+				Type: "system", Body: anonymousSubmission(p), OccurredAt: in.CreatedAt, CreatedBy: "intake", CreatedAt: models.Now()}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(act).Error; err != nil {
+				return err
+			}
+			return tx.Model(&models.LeadIntake{}).Where("id = ?", intakeID).
+				Updates(map[string]any{"duplicate": true, "lead_id": lead.ID}).Error
 		}
 		if err == nil { // merge into the lead the submission duplicates
 			out = LeadOutcome{LeadID: lead.ID, Duplicate: true}
@@ -130,6 +150,27 @@ func missing(what string, err error) error {
 	return err
 }
 
+// anonymousSubmission is the timeline entry of an anonymous submission
+// for an existing lead: what was sent, for a person to judge.
+func anonymousSubmission(p IntakePayload) string {
+	var sent []string
+	for _, f := range []struct{ name, value string }{
+		{"name", p.Name}, {"phone", p.Phone}, {"company", p.Company}, {"source", p.Source},
+	} {
+		if f.value != "" {
+			sent = append(sent, f.name+" "+strconv.Quote(f.value))
+		}
+	}
+	if p.Value != 0 {
+		sent = append(sent, "value "+strconv.FormatFloat(p.Value, 'f', -1, 64))
+	}
+	body := "New web-form submission for this e-mail from an unauthenticated sender (orgId only); the lead was not changed"
+	if len(sent) > 0 {
+		body += ". Submitted: " + strings.Join(sent, ", ")
+	}
+	return body
+}
+
 func mergeInto(l *models.Lead, p IntakePayload) {
 	fill := func(dst *string, v string) {
 		if *dst == "" {
@@ -149,6 +190,9 @@ func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) 
 		in, err := a.intake(tx, intakeID)
 		if err != nil {
 			return err
+		}
+		if in.Duplicate && !in.Authenticated {
+			return nil // UpsertLead recorded the submission and left the lead alone
 		}
 		var lead models.Lead
 		if err := models.LockForUpdate(tx).Take(&lead, "id = ?", leadID).Error; err != nil {

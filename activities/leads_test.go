@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,11 +35,17 @@ func seedOrg(t *testing.T, db *gorm.DB, roles ...string) (string, []string) {
 	return org.ID, ids
 }
 
+// intake stores an authenticated intake (crm_ key or API) of p.
 func intake(t *testing.T, db *gorm.DB, orgID string, p activities.IntakePayload) string {
+	t.Helper()
+	return storeIntake(t, db, orgID, p, true)
+}
+
+func storeIntake(t *testing.T, db *gorm.DB, orgID string, p activities.IntakePayload, authenticated bool) string {
 	t.Helper()
 	b, _ := json.Marshal(p)
 	in := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: models.NewID(), LeadID: models.NewID(),
-		Payload: string(b), Status: models.IntakeReceived, CreatedAt: models.Now()}
+		Payload: string(b), Status: models.IntakeReceived, Authenticated: authenticated, CreatedAt: models.Now()}
 	if err := db.Create(&in).Error; err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +120,7 @@ func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
 		// the existing lead's id; the merge still happens, once.
 		b, _ := json.Marshal(activities.IntakePayload{Email: "b@x.io", Company: "Bee"})
 		flagged := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: "flagged", Payload: string(b),
-			Status: models.IntakeReceived, Duplicate: true, CreatedAt: models.Now()}
+			Status: models.IntakeReceived, Duplicate: true, Authenticated: true, CreatedAt: models.Now()}
 		db.Model(&models.Lead{}).Select("id").Where("org_id = ? AND email = ?", orgID, "b@x.io").Scan(&flagged.LeadID)
 		if err := db.Create(&flagged).Error; err != nil {
 			t.Fatal(err)
@@ -133,7 +140,7 @@ func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
 		var cLead models.Lead
 		db.Take(&cLead, "org_id = ? AND email = ?", orgID, "c@x.io")
 		moved := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: "moved", LeadID: cLead.ID, Payload: string(b2),
-			Status: models.IntakeReceived, Duplicate: true, CreatedAt: models.Now()}
+			Status: models.IntakeReceived, Duplicate: true, Authenticated: true, CreatedAt: models.Now()}
 		db.Create(&moved)
 		db.Model(&models.Lead{}).Where("id = ?", cLead.ID).Update("email", "c-new@x.io")
 		if out, err := a.UpsertLead(ctx, moved.ID); err != nil || out.LeadID != cLead.ID || !out.Duplicate {
@@ -164,6 +171,52 @@ func TestAssignLeadWithoutAgentsLeavesItUnassigned(t *testing.T) {
 		who, err := a.AssignLead(context.Background(), out.LeadID)
 		if err != nil || who != "" {
 			t.Fatalf("assignee %q %v", who, err)
+		}
+	})
+}
+
+// An anonymous (orgId-only) submission whose e-mail is already a lead
+// changes none of the lead's fields: it is recorded on the timeline as a
+// new submission, once, however often the activity runs.
+func TestAnonymousDuplicateIsOnlyRecorded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		a := &activities.Leads{DB: db}
+		orgID, _ := seedOrg(t, db, models.RoleOwner, models.RoleAgent)
+		first, err := a.UpsertLead(ctx, intake(t, db, orgID, activities.IntakePayload{Name: "Vic", Email: "cfo@victim.example", Value: 5000, Source: "referral"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before models.Lead
+		db.Take(&before, "id = ?", first.LeadID)
+
+		id := storeIntake(t, db, orgID, activities.IntakePayload{Name: "Mallory", Email: "CFO@victim.example", Phone: "+14155552671",
+			Company: "Evil", Value: 999999999999, Source: "attack"}, false)
+		for range 2 { // a retried activity records once
+			out, err := a.UpsertLead(ctx, id)
+			if err != nil || !out.Duplicate || !out.RecordedOnly || out.LeadID != first.LeadID {
+				t.Fatalf("anonymous duplicate: %+v %v", out, err)
+			}
+			if err := a.LogIntakeActivity(ctx, id, out.LeadID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var after models.Lead
+		db.Take(&after, "id = ?", first.LeadID)
+		if after.Name != "Vic" || after.Value != 5000 || after.Source != "referral" || after.Phone != "" || after.Company != "" ||
+			after.Score != before.Score || !after.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Fatalf("the anonymous submission changed the lead: %+v, was %+v", after, before)
+		}
+		var acts []models.LeadActivity
+		db.Where("lead_id = ?", first.LeadID).Order("created_at").Find(&acts)
+		if len(acts) != 1 || !strings.Contains(acts[0].Body, "not changed") || !strings.Contains(acts[0].Body, `name "Mallory"`) ||
+			!strings.Contains(acts[0].Body, "value 999999999999") {
+			t.Fatalf("timeline: %+v", acts)
+		}
+		var in models.LeadIntake
+		db.Take(&in, "id = ?", id)
+		if !in.Duplicate || in.LeadID != first.LeadID {
+			t.Fatalf("intake: %+v", in)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -17,6 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/models"
 )
 
@@ -52,9 +54,13 @@ type VAPID struct {
 type Push struct {
 	DB    *gorm.DB
 	VAPID VAPID
-	// HTTP sends the requests to push services; nil means an http.Client
-	// with a 15 s timeout.
-	HTTP webpush.HTTPClient
+	// Egress decides which push services may be reached: https on the
+	// public internet only, checked on every connection after DNS
+	// resolution (netguard). Its allow-list is empty in production.
+	Egress netguard.Policy
+
+	clientOnce sync.Once
+	client     *http.Client
 }
 
 // PushPayload is the JSON a service worker receives in its push event.
@@ -80,6 +86,9 @@ type DeliveryResult struct {
 	// Rejected answered another 4xx: the request can never succeed for
 	// that subscription; it is logged and skipped.
 	Rejected int `json:"rejected"`
+	// Refused were not https, or pointed at (or resolved to) an address
+	// that is not on the public internet: they are deleted unsent.
+	Refused int `json:"refused"`
 	// Skipped is set when nothing was pushed on purpose.
 	Skipped string `json:"skipped,omitempty"`
 }
@@ -95,7 +104,9 @@ const (
 
 // Deliver pushes notification notificationID to every push subscription of
 // its member. A subscription whose push service answers 404 or 410 is
-// deleted; another 4xx is logged and skipped (it cannot succeed). When a
+// deleted; another 4xx is logged and skipped (it cannot succeed). An
+// endpoint that is not https, or whose address is not on the public
+// internet when the connection is made, is deleted unsent. When a
 // push service answers 5xx or 429, or cannot be reached, the others are
 // still tried, then the activity fails so that Temporal retries it.
 //
@@ -169,8 +180,20 @@ func (a *Push) Deliver(ctx context.Context, notificationID string) (DeliveryResu
 			log.Warn("push subscription has unusable keys; deleted", "subscriptionId", s.ID)
 			continue
 		}
-		status, err := a.send(ctx, payload, s, opts)
+		var status int
+		err := netguard.ErrNotHTTPS
+		if strings.HasPrefix(s.Endpoint, "https://") { // the API refuses others; rows written around it are not sent
+			status, err = a.send(ctx, payload, s, opts)
+		}
 		switch {
+		case errors.Is(err, netguard.ErrNotHTTPS) || errors.Is(err, netguard.ErrForbiddenAddress):
+			// Not a push service on the public internet (now: the name
+			// may have been re-pointed since it was registered).
+			if err := db.Where("id = ? AND endpoint = ?", s.ID, s.Endpoint).Delete(&models.PushSubscription{}).Error; err != nil {
+				return res, err
+			}
+			res.Refused++
+			log.Warn("push endpoint is not a public https URL; subscription deleted", "subscriptionId", s.ID, "error", err)
 		case err != nil:
 			if ctx.Err() != nil {
 				return res, ctx.Err()
@@ -241,12 +264,9 @@ func (a *Push) send(ctx context.Context, payload []byte, s *models.PushSubscript
 }
 
 func (a *Push) options() webpush.Options {
-	client := a.HTTP
-	if client == nil {
-		client = &http.Client{Timeout: pushRequestTimeout}
-	}
+	a.clientOnce.Do(func() { a.client = a.Egress.HTTPClient(pushRequestTimeout) })
 	return webpush.Options{
-		HTTPClient:      client,
+		HTTPClient:      a.client,
 		Subscriber:      vapidSubscriber(a.VAPID.Subject),
 		TTL:             PushTTL,
 		Urgency:         webpush.UrgencyNormal,

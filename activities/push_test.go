@@ -9,6 +9,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -18,6 +19,8 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -32,6 +35,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -79,6 +83,14 @@ func newPushService(t *testing.T, vapidPublicKey string) *pushService {
 	p.srv = httptest.NewTLSServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.srv.Close)
 	return p
+}
+
+// egress is the policy that lets the worker reach this push service: its
+// loopback address explicitly allowed, its certificate trusted.
+func (p *pushService) egress() netguard.Policy {
+	pool := x509.NewCertPool()
+	pool.AddCert(p.srv.Certificate())
+	return netguard.Policy{RootCAs: pool, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 }
 
 // subscribe adds a browser whose endpoint answers status.
@@ -336,9 +348,15 @@ func (f *pushFixture) payload() activities.PushPayload {
 // result, the heartbeat details the attempt left, and the error.
 func (f *pushFixture) deliver(t *testing.T, details []string) (activities.DeliveryResult, []string, error) {
 	t.Helper()
+	return f.deliverWith(t, details, f.svc.egress())
+}
+
+// deliverWith is deliver with another egress policy.
+func (f *pushFixture) deliverWith(t *testing.T, details []string, egress netguard.Policy) (activities.DeliveryResult, []string, error) {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(&activities.Push{DB: f.db, VAPID: f.vapid, HTTP: f.svc.srv.Client()})
+	env.RegisterActivity(&activities.Push{DB: f.db, VAPID: f.vapid, Egress: egress})
 	if details != nil {
 		env.SetHeartbeatDetails(details)
 	}
@@ -457,6 +475,40 @@ func TestPushDeliverUnreachableServiceIsRetryable(t *testing.T) {
 		}
 		if !subscriptionExists(t, db, s.ID) {
 			t.Fatal("an unreachable push service removed the subscription")
+		}
+	})
+}
+
+// Push endpoints off the public internet are never contacted: a loopback
+// service (here a real one, reachable, its certificate trusted) is refused
+// at dial time — also by a name that resolves to it, as a re-pointed DNS
+// name would — and so is plain http; those subscriptions are deleted, the
+// public ones still served.
+func TestPushDeliverRefusesNonPublicEndpointsAtDialTime(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		f := newPushFixture(t, db)
+		byIP := f.svc.subscribe(t, db, f.orgID, f.member, "/internal", http.StatusCreated)
+		byName := f.svc.subscribe(t, db, f.orgID, f.member, "/rebound", http.StatusCreated)
+		u, _ := url.Parse(f.svc.srv.URL)
+		db.Model(byName).Update("endpoint", "https://localhost:"+u.Port()+"/rebound")
+		plain := f.svc.subscribe(t, db, f.orgID, f.member, "/plain", http.StatusCreated)
+		db.Model(plain).Update("endpoint", "http://127.0.0.1:"+u.Port()+"/plain")
+
+		strict := f.svc.egress()
+		strict.Allow = nil // production: nothing but the public internet
+		out, _, err := f.deliverWith(t, nil, strict)
+		if err != nil || out != (activities.DeliveryResult{Subscriptions: 3, Refused: 3}) {
+			t.Fatalf("result %+v %v, want 3 refused", out, err)
+		}
+		for _, path := range []string{"/internal", "/rebound", "/plain"} {
+			if _, hits := f.svc.received(path); hits != 0 {
+				t.Fatalf("%s was contacted %d times", path, hits)
+			}
+		}
+		for _, s := range []*models.PushSubscription{byIP, byName, plain} {
+			if subscriptionExists(t, db, s.ID) {
+				t.Fatalf("refused subscription %s kept", s.Endpoint)
+			}
 		}
 	})
 }

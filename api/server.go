@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/identityclient"
+	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/crm"
 	"github.com/business-suite/suite/api/helpdesk"
@@ -55,6 +56,12 @@ type Deps struct {
 	// Ready answers /readyz; nil checks the database and the Temporal
 	// frontend for TemporalNamespace.
 	Ready *ready.Checker
+	// PushEgress decides which web-push endpoints may be registered (public
+	// https only; the allow-list is for tests).
+	PushEgress netguard.Policy
+	// InviteURL is the front end's invitation accept-link template
+	// ({token}); "" shows the token alone.
+	InviteURL string
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -98,13 +105,13 @@ func New(d Deps) *fiber.App {
 	if d.Identity != nil {
 		identity.Mount(app, d.Identity, idem)
 	}
-	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log}
+	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log, InviteURL: d.InviteURL}
 	// The public lead intake is registered before the /crm group, so the
 	// group's Authorization check never runs for it.
 	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps)...)
 	crm.Routes(app.Group("/crm", d.Auth.CRM(), idem), crmDeps)
 	hdDeps := helpdesk.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Log: d.Log, VAPIDPublicKey: d.VAPIDPublicKey,
-		AutoCloseAfter: d.TicketAutoCloseAfter}
+		AutoCloseAfter: d.TicketAutoCloseAfter, PushEgress: d.PushEgress}
 	// Public help-center routes are registered before the group's
 	// credential check.
 	helpdesk.PublicRoutes(app.Group("/helpdesk"), hdDeps)

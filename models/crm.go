@@ -186,15 +186,20 @@ const (
 // LeadIntake is one accepted web-form submission, processed by the
 // LeadIntake workflow.
 type LeadIntake struct {
-	ID          string `gorm:"primaryKey"`
-	OrgID       string
-	DedupeKey   string
-	LeadID      string
-	Payload     string
-	Status      string
-	Duplicate   bool
-	CreatedAt   time.Time
-	ProcessedAt *time.Time
+	ID        string `gorm:"primaryKey"`
+	OrgID     string
+	DedupeKey string
+	LeadID    string
+	Payload   string
+	Status    string
+	Duplicate bool
+	// Authenticated is true when the intake came with the organization's
+	// crm_ key (or from the authenticated API); only then may it change an
+	// existing lead. An anonymous (orgId-only) duplicate is only recorded
+	// on the lead's timeline.
+	Authenticated bool
+	CreatedAt     time.Time
+	ProcessedAt   *time.Time
 }
 
 // Task priorities and states.

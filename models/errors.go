@@ -15,6 +15,9 @@ var (
 	ErrLimit        = errors.New("plan limit reached")
 	ErrInvalid      = errors.New("invalid")
 	ErrUnavailable  = errors.New("dependency unavailable")
+	// ErrGone: the thing existed but can no longer be used (an expired or
+	// withdrawn invitation).
+	ErrGone = errors.New("gone")
 )
 
 // DomainError carries a machine-readable code and a human message next to one

@@ -178,13 +178,16 @@ func (KBCategory) TableName() string { return "kb_categories" }
 // KBArticle is a help-center article written in Markdown; BodyHTML is its
 // sanitised rendering.
 type KBArticle struct {
-	ID          string `gorm:"primaryKey"`
-	OrgID       string
-	CategoryID  *string
-	Title       string
-	Slug        string
-	Body        string
-	BodyHTML    string `gorm:"column:body_html"`
+	ID         string `gorm:"primaryKey"`
+	OrgID      string
+	CategoryID *string
+	Title      string
+	Slug       string
+	Body       string
+	BodyHTML   string `gorm:"column:body_html"`
+	// BodyText is the body's plain text (Markdown stripped): what search
+	// indexes and snippets are cut from.
+	BodyText    string
 	Status      string
 	Views       int64
 	PublishedAt *time.Time

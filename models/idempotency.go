@@ -22,4 +22,7 @@ type IdempotencyKey struct {
 	Body        []byte
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
+	// LockedUntil is when an in-flight claim lapses unless its request,
+	// still running, renews it.
+	LockedUntil time.Time
 }

@@ -51,3 +51,13 @@ type IdentityMembership struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
+
+// IdentityRevokedSession is a sign-in (a refresh-token family, the `sid`
+// of its access tokens) revoked before its access tokens expired. Every
+// API process refuses access tokens of these sessions; a row is kept until
+// ExpiresAt, when the last access token of the session has expired anyway.
+type IdentityRevokedSession struct {
+	SessionID string `gorm:"primaryKey"`
+	RevokedAt time.Time
+	ExpiresAt time.Time
+}

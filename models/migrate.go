@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -62,7 +63,7 @@ func newMigrationProvider(db *gorm.DB) (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	var opts []goose.ProviderOption
+	opts := []goose.ProviderOption{goose.WithGoMigrations(goMigrations(dialect)...)}
 	gooseDialect := goose.DialectSQLite3
 	if dialect == Postgres {
 		gooseDialect = goose.DialectPostgres
@@ -73,4 +74,52 @@ func newMigrationProvider(db *gorm.DB) (*goose.Provider, error) {
 		opts = append(opts, goose.WithSessionLocker(locker))
 	}
 	return goose.NewProvider(gooseDialect, sqlDB, fsys, opts...)
+}
+
+// goMigrations are the steps SQL cannot express, numbered among the SQL
+// files (no SQL file of either dialect may take their versions).
+func goMigrations(d Dialect) []*goose.Migration {
+	return []*goose.Migration{
+		goose.NewGoMigration(6, &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+			return fillKBBodyText(ctx, tx, d)
+		}}, nil),
+	}
+}
+
+// fillKBBodyText derives the plain text of existing knowledge-base
+// articles (version 5 added the column empty), in batches by id.
+func fillKBBodyText(ctx context.Context, tx *sql.Tx, d Dialect) error {
+	p1, p2 := "?", "?"
+	if d == Postgres {
+		p1, p2 = "$1", "$2"
+	}
+	last := ""
+	for {
+		rows, err := tx.QueryContext(ctx, "SELECT id, body FROM kb_articles WHERE CAST(id AS text) > "+p1+" ORDER BY CAST(id AS text) LIMIT 200", last)
+		if err != nil {
+			return err
+		}
+		type article struct{ id, body string }
+		var batch []article
+		for rows.Next() {
+			var a article
+			if err := rows.Scan(&a.id, &a.body); err != nil {
+				_ = rows.Close()
+				return err
+			}
+			batch = append(batch, a)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		for _, a := range batch {
+			if _, err := tx.ExecContext(ctx, "UPDATE kb_articles SET body_text = "+p1+" WHERE id = "+p2, MarkdownText(a.body), a.id); err != nil {
+				return err
+			}
+		}
+		last = batch[len(batch)-1].id
+	}
 }

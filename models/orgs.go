@@ -28,7 +28,8 @@ const (
 	OrgFailed       = "failed"
 )
 
-// Member states: an invited member holds a seat until the invitee signs up.
+// Member states: an invited member holds a seat until its invitation is
+// accepted (POST /crm/invitations/accept with the token) or withdrawn.
 // A removed member is kept as a tombstone (it holds no seat and grants no
 // access) so that a membership the identity service has not yet forgotten
 // is not mirrored back in.

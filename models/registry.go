@@ -42,5 +42,8 @@ func All() []any {
 		&SubscriptionChange{},
 		&SubscriptionChangeRetry{},
 		&StripeEvent{},
+		&IdentityRevokedSession{},
+		&ServerSecret{},
+		&Invitation{},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/activities/identityclient"
+	"github.com/business-suite/suite/activities/netguard"
 
 	"github.com/business-suite/suite/workflows"
 )
@@ -32,6 +33,14 @@ type Deps struct {
 	// Billing is the Stripe configuration (SubscriptionChange); without a
 	// secret key its activities fail with BillingNotConfigured.
 	Billing activities.BillingConfig
+	// PushEgress decides which push services may be reached (public https
+	// only unless tests allow more).
+	PushEgress netguard.Policy
+	// Mail sends invitation e-mails (zero: none are sent).
+	Mail activities.SMTP
+	// PublicURL is the API's public base URL and InviteURL the optional
+	// accept-link template ({token}), both for invitation e-mails.
+	PublicURL, InviteURL string
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -42,7 +51,9 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.LeadIntake, workflow.RegisterOptions{Name: workflows.LeadIntakeWorkflow})
 	r.RegisterActivity(&activities.Leads{DB: deps.DB})
 	r.RegisterWorkflowWithOptions(workflows.NotificationDelivery, workflow.RegisterOptions{Name: workflows.NotificationDeliveryWorkflow})
-	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID})
+	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID, Egress: deps.PushEgress})
+	r.RegisterWorkflowWithOptions(workflows.InvitationEmail, workflow.RegisterOptions{Name: workflows.InvitationEmailWorkflow})
+	r.RegisterActivity(&activities.Invitations{DB: deps.DB, Mail: deps.Mail, PublicURL: deps.PublicURL, InviteURL: deps.InviteURL})
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoCloseCancel, workflow.RegisterOptions{Name: workflows.TicketAutoCloseCancelWorkflow})
 	r.RegisterActivity(&activities.Tickets{DB: deps.DB})

@@ -33,9 +33,10 @@ var dbOptions = workflow.ActivityOptions{
 }
 
 // LeadIntake turns an accepted web-form submission into a lead: dedupe by
-// e-mail (a duplicate merges into the existing lead), log it on the
-// timeline, score it, assign it round-robin to an AGENT and notify them
-// (stored, and pushed to their browsers).
+// e-mail (an authenticated duplicate merges into the existing lead; an
+// anonymous one is only recorded on its timeline), log it on the timeline,
+// score it, assign it round-robin to an AGENT and notify them (stored, and
+// pushed to their browsers).
 func LeadIntake(ctx workflow.Context, in LeadIntakeInput) (LeadIntakeResult, error) {
 	var a *activities.Leads
 	ctx = workflow.WithActivityOptions(ctx, dbOptions)
@@ -47,8 +48,10 @@ func LeadIntake(ctx workflow.Context, in LeadIntakeInput) (LeadIntakeResult, err
 		return LeadIntakeResult{}, err
 	}
 	var assignee string
-	if err := workflow.ExecuteActivity(ctx, a.AssignLead, out.LeadID).Get(ctx, &assignee); err != nil {
-		return LeadIntakeResult{}, err
+	if !out.RecordedOnly { // an anonymous duplicate changes nothing, assignment included
+		if err := workflow.ExecuteActivity(ctx, a.AssignLead, out.LeadID).Get(ctx, &assignee); err != nil {
+			return LeadIntakeResult{}, err
+		}
 	}
 	if assignee != "" {
 		var notificationID string

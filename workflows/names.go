@@ -130,3 +130,12 @@ func SubscriptionChangeID(orgID, changeID string, retry int) string {
 	}
 	return id
 }
+// InvitationEmailWorkflow e-mails one invitation to the invited address.
+const (
+	InvitationEmailWorkflow = "InvitationEmail"
+	KindInvitationEmail     = "invitation-email"
+)
+
+// InvitationEmailID is the ID of one invitation's e-mail: one per
+// invitation, ever (a resend is a new invitation).
+func InvitationEmailID(invitationID string) string { return "invitation-email/" + invitationID }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alexedwards/argon2id"
+	"github.com/emersion/go-smtp"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -34,6 +35,7 @@ import (
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/worker"
 	"github.com/business-suite/suite/worker/devserver"
+	"github.com/business-suite/suite/worker/mailsink"
 )
 
 // Env is one complete, isolated suite: database, Temporal, worker, app.
@@ -49,6 +51,8 @@ type Env struct {
 	// BaseURL is where the app listens (identity and JWKS calls go there).
 	BaseURL  string
 	Identity *identity.Service
+	// Mail is the SMTP sink the worker sends e-mail to (invitations).
+	Mail *mailsink.Sink
 
 	workerDeps   worker.Deps
 	temporalAddr string
@@ -69,6 +73,17 @@ type options struct {
 	autoClose    time.Duration
 	aiProvider   ai.Provider
 	billing      activities.BillingConfig
+	pushService  bool
+	mailReject   func(rcpt string) *smtp.SMTPError
+}
+
+// InviteURL is the accept-link template of every test Env.
+const InviteURL = "https://app.example.com/accept-invitation?token={token}"
+
+// WithMailRejecting makes the Env's SMTP sink refuse recipients as reject
+// says (SMTP 4xx or 5xx answers).
+func WithMailRejecting(reject func(rcpt string) *smtp.SMTPError) Option {
+	return func(o *options) { o.mailReject = reject }
 }
 
 // WithAIProvider makes AI jobs call p (default: the local provider), e.g.
@@ -164,9 +179,16 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// E-mail goes over real SMTP to a sink that keeps it for the test.
+	if e.Mail, err = mailsink.Start(mailsink.Options{Addr: "127.0.0.1:0", Reject: o.mailReject}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Mail.Close() })
 	e.workerDeps, e.register = worker.Deps{DB: e.DB, Identity: idClient, VAPID: activities.VAPID{
 		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"},
-		AI: o.aiProvider, Billing: o.billing}, o.register
+		AI: o.aiProvider, Billing: o.billing,
+		PushEgress: o.pushEgress(), Mail: activities.SMTP{URL: e.Mail.URL(), From: "Business Suite <no-reply@suite.example>"},
+		PublicURL: e.BaseURL, InviteURL: InviteURL}, o.register
 	if o.temporalDown {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -201,7 +223,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	e.App = api.New(api.Deps{DB: e.DB, Temporal: e.Temporal, Starter: e.Starter, Log: log,
 		Metrics: prometheus.NewRegistry(), Version: "test", TemporalNamespace: e.namespace,
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
-		VAPIDPublicKey: vapidKey.PublicKey})
+		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL})
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e

@@ -101,15 +101,44 @@ func (e *Env) Eventually(cond func() bool, what string, args ...any) {
 	}
 }
 
+// Invitation is an invite as its inviter sees it once.
+type Invitation struct {
+	MemberID string
+	ID       string
+	Token    string
+}
+
+// Invite invites email with role to orgID (as inviter) and returns the
+// invitation with its token, as shown once to the inviter.
+func (e *Env) Invite(inviter *User, orgID, email, role string) Invitation {
+	e.T.Helper()
+	var out struct {
+		ID         string
+		Invitation struct{ ID, Token string }
+	}
+	e.Do(Request{Method: "POST", Path: "/crm/organization/" + orgID + "/members", Headers: inviter.Auth(),
+		Body: map[string]string{"email": email, "role": role}}).Expect(201).JSON(&out)
+	if out.Invitation.Token == "" {
+		e.T.Fatalf("the invite shows no token")
+	}
+	return Invitation{MemberID: out.ID, ID: out.Invitation.ID, Token: out.Invitation.Token}
+}
+
+// Accept accepts an invitation as u.
+func (e *Env) Accept(u *User, token string) *Response {
+	e.T.Helper()
+	return e.Do(Request{Method: "POST", Path: "/crm/invitations/accept", Headers: u.Auth(), Body: map[string]string{"token": token}})
+}
+
 // AddMember invites a new user with role to orgID (as owner), signs them up
-// and lets them accept; it returns the member user.
+// and lets them accept with the invitation's token; it returns the member
+// user.
 func (e *Env) AddMember(owner *User, orgID, role string) *User {
 	e.T.Helper()
 	email := UniqueEmail(role)
-	e.Do(Request{Method: "POST", Path: "/crm/organization/" + orgID + "/members", Headers: owner.Auth(),
-		Body: map[string]string{"email": email, "role": role}}).Expect(201)
+	inv := e.Invite(owner, orgID, email, role)
 	u := e.SignUp(email)
-	e.Do(Request{Method: "GET", Path: "/crm/organization", Headers: u.Auth()}).Expect(200)
+	e.Accept(u, inv.Token).Expect(200)
 	return u
 }
 

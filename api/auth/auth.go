@@ -41,6 +41,26 @@ type Principal struct {
 // IsKey tells whether the caller is an API key.
 func (p *Principal) IsKey() bool { return p.Key != nil }
 
+// idempotencyScope is whose Idempotency-Keys the caller's are: the API
+// key, or the user — in the organization when it is already resolved.
+// Neither depends on the token text, so a refreshed token finds the keys
+// of the one before; and two tenants' principals never coincide.
+func (p *Principal) idempotencyScope() string {
+	if p.IsKey() {
+		return "key:" + p.Key.ID
+	}
+	if p.OrgID != "" {
+		return "user:" + p.UserID + "|org:" + p.OrgID
+	}
+	return "user:" + p.UserID
+}
+
+// setPrincipal stores p for the handlers and the idempotency layer.
+func setPrincipal(c *fiber.Ctx, p *Principal) {
+	c.Locals(localPrincipal, p)
+	web.SetIdempotencyScope(c, p.idempotencyScope())
+}
+
 // IsAdmin tells whether the caller may administer the organization's data.
 // Keys act as ADMIN for data.
 func (p *Principal) IsAdmin() bool { return models.IsAdmin(p.Role) }
@@ -58,6 +78,7 @@ type Authenticator struct {
 	db       *gorm.DB
 	verifier TokenVerifier
 	touched  sync.Map // key id → time of the last lastUsedAt write
+	revoked  *revocations
 }
 
 // TokenVerifier verifies a user access token.
@@ -70,19 +91,43 @@ type UserClaims struct {
 	Subject string
 	Email   string
 	Name    string
+	// SessionID is the sign-in the token belongs to (`sid`), when the
+	// issuer says; a revoked session's tokens are refused.
+	SessionID string
 }
 
-// New creates an Authenticator.
+// New creates an Authenticator. Access tokens of revoked sign-in sessions
+// are refused once this process has re-read the revocations (at most
+// DefaultRevocationRefresh later).
 func New(db *gorm.DB, verifier TokenVerifier) *Authenticator {
-	return &Authenticator{db: db, verifier: verifier}
+	return &Authenticator{db: db, verifier: verifier, revoked: &revocations{db: db, refresh: DefaultRevocationRefresh}}
+}
+
+// verifyUser checks a user access token and that its sign-in session was
+// not revoked.
+func (a *Authenticator) verifyUser(ctx context.Context, token string) (*UserClaims, error) {
+	claims, err := a.verifier.Verify(ctx, token)
+	if err != nil {
+		return nil, errInvalidToken
+	}
+	revoked, err := a.revoked.revoked(ctx, claims.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if revoked {
+		return nil, errSessionRevoked
+	}
+	return claims, nil
 }
 
 var (
-	errNoCredential = web.Unauthorized("Send a credential.")
-	errInvalidKey   = models.Err(models.ErrUnauthorized, "invalid_api_key", "The API key is not valid.")
-	errRevokedKey   = models.Err(models.ErrUnauthorized, "api_key_revoked", "The API key was revoked.")
-	errInvalidToken = models.Err(models.ErrUnauthorized, "invalid_token", "The access token is not valid or has expired.")
-	errNotAMember   = web.NotFound("The organization")
+	errNoCredential   = web.Unauthorized("Send a credential.")
+	errInvalidKey     = models.Err(models.ErrUnauthorized, "invalid_api_key", "The API key is not valid.")
+	errRevokedKey     = models.Err(models.ErrUnauthorized, "api_key_revoked", "The API key was revoked.")
+	errInvalidToken   = models.Err(models.ErrUnauthorized, "invalid_token", "The access token is not valid or has expired.")
+	errSessionRevoked = models.Err(models.ErrUnauthorized, "session_revoked",
+		"This sign-in was revoked (its refresh token was used twice); sign in again.")
+	errNotAMember = web.NotFound("The organization")
 )
 
 func bearer(c *fiber.Ctx) (string, bool) { return web.BearerToken(c) }
@@ -102,7 +147,7 @@ func (a *Authenticator) CRM() fiber.Handler {
 		if err != nil {
 			return err
 		}
-		c.Locals(localPrincipal, p)
+		setPrincipal(c, p)
 		return c.Next()
 	}
 }
@@ -131,9 +176,9 @@ func (a *Authenticator) Helpdesk() fiber.Handler {
 				return models.Err(models.ErrUnauthorized, "api_key_in_authorization",
 					"The Helpdesk does not read API keys from Authorization: send the key as x-api-key with x-workspace-id.")
 			}
-			claims, err := a.verifier.Verify(c.UserContext(), token)
+			claims, err := a.verifyUser(c.UserContext(), token)
 			if err != nil {
-				return errInvalidToken
+				return err
 			}
 			p = &Principal{UserID: claims.Subject, Email: claims.Email, Name: claims.Name}
 		}
@@ -143,7 +188,7 @@ func (a *Authenticator) Helpdesk() fiber.Handler {
 		if err := a.resolve(c.UserContext(), p, workspace); err != nil {
 			return err
 		}
-		c.Locals(localPrincipal, p)
+		setPrincipal(c, p)
 		return c.Next()
 	}
 }
@@ -175,7 +220,7 @@ func (a *Authenticator) AI() fiber.Handler {
 			return models.Err(models.ErrLimit, "plan_upgrade_required",
 				"Generative AI needs the Business or Enterprise plan; this organization is on %s.", plan.Name)
 		}
-		c.Locals(localPrincipal, &Principal{Key: k, OrgID: k.OrgID, Role: models.RoleAdmin})
+		setPrincipal(c, &Principal{Key: k, OrgID: k.OrgID, Role: models.RoleAdmin})
 		return c.Next()
 	}
 }
@@ -188,9 +233,9 @@ func (a *Authenticator) fromBearer(c *fiber.Ctx, token, service string) (*Princi
 		}
 		return &Principal{Key: k, OrgID: k.OrgID, Role: models.RoleAdmin}, nil
 	}
-	claims, err := a.verifier.Verify(c.UserContext(), token)
+	claims, err := a.verifyUser(c.UserContext(), token)
 	if err != nil {
-		return nil, errInvalidToken
+		return nil, err
 	}
 	return &Principal{UserID: claims.Subject, Email: claims.Email, Name: claims.Name}, nil
 }

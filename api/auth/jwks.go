@@ -40,8 +40,9 @@ func NewJWKSVerifier(ctx context.Context, jwksURL, issuer, audience string) (*JW
 }
 
 type tokenClaims struct {
-	Email string `json:"email"`
-	Name  string `json:"name"`
+	Email     string `json:"email"`
+	Name      string `json:"name"`
+	SessionID string `json:"sid"`
 	jwt.RegisteredClaims
 }
 
@@ -80,5 +81,5 @@ func (v *JWKSVerifier) Verify(ctx context.Context, token string) (*UserClaims, e
 	if claims.Subject == "" {
 		return nil, fmt.Errorf("token has no subject")
 	}
-	return &UserClaims{Subject: claims.Subject, Email: claims.Email, Name: claims.Name}, nil
+	return &UserClaims{Subject: claims.Subject, Email: claims.Email, Name: claims.Name, SessionID: claims.SessionID}, nil
 }

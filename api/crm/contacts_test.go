@@ -349,3 +349,36 @@ func TestContactsFiltersAndPagination(t *testing.T) {
 		expectFields(t, p, "orgId")
 	})
 }
+
+// Control characters never reach the database as SQL text: a NUL in a list
+// filter is ignored (PostgreSQL refused it: 500), and a NUL in a body field
+// is a 422 on that field that stores nothing.
+func TestControlCharactersNeverReachTheDatabase(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.SignUp(apitest.UniqueEmail("nul"))
+		org := e.CreateOrg(u, "Nul")
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: u.Auth(),
+			Body: map[string]any{"orgId": org, "name": "Ada Lovelace"}}).Expect(201)
+		for _, path := range []string{"/crm/contacts", "/crm/leads", "/crm/deals", "/crm/tasks"} {
+			e.Do(apitest.Request{Method: "GET", Path: path + "?orgId=" + org + "&q=%00", Headers: u.Auth()}).Expect(200)
+		}
+		var page struct{ Data []struct{ Name string } }
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts?orgId=" + org + "&q=Ada%00%01", Headers: u.Auth()}).Expect(200).JSON(&page)
+		if len(page.Data) != 1 {
+			t.Fatalf("filter with control characters: %+v", page.Data)
+		}
+		hd := apitest.HelpdeskUser(u.Token, org)
+		for _, path := range []string{"/helpdesk/tickets", "/helpdesk/customers"} {
+			e.Do(apitest.Request{Method: "GET", Path: path + "?q=%00", Headers: hd}).Expect(200)
+		}
+		p := e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: u.Auth(),
+			Body: `{"orgId":"` + org + `","name":"Ada\u0000","notes":"fine\ttab"}`}).ExpectProblem(422, "validation_failed")
+		if errs := p["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["field"] != "name" || errs[0].(map[string]any)["code"] != "invalid_character" {
+			t.Fatalf("errors %v", errs)
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts?orgId=" + org, Headers: u.Auth()}).Expect(200).JSON(&page)
+		if len(page.Data) != 1 {
+			t.Fatalf("a refused body stored a contact: %+v", page.Data)
+		}
+	})
+}

@@ -142,7 +142,7 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 		Company: pl.Company, Value: pl.Value, Source: pl.Source, Status: models.LeadNew, AssignedToID: assignee,
 		CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
 	intake := &models.LeadIntake{ID: models.NewID(), OrgID: p.OrgID, DedupeKey: "api:" + lead.ID, LeadID: lead.ID,
-		Payload: mustJSON(pl), Status: models.IntakeReceived, CreatedAt: now}
+		Payload: mustJSON(pl), Status: models.IntakeReceived, Authenticated: true, CreatedAt: now}
 	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
 		if lead.Email != "" {
 			var existing models.Lead

@@ -22,8 +22,26 @@ type lead struct {
 }
 
 type intakeAnswer struct {
-	IntakeID, LeadID, Status string
-	Duplicate                bool
+	IntakeID, LeadID, Status, WorkflowID string
+	Duplicate                            bool
+}
+
+type intakeStatus struct {
+	ID, OrgID, Status, WorkflowID string
+	Authenticated, Duplicate      bool
+	LeadID                        *string
+}
+
+// processedIntake waits until the intake has been processed and returns
+// its status as the organization's owner sees it.
+func processedIntake(e *apitest.Env, o *crmOrg, intakeID string) intakeStatus {
+	e.T.Helper()
+	var st intakeStatus
+	e.Eventually(func() bool {
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/leads/intakes/" + intakeID + "?orgId=" + o.id, Headers: o.owner.Auth()}).Expect(200).JSON(&st)
+		return st.Status == models.IntakeProcessed
+	}, "intake %s to be processed", intakeID)
+	return st
 }
 
 // crmOrg is an organization with an owner, two agents and a crm key.
@@ -69,10 +87,16 @@ func TestWebhookIntakeEndToEnd(t *testing.T) {
 		form := map[string]any{"orgId": o.id, "name": "Grace", "email": "Grace@Hopper.io", "phone": "+1 415 555 2671",
 			"company": "Navy", "value": 60000, "source": "referral"}
 		var first intakeAnswer
-		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Body: form}).Expect(202).JSON(&first)
-		if first.Duplicate || first.LeadID == "" || first.Status != "accepted" {
-			t.Fatalf("202: %+v", first)
+		r := e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Body: form}).Expect(202)
+		r.JSON(&first)
+		if first.IntakeID == "" || first.Status != "accepted" || r.Header.Get("Location") != "/crm/leads/intakes/"+first.IntakeID {
+			t.Fatalf("202: %s %v", r.Body, r.Header)
 		}
+		st := processedIntake(e, o, first.IntakeID)
+		if st.LeadID == nil || st.Duplicate || st.Authenticated || st.WorkflowID != first.WorkflowID {
+			t.Fatalf("intake status: %+v", st)
+		}
+		first.LeadID = *st.LeadID
 		var got lead
 		e.Eventually(func() bool {
 			r := e.Do(apitest.Request{Method: "GET", Path: "/crm/leads/" + first.LeadID + "?orgId=" + o.id, Headers: o.owner.Auth()})
@@ -104,7 +128,7 @@ func TestWebhookIntakeEndToEnd(t *testing.T) {
 		var dup intakeAnswer
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Headers: map[string]string{"X-Api-Key": o.key},
 			Body: map[string]any{"email": "grace@hopper.io", "source": "event"}}).Expect(202).JSON(&dup)
-		if !dup.Duplicate || dup.LeadID != first.LeadID {
+		if !dup.Duplicate || dup.LeadID != first.LeadID || !strings.HasPrefix(dup.WorkflowID, "lead-intake/"+o.id+"/key-") {
 			t.Fatalf("duplicate: %+v", dup)
 		}
 		// The next new lead goes to the other agent.
@@ -194,9 +218,14 @@ func TestWebhookIntakeSurvivesTemporalOutage(t *testing.T) {
 		Body: map[string]any{"orgId": org.ID, "name": "Offline", "email": "offline@acme.io"}}).Expect(202).JSON(&ans)
 	var pending models.WorkflowStart
 	if err := e.DB.Take(&pending, "org_id = ? AND kind = ?", org.ID, "lead-intake").Error; err != nil ||
-		pending.Status != models.StartPending || !strings.HasSuffix(pending.WorkflowID, ":form-42") {
-		t.Fatalf("outbox: %+v %v", pending, err)
+		pending.Status != models.StartPending || pending.WorkflowID != "lead-intake/"+org.ID+"/form/form-42" || ans.WorkflowID != pending.WorkflowID {
+		t.Fatalf("outbox: %+v %v (202: %+v)", pending, err, ans)
 	}
+	var in models.LeadIntake
+	if err := e.DB.Take(&in, "id = ?", ans.IntakeID).Error; err != nil {
+		t.Fatal(err)
+	}
+	ans.LeadID = in.LeadID // the id the new lead gets
 	var n int64
 	e.DB.Model(&models.Lead{}).Where("id = ?", ans.LeadID).Count(&n)
 	if n != 0 {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
@@ -25,6 +24,13 @@ type memberResponse struct {
 	Target    float64   `json:"target"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// listedMember is a member in the list: invited members show their
+// pending invitation (without its token).
+type listedMember struct {
+	memberResponse
+	Invitation *invitationSummary `json:"invitation,omitempty"`
 }
 
 func toMember(m *models.Member) memberResponse {
@@ -59,7 +65,18 @@ func (h *handlers) listMembers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toMember))
+	invitations, err := h.pendingInvitations(h.DB.WithContext(c.UserContext()), rows.Data)
+	if err != nil {
+		return err
+	}
+	now := models.Now()
+	return c.JSON(web.MapPage(rows, func(m *models.Member) listedMember {
+		out := listedMember{memberResponse: toMember(m)}
+		if inv := invitations[m.ID]; inv != nil {
+			out.Invitation = toInvitationSummary(inv, now)
+		}
+		return out
+	}))
 }
 
 type inviteRequest struct {
@@ -82,6 +99,9 @@ func canGrant(p *auth.Principal, roles ...string) error {
 // inviteMember invites an e-mail address with a role. The invite holds a
 // seat at once; the seat check and the insert share a transaction that
 // locks the organization, so two invites cannot both take the last seat.
+// The answer carries the invitation's secret token, once (Cache-Control:
+// no-store); the InvitationEmail workflow, recorded in the same
+// transaction, e-mails it to the address.
 func (h *handlers) inviteMember(c *fiber.Ctx) error {
 	id, err := pathID(c, "id", "The organization")
 	if err != nil {
@@ -108,8 +128,9 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 	if req.Target != nil {
 		m.Target = cents(*req.Target)
 	}
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		org, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx), p.OrgID)
+	var invitation *invitationResponse
+	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
+		org, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID)
 		if err != nil {
 			return err
 		}
@@ -121,14 +142,20 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 		if err != nil && !isNotFound(err) {
 			return err
 		}
-		if err := models.CheckSeat(tx, org); err != nil {
+		if err := models.CheckSeat(tx.DB, org); err != nil {
 			return err
 		}
 		if err == nil { // re-inviting a removed member reuses their row
 			m.ID, m.CreatedAt = existing.ID, existing.CreatedAt
-			return tx.Save(m).Error
+			err = tx.Save(m).Error
+		} else {
+			err = tx.Create(m).Error
 		}
-		return tx.Create(m).Error
+		if err != nil {
+			return err
+		}
+		invitation, err = h.invite(tx, m, inviter, now)
+		return err
 	})
 	if err != nil {
 		if models.IsUniqueViolation(err) {
@@ -137,7 +164,8 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 		return err
 	}
 	c.Location("/crm/organization/" + p.OrgID + "/members/" + m.ID)
-	return c.Status(fiber.StatusCreated).JSON(toMember(m))
+	c.Set(fiber.HeaderCacheControl, "no-store") // the token: never stored by the idempotency layer
+	return c.Status(fiber.StatusCreated).JSON(invitedMemberResponse{memberResponse: toMember(m), Invitation: invitation})
 }
 
 type updateMemberRequest struct {
@@ -197,7 +225,8 @@ func (h *handlers) updateMember(c *fiber.Ctx) error {
 	return c.JSON(toMember(&m))
 }
 
-// removeMember removes a member or withdraws an invite, freeing the seat.
+// removeMember removes a member or withdraws an invite (its token stops
+// working), freeing the seat.
 func (h *handlers) removeMember(c *fiber.Ctx) error {
 	p, memberID, err := h.memberRoute(c)
 	if err != nil {
@@ -221,6 +250,9 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 		}
 		wasActive := m.Status == models.MemberActive
 		if err := tx.Model(&m).Updates(map[string]any{"status": models.MemberRemoved, "updated_at": models.Now()}).Error; err != nil {
+			return err
+		}
+		if err := revokeInvitations(tx.DB, m.ID, models.Now()); err != nil { // a withdrawn invite's token stops working
 			return err
 		}
 		if wasActive {

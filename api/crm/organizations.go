@@ -1,7 +1,6 @@
 package crm
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -148,8 +147,9 @@ type orgList struct {
 }
 
 // listOrgs lists the caller's organizations, after synchronizing
-// memberships from the identity service and accepting pending invites
-// addressed to the caller's e-mail.
+// memberships from the identity service. Pending invitations are not
+// memberships: signing up or signing in with an invited address grants
+// nothing (POST /crm/invitations/accept with the token does).
 func (h *handlers) listOrgs(c *fiber.Ctx) error {
 	p := auth.From(c)
 	ctx := c.UserContext()
@@ -161,9 +161,6 @@ func (h *handlers) listOrgs(c *fiber.Ctx) error {
 		return c.JSON(orgList{Page: web.Page[orgResponse]{Data: []orgResponse{toOrg(org, models.RoleAdmin)}}, Synchronized: true})
 	}
 	synced := h.syncFromIdentity(ctx, p)
-	if err := h.acceptInvites(ctx, p); err != nil {
-		return err
-	}
 	type row struct {
 		models.Organization
 		MemberRole string
@@ -186,8 +183,11 @@ func (h *handlers) listOrgs(c *fiber.Ctx) error {
 // syncFromIdentity adds memberships the identity service knows and this
 // copy lacks (e.g. granted by another product of the family). It never
 // removes or downgrades: local changes are pushed to the identity service
-// by OrgSync workflows and may not have arrived yet. It reports whether the
-// identity service answered within its short timeout.
+// by OrgSync workflows and may not have arrived yet. Nor does it touch a
+// member row of the caller's e-mail address — a pending invitation stays
+// pending until its token is presented, and a removed member stays
+// removed. It reports whether the identity service answered within its
+// short timeout.
 func (h *handlers) syncFromIdentity(ctx context.Context, p *auth.Principal) bool {
 	if h.Identity == nil {
 		return false
@@ -228,34 +228,6 @@ func memberEmail(p *auth.Principal) string {
 		return e
 	}
 	return "user-" + p.UserID
-}
-
-// acceptInvites turns pending invites addressed to the caller's e-mail into
-// memberships, and syncs each organization to the identity service.
-func (h *handlers) acceptInvites(ctx context.Context, p *auth.Principal) error {
-	email := models.NormalizeEmail(p.Email)
-	if email == "" {
-		return nil
-	}
-	var invites []models.Member
-	if err := h.DB.WithContext(ctx).Where("email = ? AND status = ?", email, models.MemberInvited).Find(&invites).Error; err != nil {
-		return err
-	}
-	for _, inv := range invites {
-		err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-			userID := p.UserID
-			res := tx.Model(&models.Member{}).Where("id = ? AND status = ?", inv.ID, models.MemberInvited).
-				Updates(map[string]any{"user_id": &userID, "status": models.MemberActive, "name": cmp.Or(inv.Name, p.Name), "updated_at": models.Now()})
-			if res.Error != nil || res.RowsAffected == 0 {
-				return res.Error
-			}
-			return startOrgSync(tx, inv.OrgID)
-		})
-		if err != nil && !models.IsUniqueViolation(err) {
-			return err
-		}
-	}
-	return nil
 }
 
 // startOrgSync records an OrgSync run for a change made in tx.

@@ -122,23 +122,36 @@ func TestMembersInvitesSeatsAndOwners(t *testing.T) {
 
 		// Free plan: 2 seats. The owner holds one; one invite takes the other.
 		inviteeEmail := apitest.UniqueEmail("Invitee")
-		var inv member
-		e.Do(apitest.Request{Method: "POST", Path: members, Headers: owner.Auth(),
-			Body: map[string]any{"email": inviteeEmail, "role": "AGENT", "target": 5000}}).Expect(201).JSON(&inv)
-		if inv.Status != models.MemberInvited || inv.UserID != nil || inv.Target != 5000 {
-			t.Fatalf("invite: %+v", inv)
+		var inv struct {
+			member
+			Invitation struct{ Token string }
+		}
+		r := e.Do(apitest.Request{Method: "POST", Path: members, Headers: owner.Auth(),
+			Body: map[string]any{"email": inviteeEmail, "role": "AGENT", "target": 5000}}).Expect(201)
+		r.JSON(&inv)
+		if inv.Status != models.MemberInvited || inv.UserID != nil || inv.Target != 5000 || inv.Invitation.Token == "" ||
+			r.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("invite: %s", r.Body)
 		}
 		e.Do(apitest.Request{Method: "POST", Path: members, Headers: owner.Auth(),
 			Body: map[string]any{"email": inviteeEmail, "role": "AGENT"}}).ExpectProblem(409, "already_member")
 		e.Do(apitest.Request{Method: "POST", Path: members, Headers: owner.Auth(),
 			Body: map[string]any{"email": apitest.UniqueEmail("third"), "role": "AGENT"}}).ExpectProblem(402, "seat_limit_reached")
 
-		// The invitee signs up; listing their organizations accepts the invite.
+		// The invitee signs up: that alone grants nothing; the token does.
 		agent := e.SignUp(inviteeEmail)
 		var list struct{ Data []org }
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization", Headers: agent.Auth()}).Expect(200).JSON(&list)
+		if len(list.Data) != 0 {
+			t.Fatalf("signing up made the invitee a member: %+v", list)
+		}
+		e.Accept(agent, inv.Invitation.Token).Expect(200)
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization", Headers: agent.Auth()}).Expect(200).JSON(&list)
 		if len(list.Data) != 1 || list.Data[0].ID != orgID || list.Data[0].Role != models.RoleAgent {
 			t.Fatalf("invitee's organizations: %+v", list)
+		}
+		if used, _ := models.SeatsInUse(e.DB, orgID); used != 2 {
+			t.Fatalf("%d seats in use after acceptance, want 2", used)
 		}
 		// …and the membership reaches the identity service (OrgSync workflow).
 		e.Eventually(func() bool {
@@ -380,9 +393,15 @@ func TestRemovedMemberIsNotResurrectedBySync(t *testing.T) {
 		if len(page.Data) != 1 {
 			t.Fatalf("members after removal: %+v", page.Data)
 		}
-		// Re-inviting the same address works and takes a seat again.
-		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + orgID + "/members", Headers: owner.Auth(),
-			Body: map[string]string{"email": agent.Email, "role": "AGENT"}}).Expect(201)
+		// Re-inviting the same address works and takes a seat again; the
+		// identity service's stale membership does not make the new invite
+		// a membership — only its token does.
+		inv := e.Invite(owner, orgID, agent.Email, "AGENT")
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization", Headers: agent.Auth()}).Expect(200).JSON(&list)
+		if len(list.Data) != 0 {
+			t.Fatalf("re-invited member is in before accepting: %+v", list.Data)
+		}
+		e.Accept(agent, inv.Token).Expect(200)
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization", Headers: agent.Auth()}).Expect(200).JSON(&list)
 		if len(list.Data) != 1 {
 			t.Fatalf("re-invited member: %+v", list.Data)

@@ -22,6 +22,9 @@ type Deps struct {
 	Starter  *outbox.Starter
 	Identity *identityclient.Client
 	Log      *slog.Logger
+	// InviteURL is the front end's accept-link template ({token}), shown
+	// with each new invitation when set (SUITE_INVITE_URL).
+	InviteURL string
 }
 
 type handlers struct{ Deps }
@@ -50,6 +53,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/leads/:id/activities", h.addLeadActivity)
 	r.Post("/leads/:id/send-message", h.sendMessage)
 	r.Post("/leads/:id/convert", h.convertLead)
+	r.Get("/leads/intakes/:id", h.getIntake)
 
 	r.Get("/tasks", h.listTasks)
 	r.Post("/tasks", h.createTask)
@@ -68,6 +72,8 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/organization/:id/members", h.inviteMember)
 	r.Put("/organization/:id/members/:memberId", h.updateMember)
 	r.Delete("/organization/:id/members/:memberId", h.removeMember)
+	r.Post("/organization/:id/members/:memberId/invitation", h.resendInvitation)
+	r.Post("/invitations/accept", h.acceptInvitation)
 	r.Get("/organization/:id/apikeys", h.listKeys)
 	r.Post("/organization/:id/apikeys", h.createKey)
 	r.Delete("/organization/:id/apikeys/:keyId", h.revokeKey)

@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm/clause"
 
+	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
@@ -20,14 +21,16 @@ import (
 // Webhook returns the handler chain of POST /crm/leads/webhook, the public
 // intake for external forms. It takes no Authorization header: the caller
 // sends x-api-key (a crm_ key) or names the organization with orgId in the
-// body, and can then only create leads, within rate limits.
+// body. An orgId-only sender can only create leads, within rate limits: a
+// submission whose e-mail is already a lead is recorded on that lead's
+// timeline and changes nothing.
 func Webhook(d Deps) []fiber.Handler {
 	h := &handlers{d}
 	return []fiber.Handler{
 		web.RateLimit("webhook-ip", 120, time.Minute, nil),
 		web.RateLimit("webhook-org-ip", 30, time.Minute, func(c *fiber.Ctx) string { return webhookScope(c) + "|" + c.IP() }),
 		h.webhookAuth, // before idempotency: a refused request stores nothing
-		web.Idempotency(d.DB, web.IdempotencyOptions{Scope: webhookScope}),
+		web.Idempotency(d.DB, web.IdempotencyOptions{}),
 		h.webhook,
 	}
 }
@@ -36,8 +39,8 @@ func Webhook(d Deps) []fiber.Handler {
 // of the first one rather than a new submission.
 const intakeDedupeWindow = 24 * time.Hour
 
-// webhookScope scopes rate limits and idempotency keys to the organization
-// (by orgId) or to the key.
+// webhookScope scopes rate limits to the organization (by orgId) or to the
+// key; it runs before the sender is authenticated.
 func webhookScope(c *fiber.Ctx) string {
 	if key := c.Get("X-Api-Key"); key != "" {
 		return "key:" + models.HashKey(key)
@@ -54,50 +57,72 @@ type webhookRequest struct {
 	leadFields
 }
 
+// webhookResponse is the 202 of the intake. An anonymous (orgId-only)
+// sender learns nothing about the organization's data: an intake id, its
+// status, the workflow id and a Location. LeadID and Duplicate are told
+// only to senders holding the organization's crm_ key.
 type webhookResponse struct {
-	IntakeID  string `json:"intakeId"`
-	LeadID    string `json:"leadId"`
-	Duplicate bool   `json:"duplicate"`
-	Status    string `json:"status"`
+	IntakeID   string  `json:"intakeId"`
+	Status     string  `json:"status"`
+	WorkflowID string  `json:"workflowId"`
+	LeadID     *string `json:"leadId,omitempty"`
+	Duplicate  *bool   `json:"duplicate,omitempty"`
+}
+
+// webhookSender is who sent a submission: the crm_ key (by id) or an
+// anonymous form naming the organization.
+type webhookSender struct {
+	orgID string
+	key   *models.APIKey
+}
+
+// name is the sender's segment of intake and workflow ids: "key-<keyId>"
+// or "form". Both are known to the sender, so a workflow id can be derived
+// from the Idempotency-Key it sent.
+func (s webhookSender) name() string {
+	if s.key != nil {
+		return "key-" + s.key.ID
+	}
+	return "form"
 }
 
 // webhook accepts a submission with one durable write — the intake record
 // and its LeadIntake workflow start, in one transaction — and answers 202
 // at once; it never waits for the workflow. If Temporal is unreachable the
-// outbox relay starts the workflow later: nothing is lost. leadId is the
-// existing lead when the e-mail is known (duplicate: true), else the id the
-// new lead will have.
+// outbox relay starts the workflow later: nothing is lost.
+//
+// The intake id scheme (and so the workflow id, lead-intake/<org>/<id>) is
+// <sender>/<Idempotency-Key>, or <sender>/body-<hash of the submission>
+// when no key is sent; a key reused after the 24-hour window gets
+// "@<unix seconds>" appended.
 func (h *handlers) webhook(c *fiber.Ctx) error {
 	req := c.Locals("webhookRequest").(*webhookRequest)
-	orgID := c.Locals("webhookOrg").(string)
+	sender := c.Locals("webhookSender").(webhookSender)
+	orgID := sender.orgID
 	ctx := c.UserContext()
 	pl := req.payload("webhook")
-	key := c.Get(web.HeaderIdempotencyKey)
-	if key != "" {
-		// Scoped like the idempotency middleware: two senders' keys never collide.
-		key = "key:" + models.HashKey(webhookScope(c))[:16] + ":" + key
+	key := sender.name() + "/"
+	if k := c.Get(web.HeaderIdempotencyKey); k != "" {
+		key += k
 	} else {
 		sum := sha256.Sum256([]byte(orgID + "\x00" + mustJSON(pl)))
-		key = "body:" + hex.EncodeToString(sum[:16])
+		key += "body-" + hex.EncodeToString(sum[:16])
 	}
 	// Outside the window an identical submission is a new one.
 	var prior models.LeadIntake
 	if h.DB.WithContext(ctx).Select("created_at").Take(&prior, "org_id = ? AND dedupe_key = ?", orgID, key).Error == nil &&
 		prior.CreatedAt.Before(models.Now().Add(-intakeDedupeWindow)) {
-		key += ":" + strconv.FormatInt(models.Now().Unix(), 10)
+		key += "@" + strconv.FormatInt(models.Now().Unix(), 10)
 	}
-	resp := webhookResponse{Status: "accepted"}
-	if pl.Email != "" {
+	intake := &models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: key, LeadID: models.NewID(),
+		Payload: mustJSON(pl), Status: models.IntakeReceived, Authenticated: sender.key != nil, CreatedAt: models.Now()}
+	if sender.key != nil && pl.Email != "" {
+		// The organization's own key may learn (and change) the lead.
 		var existing models.Lead
 		if h.DB.WithContext(ctx).Select("id").Take(&existing, "org_id = ? AND email = ?", orgID, pl.Email).Error == nil {
-			resp.LeadID, resp.Duplicate = existing.ID, true
+			intake.LeadID, intake.Duplicate = existing.ID, true
 		}
 	}
-	if resp.LeadID == "" {
-		resp.LeadID = models.NewID()
-	}
-	intake := &models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: key, LeadID: resp.LeadID,
-		Payload: mustJSON(pl), Status: models.IntakeReceived, Duplicate: resp.Duplicate, CreatedAt: models.Now()}
 	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
 		res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "dedupe_key"}}, DoNothing: true}).Create(intake)
 		if res.Error != nil {
@@ -117,7 +142,12 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	resp.IntakeID, resp.LeadID, resp.Duplicate = intake.ID, intake.LeadID, intake.Duplicate
+	resp := webhookResponse{IntakeID: intake.ID, Status: "accepted", WorkflowID: workflows.LeadIntakeID(orgID, intake.DedupeKey)}
+	if sender.key != nil {
+		leadID, dup := intake.LeadID, intake.Duplicate
+		resp.LeadID, resp.Duplicate = &leadID, &dup
+	}
+	c.Location("/crm/leads/intakes/" + intake.ID)
 	return c.Status(fiber.StatusAccepted).JSON(resp)
 }
 
@@ -129,6 +159,7 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 		return err
 	}
 	orgID := req.OrgID
+	var key *models.APIKey
 	if secret := c.Get("X-Api-Key"); secret != "" {
 		k, err := h.Auth.APIKey(c, secret, "crm")
 		if err != nil {
@@ -137,7 +168,7 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 		if orgID != "" && orgID != k.OrgID {
 			return web.NotFound("The organization")
 		}
-		orgID = k.OrgID
+		orgID, key = k.OrgID, k
 	} else if orgID == "" {
 		return web.Unauthorized("Send x-api-key: <crm_ key>, or the organization's orgId in the body.")
 	}
@@ -152,6 +183,52 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 		return web.NotFound("The organization")
 	}
 	c.Locals("webhookRequest", &req)
-	c.Locals("webhookOrg", orgID)
+	c.Locals("webhookSender", webhookSender{orgID: orgID, key: key})
+	// Idempotency-Keys belong to the sender: the key, or the anonymous
+	// forms of the organization.
+	if key != nil {
+		web.SetIdempotencyScope(c, "key:"+key.ID)
+	} else {
+		web.SetIdempotencyScope(c, "form:"+orgID)
+	}
 	return c.Next()
+}
+
+type intakeResponse struct {
+	ID         string `json:"id"`
+	OrgID      string `json:"orgId"`
+	Status     string `json:"status"`
+	WorkflowID string `json:"workflowId"`
+	// Authenticated tells whether the sender held the organization's crm_
+	// key (only those intakes may change an existing lead).
+	Authenticated bool `json:"authenticated"`
+	// LeadID is the lead the intake created or was recorded on, once
+	// processed; Duplicate tells it was an existing lead.
+	LeadID      *string    `json:"leadId"`
+	Duplicate   bool       `json:"duplicate"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ProcessedAt *time.Time `json:"processedAt"`
+}
+
+// getIntake shows what became of a web-form submission: the Location of
+// the intake's 202. It is a CRM route: only the organization's ADMINs and
+// OWNERs (and its crm_ keys) see it — an anonymous sender learns nothing.
+func (h *handlers) getIntake(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	if err := auth.RequireAdmin(p); err != nil {
+		return err
+	}
+	in, err := findScoped[models.LeadIntake](c, h.DB, p, c.Params("id"), "", "The intake")
+	if err != nil {
+		return err
+	}
+	out := intakeResponse{ID: in.ID, OrgID: in.OrgID, Status: in.Status, WorkflowID: workflows.LeadIntakeID(in.OrgID, in.DedupeKey),
+		Authenticated: in.Authenticated, Duplicate: in.Duplicate, CreatedAt: in.CreatedAt, ProcessedAt: in.ProcessedAt}
+	if in.Status == models.IntakeProcessed {
+		out.LeadID = &in.LeadID
+	}
+	return c.JSON(out)
 }

@@ -289,7 +289,7 @@ func (f *articleFields) apply(a *models.KBArticle, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		a.Body, a.BodyHTML = *f.Body, rendered
+		a.Body, a.BodyHTML, a.BodyText = *f.Body, rendered, models.MarkdownText(*f.Body)
 	}
 	if f.Status != nil {
 		a.Status = *f.Status

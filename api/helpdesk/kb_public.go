@@ -133,11 +133,11 @@ func (h *handlers) publicSearch(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q := strings.TrimSpace(c.Query("q"))
+	q, qErr := searchText(c.Query("q"))
 	limit := defaultSearchLimit
 	var bad []models.FieldError
-	if n := utf8.RuneCountInString(q); n == 0 || n > maxSearchQuery {
-		bad = append(bad, models.FieldError{Field: "q", Code: "length", Message: "Send 1 to 200 characters to search for."})
+	if qErr != nil {
+		bad = append(bad, *qErr)
 	}
 	if raw := c.Query("limit"); raw != "" {
 		n, err := strconv.Atoi(raw)
@@ -150,77 +150,34 @@ func (h *handlers) publicSearch(c *fiber.Ctx) error {
 		return models.Invalid(bad...)
 	}
 
-	hits := []searchHit{}
-	if models.DialectFor(h.DB) == models.Postgres {
-		err = h.searchPostgres(c, orgID, q, limit, &hits)
-	} else {
-		err = h.searchSQLite(c, orgID, q, limit, &hits)
-	}
+	hits, err := searchArticles(h.DB.WithContext(c.UserContext()), orgID, q, limit)
 	if err != nil {
 		return err
-	}
-	for i := range hits {
-		hits[i].Snippet = highlight(hits[i].Snippet)
 	}
 	return c.JSON(searchResponse{Data: hits, Query: q})
 }
 
-// headlineOptions make ts_headline delimit matches with the private-use
-// sentinels that highlight turns into <mark> after escaping.
-var headlineOptions = `StartSel="` + string(markStart) + `", StopSel="` + string(markStop) +
-	`", MaxFragments=2, MaxWords=25, MinWords=10`
-
-// searchPostgres ranks with ts_rank_cd over the weighted search_vector
-// (title A, body B). websearch_to_tsquery accepts any text without syntax
-// errors. Headlines, the costly part, are computed for the page only.
-func (h *handlers) searchPostgres(c *fiber.Ctx, orgID, q string, limit int, hits *[]searchHit) error {
-	return h.DB.WithContext(c.UserContext()).Raw(`
-WITH query AS (SELECT websearch_to_tsquery('english', ?) AS tsq),
-hits AS (
-    SELECT a.id, a.title, a.slug, a.category_id, a.body, a.published_at,
-           ts_rank_cd(a.search_vector, query.tsq) AS rank
-    FROM kb_articles a, query
-    WHERE a.org_id = ? AND a.status = ? AND a.search_vector @@ query.tsq
-    ORDER BY rank DESC, a.published_at DESC, a.id
-    LIMIT ?
-)
-SELECT hits.id, hits.title, hits.slug, hits.category_id, hits.rank,
-       ts_headline('english', hits.body, query.tsq, ?) AS snippet
-FROM hits, query
-ORDER BY hits.rank DESC, hits.published_at DESC, hits.id`,
-		q, orgID, models.ArticlePublished, limit, headlineOptions).Scan(hits).Error
+// searchText is the text to search for in q: control characters and
+// invalid UTF-8 stripped (models.CleanText), spaces trimmed, 1 to
+// maxSearchQuery characters.
+func searchText(q string) (string, *models.FieldError) {
+	q = strings.TrimSpace(models.CleanText(q))
+	if n := utf8.RuneCountInString(q); n == 0 || n > maxSearchQuery {
+		return q, &models.FieldError{Field: "q", Code: "length", Message: "Send 1 to 200 characters to search for."}
+	}
+	return q, nil
 }
 
-// searchSQLite ranks with FTS5's bm25 (title weighted 10, body 1; lower is
-// better, so rank is its negation).
-func (h *handlers) searchSQLite(c *fiber.Ctx, orgID, q string, limit int, hits *[]searchHit) error {
-	match := ftsQuery(q)
-	if match == "" {
-		return nil
+// searchArticles runs a search (q as searchText returns it) over the
+// published articles of orgID, best first, snippets highlighted.
+func searchArticles(db *gorm.DB, orgID, q string, limit int) ([]searchHit, error) {
+	rows, err := models.SearchArticles(db, orgID, q, limit)
+	if err != nil {
+		return nil, err
 	}
-	return h.DB.WithContext(c.UserContext()).Raw(`
-SELECT a.id, a.title, a.slug, a.category_id,
-       -bm25(kb_articles_fts, 10.0, 1.0) AS rank,
-       snippet(kb_articles_fts, 1, ?, ?, '…', 16) AS snippet
-FROM kb_articles_fts
-JOIN kb_articles a ON a.rowid = kb_articles_fts.rowid
-WHERE kb_articles_fts MATCH ? AND a.org_id = ? AND a.status = ?
-ORDER BY bm25(kb_articles_fts, 10.0, 1.0), a.published_at DESC, a.id
-LIMIT ?`,
-		string(markStart), string(markStop), match, orgID, models.ArticlePublished, limit).Scan(hits).Error
-}
-
-// ftsQuery turns free text into an FTS5 query that cannot be a syntax
-// error: each whitespace-separated term, without double quotes, becomes a
-// quoted string, and the strings are ANDed (FTS5's implicit operator).
-// "" means nothing is left to search for.
-func ftsQuery(q string) string {
-	var terms []string
-	for _, t := range strings.Fields(q) {
-		t = strings.ReplaceAll(t, `"`, "")
-		if t != "" {
-			terms = append(terms, `"`+t+`"`)
-		}
+	hits := make([]searchHit, len(rows))
+	for i, r := range rows {
+		hits[i] = searchHit{ID: r.ID, Title: r.Title, Slug: r.Slug, CategoryID: r.CategoryID, Rank: r.Rank, Snippet: highlight(r.Snippet)}
 	}
-	return strings.Join(terms, " ")
+	return hits, nil
 }

@@ -360,8 +360,15 @@ func TestKBPublicHelpCenterAndSearch(t *testing.T) {
 			t.Fatalf("two-word search %+v", res)
 		}
 		// Query syntax characters are harmless.
-		for _, q := range []string{`"`, `pass"word OR -x*`, `title:password`, `NEAR(a b)`, `'); DROP TABLE kb_articles; --`} {
+		for _, q := range []string{`"`, `pass"word OR -x*`, `title:password`, `NEAR(a b)`, `'); DROP TABLE kb_articles; --`, "pass\x00word", "\x01password\x1f"} {
 			d.search(q)
+		}
+		// Control characters are stripped; nothing else left is a 422,
+		// never a database error (a NUL ended FTS5's string: a 500).
+		p := e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/public/kb/" + d.org + "/search?q=%00"}).ExpectProblem(422, "validation_failed")
+		kbExpectFields(t, p, "q")
+		if res := d.search("pass\x00word"); res.Query != "password" || len(res.Data) != 2 {
+			t.Fatalf("search with a NUL %+v", res)
 		}
 		for _, q := range []string{"policy", "drafts"} {
 			if res := d.search(q); len(res.Data) != 0 {
@@ -389,9 +396,21 @@ func TestKBPublicHelpCenterAndSearch(t *testing.T) {
 			t.Fatalf("other workspace finds %+v", res.Data)
 		}
 
+		// Snippets highlight the plain text: no Markdown around the mark.
+		md := d.article(map[string]any{"title": "Preferences", "status": "published",
+			"body": "Open **Settings**, then _Notifications_, and pick [e-mail](https://example.com/help)."})
+		res = d.search("settings notifications")
+		if len(res.Data) != 1 || res.Data[0].ID != md.ID {
+			t.Fatalf("markdown article search %+v", res)
+		}
+		if snip := res.Data[0].Snippet; !strings.Contains(snip, "Open <mark>Settings</mark>, then <mark>Notifications</mark>, and pick e-mail") ||
+			strings.ContainsAny(snip, "*_[]") {
+			t.Fatalf("snippet carries Markdown: %q", snip)
+		}
+
 		// Bad searches.
 		pub := "/helpdesk/public/kb/" + d.org
-		p := e.Do(apitest.Request{Method: "GET", Path: pub + "/search"}).ExpectProblem(422, "validation_failed")
+		p = e.Do(apitest.Request{Method: "GET", Path: pub + "/search"}).ExpectProblem(422, "validation_failed")
 		kbExpectFields(t, p, "q")
 		p = e.Do(apitest.Request{Method: "GET", Path: pub + "/search?q=%20%20&limit=51"}).ExpectProblem(422, "validation_failed")
 		kbExpectFields(t, p, "q", "limit")

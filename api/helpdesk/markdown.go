@@ -11,6 +11,8 @@ import (
 	"github.com/yuin/goldmark/extension"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/business-suite/suite/models"
 )
 
 // Knowledge-base articles are written in Markdown (GitHub flavour) and
@@ -40,14 +42,6 @@ func renderMarkdown(src string) (string, error) {
 	return kbPolicy.Sanitize(buf.String()), nil
 }
 
-// Search highlights are delimited in the database with two private-use
-// characters, so the stored text around them can be HTML-escaped before the
-// delimiters become <mark> tags.
-const (
-	markStart = '\uE000'
-	markStop  = '\uE001'
-)
-
 // highlight HTML-escapes a search snippet and turns its delimiters into
 // <mark>…</mark>. The only markup in the result is balanced <mark> pairs:
 // stray delimiters (a body may itself contain the characters) are dropped.
@@ -58,12 +52,12 @@ func highlight(s string) string {
 	open := false
 	for _, r := range escaped {
 		switch r {
-		case markStart:
+		case models.SearchMarkStart:
 			if !open {
 				b.WriteString("<mark>")
 				open = true
 			}
-		case markStop:
+		case models.SearchMarkStop:
 			if open {
 				b.WriteString("</mark>")
 				open = false

@@ -2,9 +2,9 @@ package helpdesk
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"strings"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
@@ -237,14 +238,20 @@ type subscribeRequest struct {
 	Keys           *pushKeys `json:"keys" validate:"required"`
 }
 
-// check validates what the tags cannot: an https endpoint, keys that can
-// encrypt (RFC 8291), an expiration not already past.
-func (r *subscribeRequest) check(now time.Time) []models.FieldError {
+// check validates what the tags cannot: an https endpoint on the public
+// internet (never a loopback, private, link-local or otherwise reserved
+// address, by IP or by what its name resolves to now — the worker checks
+// again on every connection), keys that can encrypt (RFC 8291), an
+// expiration not already past.
+func (r *subscribeRequest) check(ctx context.Context, egress netguard.Policy, now time.Time) []models.FieldError {
 	var bad []models.FieldError
 	if r.Endpoint != "" {
-		u, err := url.Parse(r.Endpoint)
-		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+		switch err := egress.CheckURL(ctx, r.Endpoint); {
+		case errors.Is(err, netguard.ErrNotHTTPS):
 			bad = append(bad, models.FieldError{Field: "endpoint", Code: "https_url", Message: "Must be the https URL the browser's push service gave."})
+		case err != nil:
+			bad = append(bad, models.FieldError{Field: "endpoint", Code: "not_public",
+				Message: "Must be a push service on the public internet, not a loopback, private, link-local or otherwise reserved address."})
 		}
 	}
 	if r.ExpirationTime != nil && time.UnixMilli(int64(*r.ExpirationTime)).Before(now) {
@@ -264,10 +271,11 @@ type pushSubscriptionResponse struct {
 }
 
 // subscribe registers the browser's push subscription for the caller: 201
-// when the endpoint is new, 200 when it was known (its keys are refreshed).
-// An endpoint belongs to one browser profile, so one registered by someone
-// else before (another account signed in on that browser) moves to the
-// caller.
+// when the caller had not registered the endpoint, 200 when they had (its
+// keys are refreshed). Registrations are per member: another member — of
+// this workspace or another — registering the same endpoint (two accounts
+// on one browser) gets a row of their own; nothing moves between members
+// or organizations.
 func (h *handlers) subscribe(c *fiber.Ctx) error {
 	p, err := notificationMember(c)
 	if err != nil {
@@ -277,7 +285,7 @@ func (h *handlers) subscribe(c *fiber.Ctx) error {
 	now := models.Now()
 	if err := web.Decode(c, &req, func() error {
 		// The rules the tags do not cover.
-		if bad := req.check(now); len(bad) > 0 {
+		if bad := req.check(c.UserContext(), h.PushEgress, now); len(bad) > 0 {
 			return models.Invalid(bad...)
 		}
 		return nil
@@ -289,14 +297,14 @@ func (h *handlers) subscribe(c *fiber.Ctx) error {
 	if len(ua) > 500 {
 		ua = ua[:500]
 	}
-	ua = strings.ToValidUTF8(ua, "") // a cut rune, or a header that was never UTF-8
+	ua = models.CleanText(ua) // a cut rune, a header that was never UTF-8, control characters
 	sub := models.PushSubscription{OrgID: p.OrgID, MemberID: p.MemberID, Endpoint: req.Endpoint, P256dh: req.Keys.P256dh,
 		Auth: req.Keys.Auth, UserAgent: strings.Clone(ua), UpdatedAt: now}
 	var created bool
 	upsert := func() error {
 		return h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
 			var have models.PushSubscription
-			err := models.LockForUpdate(tx).Take(&have, "endpoint = ?", sub.Endpoint).Error
+			err := models.LockForUpdate(tx).Take(&have, "member_id = ? AND endpoint = ?", sub.MemberID, sub.Endpoint).Error
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				sub.ID, sub.CreatedAt, created = models.NewID(), now, true
 				return tx.Create(&sub).Error
@@ -306,13 +314,12 @@ func (h *handlers) subscribe(c *fiber.Ctx) error {
 			}
 			sub.ID, sub.CreatedAt, created = have.ID, have.CreatedAt, false
 			return tx.Model(&models.PushSubscription{}).Where("id = ?", have.ID).Updates(map[string]any{
-				"org_id": sub.OrgID, "member_id": sub.MemberID, "p256dh": sub.P256dh, "auth": sub.Auth,
-				"user_agent": sub.UserAgent, "updated_at": now}).Error
+				"p256dh": sub.P256dh, "auth": sub.Auth, "user_agent": sub.UserAgent, "updated_at": now}).Error
 		})
 	}
 	err = upsert()
 	if models.IsUniqueViolation(err) {
-		err = upsert() // a concurrent registration of the endpoint won: update it
+		err = upsert() // a concurrent registration of the endpoint by the same member won: update it
 	}
 	if err != nil {
 		return err

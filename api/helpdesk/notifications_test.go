@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -270,7 +269,7 @@ func TestNotificationsSubscribe(t *testing.T) {
 		}
 		stored := func() models.PushSubscription {
 			var s models.PushSubscription
-			if err := e.DB.Take(&s, "endpoint = ?", endpoint).Error; err != nil {
+			if err := e.DB.Take(&s, "endpoint = ? AND member_id = ?", endpoint, d.agentID).Error; err != nil {
 				t.Fatal(err)
 			}
 			return s
@@ -289,15 +288,24 @@ func TestNotificationsSubscribe(t *testing.T) {
 		if s := stored(); s.P256dh != fresh["p256dh"] || s.Auth != fresh["auth"] {
 			t.Fatalf("keys not refreshed: %+v", s)
 		}
-		// Another account signs in on that browser: the endpoint is theirs.
-		subscribe(d.asOwner, map[string]any{"endpoint": endpoint, "keys": fresh}).Expect(200).JSON(&third)
-		if s := stored(); third.ID != first.ID || s.MemberID != d.ownerID {
-			t.Fatalf("moved: %+v %+v", third, s)
+		// Another account on that browser registers the same endpoint: a
+		// row of its own; the agent's registration stays the agent's.
+		subscribe(d.asOwner, map[string]any{"endpoint": endpoint, "keys": fresh}).Expect(201).JSON(&third)
+		if s := stored(); third.ID == first.ID || s.ID != first.ID || s.MemberID != d.agentID || s.OrgID != d.org {
+			t.Fatalf("the owner took the agent's subscription: %+v %+v", third, s)
+		}
+		// So does a member of another organization: nothing moves between
+		// tenants.
+		var theirs subscription
+		subscribe(apitest.HelpdeskUser(d.other.Token, d.otherOrg), map[string]any{"endpoint": endpoint, "keys": pushKeysFor(t)}).
+			Expect(201).JSON(&theirs)
+		if s := stored(); theirs.ID == first.ID || s.OrgID != d.org || s.P256dh != fresh["p256dh"] {
+			t.Fatalf("another tenant took the subscription: %+v %+v", theirs, s)
 		}
 		var count int64
 		e.DB.Model(&models.PushSubscription{}).Count(&count)
-		if count != 1 {
-			t.Fatalf("%d subscriptions, want 1", count)
+		if count != 3 {
+			t.Fatalf("%d subscriptions, want 3 (one per member)", count)
 		}
 		// A second browser of the agent.
 		subscribe(d.asAgent, map[string]any{"endpoint": endpoint + "-2", "keys": pushKeysFor(t)}).Expect(201)
@@ -316,6 +324,13 @@ func TestNotificationsSubscribe(t *testing.T) {
 		ep := "https://push.example.com/" + models.NewID()
 		bad(map[string]any{"endpoint": "http://push.example.com/x", "keys": good}, "endpoint", "https_url")
 		bad(map[string]any{"endpoint": "not a url", "keys": good}, "endpoint", "https_url")
+		// Push services live on the public internet: nothing internal,
+		// by address or by name.
+		for _, internal := range []string{"https://127.0.0.1:8443/x", "https://localhost/x", "https://[::1]/x",
+			"https://10.0.0.7/x", "https://192.168.1.1/x", "https://169.254.169.254/latest/meta-data", "https://[fd00::1]/x",
+			"https://0.0.0.0/x", "https://[::ffff:127.0.0.1]/x"} {
+			bad(map[string]any{"endpoint": internal, "keys": good}, "endpoint", "not_public")
+		}
 		bad(map[string]any{"keys": good}, "endpoint", "required")
 		bad(map[string]any{"endpoint": ep}, "keys", "required")
 		bad(map[string]any{"endpoint": ep, "keys": map[string]string{"auth": good["auth"]}}, "keys.p256dh", "required")
@@ -332,8 +347,8 @@ func TestNotificationsSubscribe(t *testing.T) {
 		}
 		subscribe(d.asAgent, "[]").ExpectProblem(400, "malformed_json")
 		e.DB.Model(&models.PushSubscription{}).Count(&count)
-		if count != 2 {
-			t.Fatalf("%d subscriptions after refused requests, want 2", count)
+		if count != 4 {
+			t.Fatalf("%d subscriptions after refused requests, want 4", count)
 		}
 	})
 }
@@ -366,15 +381,13 @@ func TestNotificationRecordedAndPushed(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		d := newNotifDesk(t, e)
 		peer := &pushPeer{}
-		srv := httptest.NewServer(peer)
-		t.Cleanup(srv.Close)
+		// A push service on loopback, which this Env (WithPushService) is
+		// explicitly allowed to reach.
+		srv := apitest.StartPushService(t, peer)
 		keys := pushKeysFor(t)
-		now := models.Now()
-		// Stored directly: the API accepts only https endpoints.
-		if err := e.DB.Create(&models.PushSubscription{ID: models.NewID(), OrgID: d.org, MemberID: d.agentID, Endpoint: srv.URL + "/agent",
-			P256dh: keys["p256dh"], Auth: keys["auth"], CreatedAt: now, UpdatedAt: now}).Error; err != nil {
-			t.Fatal(err)
-		}
+		var sub struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/notifications/subscribe", Headers: d.asAgent,
+			Body: map[string]any{"endpoint": srv.URL + "/agent", "keys": keys}}).Expect(201).JSON(&sub)
 		n := &models.Notification{ID: models.DerivedID("test", d.agentID), OrgID: d.org, MemberID: d.agentID, Type: "customer_reply",
 			Title: "Bob replied on #1001", Body: "It is still on fire", ResourceType: "ticket", ResourceID: models.NewID()}
 		record := func() {
@@ -414,6 +427,51 @@ func TestNotificationRecordedAndPushed(t *testing.T) {
 		}
 		if l := d.list(e, d.asAgent, ""); len(l.Data) != 1 || l.Data[0].Title != n.Title {
 			t.Fatalf("list: %+v", l)
+		}
+	}, apitest.WithPushService())
+}
+
+// Without the test allow-list (as in production) a push service on
+// loopback is refused when subscribing, and — for a subscription that got
+// into the database anyway, or whose name now resolves inside — when the
+// worker connects: the service is never contacted and the subscription is
+// deleted.
+func TestPushToInternalAddressesIsRefused(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newNotifDesk(t, e)
+		peer := &pushPeer{}
+		srv := apitest.StartPushService(t, peer)
+		keys := pushKeysFor(t)
+		p := e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/notifications/subscribe", Headers: d.asAgent,
+			Body: map[string]any{"endpoint": srv.URL + "/agent", "keys": keys}}).ExpectProblem(422, "validation_failed")
+		if errs := p["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["code"] != "not_public" {
+			t.Fatalf("errors %v", errs)
+		}
+		port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+		now := models.Now()
+		subs := []models.PushSubscription{
+			{ID: models.NewID(), OrgID: d.org, MemberID: d.agentID, Endpoint: srv.URL + "/by-ip", P256dh: keys["p256dh"], Auth: keys["auth"], CreatedAt: now, UpdatedAt: now},
+			{ID: models.NewID(), OrgID: d.org, MemberID: d.agentID, Endpoint: "https://localhost:" + port + "/by-name", P256dh: keys["p256dh"], Auth: keys["auth"], CreatedAt: now, UpdatedAt: now},
+		}
+		if err := e.DB.Create(&subs).Error; err != nil {
+			t.Fatal(err)
+		}
+		n := &models.Notification{ID: models.NewID(), OrgID: d.org, MemberID: d.agentID, Type: "customer_reply", Title: "Ping", Body: "Pong"}
+		if err := e.Starter.Transact(t.Context(), func(tx *outbox.Tx) error { return helpdesk.RecordNotification(tx, n) }); err != nil {
+			t.Fatal(err)
+		}
+		e.Eventually(func() bool {
+			var s models.WorkflowStart
+			return e.DB.Take(&s, "workflow_id = ? AND status = ?", workflows.NotificationDeliveryID(n.ID), models.StartStarted).Error == nil
+		}, "the delivery to start")
+		var out activities.DeliveryResult
+		if err := e.Temporal.GetWorkflow(t.Context(), workflows.NotificationDeliveryID(n.ID), "").Get(t.Context(), &out); err != nil {
+			t.Fatal(err)
+		}
+		var left int64
+		e.DB.Model(&models.PushSubscription{}).Where("member_id = ?", d.agentID).Count(&left)
+		if out.Refused != 2 || out.Sent != 0 || peer.hits() != 0 || left != 0 {
+			t.Fatalf("delivery %+v, %d pushes reached loopback, %d subscriptions left", out, peer.hits(), left)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
@@ -30,6 +31,9 @@ type Deps struct {
 	// AutoCloseAfter is how long a solved ticket stays solved before it is
 	// closed (default 4 days).
 	AutoCloseAfter time.Duration
+	// PushEgress decides which push endpoints may be registered: https on
+	// the public internet only (its allow-list is for tests).
+	PushEgress netguard.Policy
 }
 
 type handlers struct{ Deps }

@@ -80,6 +80,50 @@ func TestRefreshTokensRotateAndReuseRevokesTheFamily(t *testing.T) {
 	})
 }
 
+// Reusing a refresh token revokes the sign-in's access tokens too: every
+// interface refuses them (within the few seconds an API process takes to
+// re-read the revocations), while another sign-in of the same user goes
+// on working.
+func TestRevokedSessionRefusesItsAccessTokens(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.SignUp(apitest.UniqueEmail("stolen"))
+		org := e.CreateOrg(u, "Revocation")
+		other := &apitest.User{Email: u.Email, Password: u.Password}
+		e.SignIn(other) // a second sign-in: another session
+
+		var second struct {
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/identity/v1/token/refresh", Body: map[string]string{"refresh_token": u.Refresh}}).
+			Expect(200).JSON(&second)
+		calls := func(token string) []apitest.Request {
+			return []apitest.Request{
+				{Method: "GET", Path: "/identity/v1/me", Headers: apitest.Bearer(token)},
+				{Method: "GET", Path: "/crm/organization/" + org, Headers: apitest.Bearer(token)},
+				{Method: "GET", Path: "/helpdesk/tickets", Headers: apitest.HelpdeskUser(token, org)},
+			}
+		}
+		for _, token := range []string{u.Token, second.AccessToken} {
+			for _, r := range calls(token) {
+				e.Do(r).Expect(200)
+			}
+		}
+		// The spent refresh token again: reuse revokes the session.
+		e.Do(apitest.Request{Method: "POST", Path: "/identity/v1/token/refresh", Body: map[string]string{"refresh_token": u.Refresh}}).
+			ExpectProblem(401, "refresh_token_reused")
+		for _, token := range []string{u.Token, second.AccessToken} {
+			for _, r := range calls(token) {
+				e.Eventually(func() bool { return e.Do(r).Status == 401 }, "%s %s to refuse the revoked session", r.Method, r.Path)
+				e.Do(r).ExpectProblem(401, "session_revoked")
+			}
+		}
+		for _, r := range calls(other.Token) {
+			e.Do(r).Expect(200)
+		}
+	})
+}
+
 func TestDiscoveryDocuments(t *testing.T) {
 	e := apitest.New(t, models.SQLite)
 	for _, path := range []string{"/.well-known/jwks.json", "/identity/.well-known/jwks.json"} {

@@ -125,12 +125,19 @@ func (s *Service) me(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if revoked, err := s.SessionRevoked(c.UserContext(), claims.SessionID); err != nil {
+		return err
+	} else if revoked {
+		return errSessionRevoked
+	}
 	u, err := s.User(c.UserContext(), claims.Subject)
 	if err != nil {
 		return web.Unauthorized("The account no longer exists.")
 	}
 	return c.JSON(toUser(u))
 }
+
+var errSessionRevoked = models.Err(models.ErrUnauthorized, "session_revoked", "This sign-in was revoked; sign in again.")
 
 func (s *Service) jwks(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderCacheControl, "public, max-age=300")
@@ -149,7 +156,7 @@ func (s *Service) discovery(c *fiber.Ctx) error {
 		"token_endpoint_auth_methods_supported": []string{"none"},
 		// Access tokens are JWTs signed with these algorithms (no ID tokens).
 		"access_token_signing_alg_values_supported": []string{"EdDSA"},
-		"claims_supported":                          []string{"sub", "iss", "aud", "exp", "iat", "nbf", "jti", "email", "name"},
+		"claims_supported":                          []string{"sub", "iss", "aud", "exp", "iat", "nbf", "jti", "email", "name", "sid"},
 	})
 }
 

@@ -129,6 +129,9 @@ func kidOf(key ed25519.PrivateKey) string {
 type Claims struct {
 	Email string `json:"email"`
 	Name  string `json:"name"`
+	// SessionID (`sid`) is the sign-in the token belongs to: its refresh
+	// token family. Revoking the sign-in refuses its access tokens too.
+	SessionID string `json:"sid,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -140,11 +143,12 @@ type TokenPair struct {
 	RefreshToken string `json:"refresh_token"`
 }
 
-func (s *Service) accessToken(u *models.IdentityUser) (string, error) {
+func (s *Service) accessToken(u *models.IdentityUser, session string) (string, error) {
 	now := s.now()
 	claims := Claims{
-		Email: u.Email,
-		Name:  u.Name,
+		Email:     u.Email,
+		Name:      u.Name,
+		SessionID: session,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    s.cfg.Issuer,
 			Subject:   u.ID,
@@ -162,7 +166,7 @@ func (s *Service) accessToken(u *models.IdentityUser) (string, error) {
 
 // issue creates a token pair; the refresh token joins family.
 func (s *Service) issue(tx *gorm.DB, u *models.IdentityUser, family string) (*TokenPair, error) {
-	access, err := s.accessToken(u)
+	access, err := s.accessToken(u, family)
 	if err != nil {
 		return nil, err
 	}
@@ -239,8 +243,7 @@ func (s *Service) Refresh(ctx context.Context, refresh string) (*TokenPair, erro
 			return models.Err(models.ErrUnauthorized, "invalid_refresh_token", "The refresh token was revoked; sign in again.")
 		case rt.UsedAt != nil:
 			reused = true
-			return tx.Model(&models.IdentityRefreshToken{}).Where("family_id = ? AND revoked_at IS NULL", rt.FamilyID).
-				Update("revoked_at", now).Error
+			return s.revokeSession(tx, rt.FamilyID, now)
 		case rt.ExpiresAt.Before(now):
 			return models.Err(models.ErrUnauthorized, "invalid_refresh_token", "The refresh token expired; sign in again.")
 		}
@@ -261,6 +264,40 @@ func (s *Service) Refresh(ctx context.Context, refresh string) (*TokenPair, erro
 			"This refresh token was already used. Every session of this sign-in was revoked; sign in again.")
 	}
 	return pair, err
+}
+
+// revokeSession ends a sign-in: its refresh tokens stop working at once,
+// and its access tokens are listed as revoked until the last of them has
+// expired, so that every API process refuses them (api/auth reads the list
+// every few seconds).
+func (s *Service) revokeSession(tx *gorm.DB, family string, now time.Time) error {
+	err := tx.Model(&models.IdentityRefreshToken{}).Where("family_id = ? AND revoked_at IS NULL", family).
+		Update("revoked_at", now).Error
+	if err != nil {
+		return err
+	}
+	row := models.IdentityRevokedSession{SessionID: family, RevokedAt: now, ExpiresAt: now.Add(s.cfg.AccessTTL + revokedSessionLeeway)}
+	return tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error
+}
+
+// revokedSessionLeeway covers the clock skew verifiers allow on expiry.
+const revokedSessionLeeway = time.Minute
+
+// SessionRevoked tells whether the sign-in session was revoked.
+func (s *Service) SessionRevoked(ctx context.Context, session string) (bool, error) {
+	if session == "" {
+		return false, nil
+	}
+	var n int64
+	err := s.db.WithContext(ctx).Model(&models.IdentityRevokedSession{}).Where("session_id = ?", session).Count(&n).Error
+	return n > 0, err
+}
+
+// PurgeRevokedSessions forgets revoked sessions whose access tokens have
+// all expired; the API runs it periodically.
+func PurgeRevokedSessions(ctx context.Context, db *gorm.DB, now time.Time) (int64, error) {
+	res := db.WithContext(ctx).Where("expires_at < ?", now).Delete(&models.IdentityRevokedSession{})
+	return res.RowsAffected, res.Error
 }
 
 // User loads a user by id.

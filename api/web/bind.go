@@ -84,6 +84,10 @@ func DecodeBytes(body []byte, dst any, checks ...func() error) error {
 			bad = append(bad, models.FieldError{Field: k, Code: "unknown_field", Message: "This field is not accepted here."})
 			continue
 		}
+		if containsNUL(raw[k]) {
+			bad = append(bad, models.FieldError{Field: k, Code: "invalid_character", Message: "Must not contain NUL (\\u0000) characters."})
+			continue
+		}
 		field := target.FieldByIndex(idx)
 		if err := json.Unmarshal(raw[k], field.Addr().Interface()); err != nil {
 			bad = append(bad, models.FieldError{Field: k, Code: "invalid_type", Message: typeMessage(err)})

@@ -69,6 +69,7 @@ var kindStatus = []struct {
 	{gorm.ErrDuplicatedKey, fiber.StatusConflict, "already_exists"},
 	{models.ErrLimit, fiber.StatusPaymentRequired, "plan_limit_reached"},
 	{models.ErrUnavailable, fiber.StatusServiceUnavailable, "service_unavailable"},
+	{models.ErrGone, fiber.StatusGone, "gone"},
 }
 
 // statusCode is the default problem code for statuses that reach the
@@ -80,6 +81,7 @@ var statusCode = map[int]string{
 	fiber.StatusNotFound:                    "not_found",
 	fiber.StatusMethodNotAllowed:            "method_not_allowed",
 	fiber.StatusConflict:                    "conflict",
+	fiber.StatusGone:                        "gone",
 	fiber.StatusRequestEntityTooLarge:       "payload_too_large",
 	fiber.StatusUnsupportedMediaType:        "unsupported_media_type",
 	fiber.StatusUnprocessableEntity:         "validation_failed",

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,8 +21,12 @@ const (
 	HeaderIdempotencyKey     = "Idempotency-Key"
 	HeaderIdempotentReplayed = "Idempotent-Replayed"
 	idempotencyRetention     = 24 * time.Hour
-	idempotencyInFlightLease = 2 * time.Minute
-	maxIdempotencyKeyLength  = 255
+	// DefaultIdempotencyLease is how long an in-flight key stays claimed
+	// without a heartbeat. The request renews it every third of that while
+	// it runs, so only a request whose process died loses its claim, and a
+	// retry after a crash proceeds within seconds.
+	DefaultIdempotencyLease = 10 * time.Second
+	maxIdempotencyKeyLength = 255
 	// secretWithheld marks a stored outcome whose body was not kept.
 	secretWithheld = "(secret withheld)"
 )
@@ -29,10 +34,31 @@ const (
 // IdempotencyOptions tunes the middleware.
 type IdempotencyOptions struct {
 	// Scope names whose keys these are, so two callers' keys never collide.
-	// The default hashes the credential headers.
+	// The default is the principal the authentication middleware recorded
+	// with SetIdempotencyScope ("anonymous" when none did).
 	Scope func(c *fiber.Ctx) string
 	// Now is the clock (tests move it).
 	Now func() time.Time
+	// Lease is how long an in-flight claim lasts without renewal
+	// (DefaultIdempotencyLease when zero).
+	Lease time.Duration
+}
+
+const localIdempotencyScope = "idempotency-scope"
+
+// SetIdempotencyScope records whose Idempotency-Keys the request uses: the
+// principal (a user id, with the organization when it is already known, or
+// an API key id), never the raw credential, so a retry after a token
+// refresh still finds its key. Authentication middleware calls it.
+func SetIdempotencyScope(c *fiber.Ctx, scope string) { c.Locals(localIdempotencyScope, scope) }
+
+// PrincipalScope is the scope recorded by SetIdempotencyScope, or
+// "anonymous" for requests without a principal (sign-up, sign-in).
+func PrincipalScope(c *fiber.Ctx) string {
+	if s, ok := c.Locals(localIdempotencyScope).(string); ok && s != "" {
+		return s
+	}
+	return "anonymous"
 }
 
 // Idempotency makes every POST that carries an Idempotency-Key safe to
@@ -46,10 +72,13 @@ type IdempotencyOptions struct {
 // Keys live in the database, so every API replica honours them.
 func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 	if opts.Scope == nil {
-		opts.Scope = CredentialScope
+		opts.Scope = PrincipalScope
 	}
 	if opts.Now == nil {
 		opts.Now = models.Now
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultIdempotencyLease
 	}
 	return func(c *fiber.Ctx) error {
 		key := c.Get(HeaderIdempotencyKey)
@@ -59,15 +88,20 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 		if len(key) > maxIdempotencyKeyLength {
 			return models.Invalid(models.FieldError{Field: HeaderIdempotencyKey, Code: "max", Message: "Must be at most 255 characters long."})
 		}
+		if !printableASCII(key) {
+			return models.Invalid(models.FieldError{Field: HeaderIdempotencyKey, Code: "printable",
+				Message: "Must be printable ASCII (letters, digits, punctuation, spaces)."})
+		}
 		ctx := c.UserContext()
 		now := opts.Now()
 		row := models.IdempotencyKey{
-			Scope:       opts.Scope(c),
-			Key:         string([]byte(key)),
+			Scope:       strings.Clone(opts.Scope(c)),
+			Key:         strings.Clone(key),
 			RequestHash: requestHash(c),
 			State:       models.IdemInFlight,
 			CreatedAt:   now,
 			ExpiresAt:   now.Add(idempotencyRetention),
+			LockedUntil: now.Add(opts.Lease),
 		}
 		claimed, err := claimKey(ctx, db, &row, now)
 		if err != nil {
@@ -77,7 +111,9 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 			return replay(c, &row)
 		}
 
+		stopHeartbeat := heartbeat(context.WithoutCancel(ctx), db, &row, opts)
 		handlerErr := c.Next()
+		stopHeartbeat()
 		if handlerErr != nil {
 			if err := c.App().ErrorHandler(c, handlerErr); err != nil {
 				return err
@@ -114,9 +150,37 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 	}
 }
 
+// heartbeat renews the claim on row every third of the lease until the
+// returned stop is called (which waits for it to finish). The renewal names
+// the claim by its created_at, so a claim that was taken over meanwhile is
+// never extended by its former holder.
+func heartbeat(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, opts IdempotencyOptions) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		ticker := time.NewTicker(opts.Lease / 3)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ticker.C:
+				err := db.WithContext(ctx).Model(&models.IdempotencyKey{}).
+					Where("scope = ? AND key = ? AND created_at = ? AND state = ?", row.Scope, row.Key, row.CreatedAt, models.IdemInFlight).
+					Update("locked_until", opts.Now().Add(opts.Lease)).Error
+				if err != nil {
+					slog.WarnContext(ctx, "renewing an idempotency claim failed", "key", row.Key, "error", err)
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
 // claimKey inserts the in-flight row. When the key already exists it loads
 // it into row and reports false — unless the existing row has expired, or
-// its request died in flight (lease over), in which case it is taken over.
+// its request died in flight (its lease ran out without a heartbeat), in
+// which case it is taken over.
 func claimKey(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, now time.Time) (bool, error) {
 	q := db.WithContext(ctx)
 	res := q.Clauses(clause.OnConflict{DoNothing: true}).Create(row)
@@ -131,12 +195,13 @@ func claimKey(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, now 
 		return false, err
 	}
 	stale := existing.ExpiresAt.Before(now) ||
-		(existing.State == models.IdemInFlight && existing.CreatedAt.Before(now.Add(-idempotencyInFlightLease)))
+		(existing.State == models.IdemInFlight && existing.LockedUntil.Before(now))
 	if stale {
 		res := q.Model(&models.IdempotencyKey{}).
 			Where("scope = ? AND key = ? AND created_at = ?", existing.Scope, existing.Key, existing.CreatedAt).
 			Updates(map[string]any{"request_hash": row.RequestHash, "state": models.IdemInFlight, "status_code": 0,
-				"content_type": "", "location": "", "body": nil, "created_at": row.CreatedAt, "expires_at": row.ExpiresAt})
+				"content_type": "", "location": "", "body": nil, "created_at": row.CreatedAt, "expires_at": row.ExpiresAt,
+				"locked_until": row.LockedUntil})
 		if res.Error != nil {
 			return false, res.Error
 		}
@@ -176,15 +241,16 @@ func replay(c *fiber.Ctx, row *models.IdempotencyKey) error {
 	return c.Status(row.StatusCode).Send(row.Body)
 }
 
-// CredentialScope scopes keys to the credential presented, so the same key
-// from two tenants never collides. Credential-less callers share one scope.
-func CredentialScope(c *fiber.Ctx) string {
-	h := sha256.New()
-	for _, name := range []string{fiber.HeaderAuthorization, "X-Api-Key", "X-Workspace-Id"} {
-		h.Write(c.Request().Header.Peek(name))
-		h.Write([]byte{0})
+// printableASCII tells whether s holds only printable ASCII characters:
+// an Idempotency-Key is stored and compared as text, and control
+// characters (NUL above all) have no place in it.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return true
 }
 
 // requestHash fingerprints what makes two requests "the same": method, path

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,8 +174,19 @@ func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
 }
 
 func idempotentApp(db *gorm.DB, now *atomic.Pointer[time.Time], hits *atomic.Int32, gate chan struct{}) *fiber.App {
+	return idempotentAppWithLease(db, now, hits, gate, 0)
+}
+
+func idempotentAppWithLease(db *gorm.DB, now *atomic.Pointer[time.Time], hits *atomic.Int32, gate chan struct{}, lease time.Duration) *fiber.App {
 	app := newApp()
-	app.Use(web.Idempotency(db, web.IdempotencyOptions{Now: func() time.Time { return *now.Load() }}))
+	// Authentication names the principal; here the bearer text stands for it.
+	app.Use(func(c *fiber.Ctx) error {
+		if tok, _ := web.BearerToken(c); tok != "" {
+			web.SetIdempotencyScope(c, "user:"+tok)
+		}
+		return c.Next()
+	})
+	app.Use(web.Idempotency(db, web.IdempotencyOptions{Now: func() time.Time { return *now.Load() }, Lease: lease}))
 	app.Post("/orders", func(c *fiber.Ctx) error {
 		n := hits.Add(1)
 		if gate != nil && c.Get("X-Wait") != "" {
@@ -202,14 +215,20 @@ func idempotentApp(db *gorm.DB, now *atomic.Pointer[time.Time], hits *atomic.Int
 	return app
 }
 
+// testClock is the moved-by-hand clock of the idempotency tests.
+func testClock() (*atomic.Pointer[time.Time], time.Time) {
+	var now atomic.Pointer[time.Time]
+	start := models.Now()
+	now.Store(&start)
+	return &now, start
+}
+
 func TestIdempotencyKeys(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		var now atomic.Pointer[time.Time]
-		start := models.Now()
-		now.Store(&start)
+		now, start := testClock()
 		var hits atomic.Int32
 		gate := make(chan struct{})
-		app := idempotentApp(db, &now, &hits, gate)
+		app := idempotentApp(db, now, &hits, gate)
 		key := func(k string) []string {
 			return []string{web.HeaderIdempotencyKey, k, "Authorization", "Bearer tenant-a"}
 		}
@@ -294,6 +313,74 @@ func TestIdempotencyKeys(t *testing.T) {
 		long := strings.Repeat("k", 256)
 		if r := send(t, app, "POST", "/orders", `{}`, key(long)...); r.status != 422 {
 			t.Fatalf("long key: %d %s", r.status, r.body)
+		}
+		if r := send(t, app, "POST", "/orders", `{}`, key("tab\tkey")...); r.status != 422 || !strings.Contains(r.body, "printable") {
+			t.Fatalf("control character in the key: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// A request whose process died (kill -9) leaves its key in flight; the
+// retry proceeds as soon as the short lease lapses, not minutes later.
+// A request still running renews its lease, so its retry keeps getting
+// 409 and the work is never done twice.
+func TestIdempotencyLeaseLapsesAfterACrashAndIsRenewedWhileAlive(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now, start := testClock()
+		var hits atomic.Int32
+		gate := make(chan struct{})
+		app := idempotentApp(db, now, &hits, gate)
+		key := []string{web.HeaderIdempotencyKey, "crashed", "Authorization", "Bearer tenant-a"}
+
+		// What a process killed mid-request leaves behind: a claim taken
+		// a moment ago, never renewed.
+		// Its fingerprint is the retried request's: method, path and body.
+		sum := sha256.Sum256([]byte("POST\x00/orders\x00" + `{"sku":"a"}`))
+		if err := db.Create(&models.IdempotencyKey{Scope: "user:tenant-a", Key: "crashed", RequestHash: hex.EncodeToString(sum[:]),
+			State: models.IdemInFlight, CreatedAt: start, ExpiresAt: start.Add(24 * time.Hour), LockedUntil: start.Add(web.DefaultIdempotencyLease)}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if r := send(t, app, "POST", "/orders", `{"sku":"a"}`, key...); r.status != 409 {
+			t.Fatalf("retry within the lease: %d %s", r.status, r.body)
+		}
+		later := start.Add(15 * time.Second) // seconds after the crash, not minutes
+		now.Store(&later)
+		if r := send(t, app, "POST", "/orders", `{"sku":"a"}`, key...); r.status != 201 || hits.Load() != 1 {
+			t.Fatalf("retry after the lease: %d %s (hits %d)", r.status, r.body, hits.Load())
+		}
+
+		// A live request renews its claim: with a 300 ms lease (real clock),
+		// wait until the first lease is long over and the claim was renewed,
+		// then retry — still in flight, still run once.
+		real := time.Now
+		live := idempotentAppWithLease(db, now, &hits, gate, 300*time.Millisecond)
+		realNow := real().UTC().Truncate(time.Microsecond)
+		now.Store(&realNow)
+		tick := func() { n := real().UTC().Truncate(time.Microsecond); now.Store(&n) }
+		liveKey := []string{web.HeaderIdempotencyKey, "slow", "Authorization", "Bearer tenant-a", "X-Wait", "1"}
+		done := make(chan result, 1)
+		go func() { done <- send(t, live, "POST", "/orders", `{"sku":"slow"}`, liveKey...) }()
+		firstLease := realNow.Add(300 * time.Millisecond)
+		deadline := real().Add(10 * time.Second)
+		for {
+			tick()
+			var row models.IdempotencyKey
+			err := db.Take(&row, "scope = ? AND key = ?", "user:tenant-a", "slow").Error
+			if err == nil && row.LockedUntil.After(firstLease) && real().After(firstLease) {
+				break // renewed, and the first lease has lapsed
+			}
+			if real().After(deadline) {
+				t.Fatalf("the claim was not renewed: %+v %v", row, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		tick()
+		if r := send(t, live, "POST", "/orders", `{"sku":"slow"}`, liveKey...); r.status != 409 || !strings.Contains(r.body, "idempotency_key_in_flight") {
+			t.Fatalf("retry of a live request: %d %s", r.status, r.body)
+		}
+		close(gate)
+		if r := <-done; r.status != 201 || hits.Load() != 2 {
+			t.Fatalf("the live request: %d %s (hits %d)", r.status, r.body, hits.Load())
 		}
 	})
 }

@@ -91,6 +91,23 @@ type Config struct {
 	VAPIDPrivateKey string `env:"VAPID_PRIVATE_KEY" secret:"true"`
 	// VAPIDSubject is the contact push services may reach the operator at.
 	VAPIDSubject string `env:"VAPID_SUBJECT" envDefault:"mailto:admin@business-suite.local"`
+
+	// SMTPURL is the mail server invitations are sent through
+	// (smtp://user:pass@host:587 with STARTTLS, smtps://… for implicit
+	// TLS, smtp://host:25?tls=none for a plain local relay). Empty: no
+	// e-mail (the inviter still sees the token once); `suite dev` then runs
+	// its own mail sink.
+	SMTPURL  string `env:"SMTP_URL" secret:"url"`
+	SMTPFrom string `env:"SMTP_FROM" envDefault:"Business Suite <no-reply@business-suite.local>"`
+	// DevSMTPAddr is where `suite dev`'s mail sink listens when SMTP_URL is
+	// empty; messages are kept in SUITE_DATA_DIR/mail.
+	DevSMTPAddr string `env:"SUITE_DEV_SMTP_ADDR" envDefault:"127.0.0.1:1025"`
+	// PublicURL is the API's public base URL, used in e-mails (the accept
+	// call of an invitation); `suite dev` defaults it to its own address.
+	PublicURL string `env:"SUITE_PUBLIC_URL"`
+	// InviteURL is a front-end link template for invitations, with {token}
+	// where the token goes (e.g. https://app.example.com/join?token={token}).
+	InviteURL string `env:"SUITE_INVITE_URL"`
 }
 
 // LoadConfig reads the environment.
@@ -113,6 +130,12 @@ func LoadConfig() (Config, error) {
 	if cfg.DBMaxOpenConns < 1 {
 		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")
 	}
+	if err := activities.CheckSMTP(cfg.smtp()); err != nil {
+		return cfg, fmt.Errorf("configuration: %w", err)
+	}
+	if cfg.InviteURL != "" && !strings.Contains(cfg.InviteURL, "{token}") {
+		return cfg, fmt.Errorf("configuration: SUITE_INVITE_URL must contain {token}")
+	}
 	return cfg, nil
 }
 
@@ -125,6 +148,8 @@ func (c Config) AIProvider() ai.Provider {
 	return openaicompat.New(openaicompat.Config{APIKey: c.OpenAIAPIKey, BaseURL: c.OpenAIBaseURL, Model: c.OpenAIModel,
 		Timeout: c.OpenAITimeout, ChunkTokens: c.OpenAIChunkTokens})
 }
+// smtp is the mail server configuration.
+func (c Config) smtp() activities.SMTP { return activities.SMTP{URL: c.SMTPURL, From: c.SMTPFrom} }
 
 // DatabaseDSN is DATABASE_URL, or the embedded SQLite file in the data dir.
 func (c Config) DatabaseDSN() string {

@@ -14,6 +14,7 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/devserver"
 	"github.com/business-suite/suite/worker/ready"
+	"github.com/business-suite/suite/worker/mailsink"
 	"github.com/business-suite/suite/workflows"
 )
 
@@ -87,6 +88,22 @@ func runDev(ctx context.Context, cfg Config) error {
 		_ = ln.Close()
 		return err
 	}
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = self
+	}
+	var sink *mailsink.Sink
+	if cfg.SMTPURL == "" {
+		// No mail server: a local sink keeps every message under
+		// SUITE_DATA_DIR/mail, so invitations can be read and accepted.
+		sink, err = mailsink.Start(mailsink.Options{Addr: cfg.DevSMTPAddr, Dir: filepath.Join(cfg.DataDir, "mail"), Log: log.With("component", "mail-sink")})
+		if err != nil {
+			sink = nil
+			log.Warn("the dev mail sink did not start; invitations are not e-mailed (their token is shown to the inviter)", "error", err)
+		} else {
+			defer func() { _ = sink.Close() }()
+			cfg.SMTPURL = sink.URL()
+		}
+	}
 	// The embedded server registered the search attributes with the namespace.
 	identity := ready.Identity("dev")
 	w, err := startWorker(cfg, db, tc, id, vapid, identity)
@@ -107,7 +124,7 @@ func runDev(ctx context.Context, cfg Config) error {
 			log.Error("seeding the demo organization failed", "error", err)
 		}
 	}
-	printDevBanner(cfg, srv.addr, ts.UIURL(), time.Since(started))
+	printDevBanner(cfg, srv.addr, ts.UIURL(), sink, time.Since(started))
 	if demo != nil {
 		printDemo(demo, self)
 	}
@@ -143,7 +160,7 @@ func awaitReady(ctx context.Context, checker *ready.Checker) error {
 	}
 }
 
-func printDevBanner(cfg Config, apiAddr, uiURL string, took time.Duration) {
+func printDevBanner(cfg Config, apiAddr, uiURL string, sink *mailsink.Sink, took time.Duration) {
 	base := "http://" + displayAddr(apiAddr)
 	fmt.Fprintf(stdout, "\nBusiness Suite is running (started in %s). Ctrl-C stops it; data stays in %s.\n\n", took.Round(time.Millisecond), cfg.DataDir)
 	fmt.Fprintf(stdout, "  API            %s   (CRM %s/crm, Helpdesk %s/helpdesk, AI %s/v1/ai)\n", base, base, base, base)
@@ -154,7 +171,11 @@ func printDevBanner(cfg Config, apiAddr, uiURL string, took time.Duration) {
 		fmt.Fprintf(stdout, "  Temporal UI    %s   (namespace %s)\n", uiURL, cfg.TemporalNamespace)
 	}
 	fmt.Fprintf(stdout, "  Temporal gRPC  %s   (server log: %s)\n", cfg.TemporalAddress, filepath.Join(cfg.DataDir, "temporal-server.log"))
-	fmt.Fprintf(stdout, "  Database       %s\n\n", redactURL(cfg.DatabaseDSN()))
+	fmt.Fprintf(stdout, "  Database       %s\n", redactURL(cfg.DatabaseDSN()))
+	if sink != nil {
+		fmt.Fprintf(stdout, "  Mail           not sent: kept in %s (dev mail sink on %s; set SMTP_URL to send)\n", filepath.Join(cfg.DataDir, "mail"), sink.Addr())
+	}
+	fmt.Fprintln(stdout)
 }
 
 // displayAddr turns a listen address such as [::]:8080 into 127.0.0.1:8080.

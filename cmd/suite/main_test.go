@@ -58,6 +58,7 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 	}
 	cfg.DataDir = t.TempDir()
 	cfg.HTTPAddr, cfg.TemporalAddress, cfg.TemporalUIAddr = freeAddr(t), freeAddr(t), freeAddr(t)
+	cfg.DevSMTPAddr, cfg.SMTPURL = freeAddr(t), ""
 	base := "http://" + cfg.HTTPAddr
 
 	for round := 1; round <= 2; round++ {
@@ -102,6 +103,9 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 		if resp.StatusCode != 200 || org.Status != "active" || org.Plan != "business" {
 			t.Fatalf("round %d: demo organization: %d %+v", round, resp.StatusCode, org)
 		}
+		if round == 1 {
+			devInvitationIsMailed(t, cfg, base, demo)
+		}
 		cancel()
 		select {
 		case err := <-done:
@@ -121,7 +125,7 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 	if strings.Count(out.String(), "Demo organization") != 2 {
 		t.Errorf("demo credentials not printed on both starts:\n%s", out.String())
 	}
-	for _, want := range []string{"Temporal UI", "API reference", "/docs", cfg.TemporalAddress, "curl -s"} {
+	for _, want := range []string{"Temporal UI", "API reference", "/docs", cfg.TemporalAddress, "curl -s", filepath.Join(cfg.DataDir, "mail")} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
 		}
@@ -136,7 +140,53 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 	}
 }
 
+// devInvitationIsMailed invites someone as the demo owner: `suite dev`'s
+// mail sink keeps the invitation e-mail, with the token the inviter was
+// shown, under SUITE_DATA_DIR/mail.
+func devInvitationIsMailed(t *testing.T, cfg Config, base string, demo demoCredentials) {
+	t.Helper()
+	post := func(path, token string, body any, out any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(out)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	post("/identity/v1/token", "", map[string]string{"grant_type": "password", "email": demo.Email, "password": demo.Password}, &tok)
+	var inv struct{ Invitation struct{ Token string } }
+	post("/crm/organization/"+demo.OrgID+"/members", tok.AccessToken, map[string]string{"email": "new-hire@example.com", "role": "AGENT"}, &inv)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		files, _ := filepath.Glob(filepath.Join(cfg.DataDir, "mail", "*.eml"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), "new-hire@example.com") &&
+				strings.Contains(strings.ReplaceAll(string(b), "=\r\n", ""), inv.Invitation.Token) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no invitation e-mail with the token in %s", filepath.Join(cfg.DataDir, "mail"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestConfigMasksSecrets(t *testing.T) {
+	t.Setenv("SMTP_URL", "smtps://mailer:smtp-hunter3@mail.example.com")
 	t.Setenv("DATABASE_URL", "postgres://app:hunter2@db:5432/suite")
 	t.Setenv("STRIPE_SECRET_KEY", "sk_test_123")
 	t.Setenv("TEMPORAL_API_KEY", "tmprl-secret")
@@ -145,7 +195,7 @@ func TestConfigMasksSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	logged := fmt.Sprint(cfg.LogAttrs()...)
-	for _, secret := range []string{"hunter2", "sk_test_123", "tmprl-secret"} {
+	for _, secret := range []string{"hunter2", "sk_test_123", "tmprl-secret", "smtp-hunter3"} {
 		if strings.Contains(logged, secret) {
 			t.Fatalf("secret %q logged: %s", secret, logged)
 		}

@@ -17,6 +17,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
@@ -80,7 +81,8 @@ func newMetrics() *prometheus.Registry {
 }
 
 // runBackground runs the API replica's background loops until ctx ends: the
-// outbox relay and the purge of expired idempotency keys.
+// outbox relay and the purge of expired idempotency keys and of revoked
+// sessions whose access tokens have all expired.
 func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, log *slog.Logger) {
 	go starter.Run(ctx)
 	go func() {
@@ -91,6 +93,9 @@ func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, lo
 				log.Warn("purge idempotency keys", "error", err)
 			} else if n > 0 {
 				log.Info("purged expired idempotency keys", "count", n)
+			}
+			if _, err := identity.PurgeRevokedSessions(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
+				log.Warn("purge revoked sessions", "error", err)
 			}
 			select {
 			case <-ctx.Done():

@@ -45,6 +45,7 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		VAPIDPublicKey:       vapid.PublicKey,
 		TicketAutoCloseAfter: cfg.TicketAutoCloseAfter,
 		Ready:                checker,
+		InviteURL:            cfg.InviteURL,
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)

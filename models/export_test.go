@@ -1,0 +1,17 @@
+package models
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
+
+// MigrateTo applies the migrations up to version (tests of data migrations).
+func MigrateTo(ctx context.Context, db *gorm.DB, version int64) error {
+	p, err := newMigrationProvider(db)
+	if err != nil {
+		return err
+	}
+	_, err = p.UpTo(ctx, version)
+	return err
+}
