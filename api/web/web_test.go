@@ -615,3 +615,47 @@ func TestNullableTellsAbsentNullAndValueApart(t *testing.T) {
 		t.Fatal("a wrong-typed value counts as sent")
 	}
 }
+
+// TestDeepPagesUseTheIndexRange checks the plan PostgreSQL makes for a
+// cursor page: the cursor must be part of the index range on (org_id,
+// created_at, id) and not a filter over every newer row, which made a page
+// 900,000 rows deep cost 1.6 s instead of 0.15 ms.
+func TestDeepPagesUseTheIndexRange(t *testing.T) {
+	if dbtest.PostgresURL(t) == "" {
+		t.Skip("PostgreSQL is not available: the plan check needs it")
+	}
+	db := dbtest.Open(t, models.Postgres)
+	org := models.NewID()
+	after := web.Cursor{CreatedAt: models.Now(), ID: models.NewID()}
+	sql := db.ToSQL(func(tx *gorm.DB) *gorm.DB {
+		page, err := web.Paginate(tx.Model(&models.Contact{}).Where("org_id = ?", org),
+			web.PageRequest{Limit: 25, After: &after}, "", func(c *models.Contact) web.Cursor { return web.Cursor{} })
+		if err != nil || len(page.Data) != 0 {
+			t.Errorf("a dry run returned %v, %v", page, err)
+		}
+		return tx
+	})
+	var plan []string
+	err := db.Transaction(func(tx *gorm.DB) error {
+		// With a few rows a sequential scan is cheapest; ask for the plan an
+		// index would give, as it does on a large table.
+		if err := tx.Exec("SET LOCAL enable_seqscan = off").Error; err != nil {
+			return err
+		}
+		return tx.Raw("EXPLAIN " + sql).Scan(&plan).Error
+	})
+	if err != nil {
+		t.Fatalf("explain %s: %v", sql, err)
+	}
+	text := strings.Join(plan, "\n")
+	var cond bool
+	for _, line := range plan {
+		if strings.Contains(line, "Filter:") && strings.Contains(line, "created_at") {
+			t.Fatalf("the cursor is a filter, not an index range:\n%s", text)
+		}
+		cond = cond || (strings.Contains(line, "Index Cond:") && strings.Contains(line, "created_at"))
+	}
+	if !cond {
+		t.Fatalf("the cursor is not in the index condition:\n%s", text)
+	}
+}
