@@ -130,6 +130,7 @@ func SubscriptionChangeID(orgID, changeID string, retry int) string {
 	}
 	return id
 }
+
 // InvitationEmailWorkflow e-mails one invitation to the invited address.
 const (
 	InvitationEmailWorkflow = "InvitationEmail"
