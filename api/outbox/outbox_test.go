@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,7 +263,10 @@ func TestSignalsRecordedWhileTemporalIsDownAreDeliveredAfter(t *testing.T) {
 			t.Fatalf("%d signal rows recorded, want 4", len(signals))
 		}
 		for _, r := range signals {
-			if r.Status != models.StartPending || r.Attempts != 1 || r.LastError == "" {
+			// The signals of "both" wait behind its start, which failed:
+			// they are not tried before it goes through.
+			tried := r.WorkflowID != both
+			if r.Status != models.StartPending || (r.Attempts == 1) != tried || (r.LastError != "") != tried {
 				t.Fatalf("signal row after a failed dispatch: %+v", r)
 			}
 		}
@@ -346,4 +350,110 @@ func startTemporal(t *testing.T, addr string, register func(sdkworker.Worker)) c
 		t.Fatal(err)
 	}
 	return wc
+}
+
+// gateClient stands in for a Temporal whose calls hang until released and
+// then fail: it records which workflows were called, and how many calls
+// were in flight at once.
+type gateClient struct {
+	client.Client
+	release chan struct{}
+
+	mu             sync.Mutex
+	inflight, peak int
+	calls          []string
+}
+
+func (g *gateClient) call(ctx context.Context, what string) error {
+	g.mu.Lock()
+	g.inflight++
+	g.peak = max(g.peak, g.inflight)
+	g.calls = append(g.calls, what)
+	g.mu.Unlock()
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	g.inflight--
+	g.mu.Unlock()
+	return errors.New("temporal unavailable (test)")
+}
+
+func (g *gateClient) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+	return nil, g.call(ctx, "start "+o.ID)
+}
+
+func (g *gateClient) SignalWorkflow(ctx context.Context, id, _, name string, _ any) error {
+	return g.call(ctx, "signal "+id+" "+name)
+}
+
+func (g *gateClient) snapshot() (int, []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peak, append([]string(nil), g.calls...)
+}
+
+// TestRelayDispatchesWorkflowsConcurrentlyInOrderPerWorkflow: a relay pass
+// calls Temporal for several workflows at once, and a workflow's signal is
+// never sent before its start has gone through.
+func TestRelayDispatchesWorkflowsConcurrentlyInOrderPerWorkflow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		gate := &gateClient{release: make(chan struct{})}
+		starter := outbox.New(db, gate, quiet, nil)
+		starter.Concurrency = 4
+		starter.DispatchTimeout = time.Minute
+		for i := range 8 {
+			id := fmt.Sprintf("gate/%d", i)
+			err := starter.Transact(ctx, func(tx *outbox.Tx) error {
+				if err := tx.Start(outbox.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{}}); err != nil {
+					return err
+				}
+				return tx.Signal(outbox.Signal{WorkflowID: id, Name: "poke", Input: i})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		done := make(chan error, 1)
+		go func() {
+			n, err := starter.DispatchDue(ctx)
+			if err == nil && n != 0 {
+				err = fmt.Errorf("%d dispatched by a Temporal that fails every call", n)
+			}
+			done <- err
+		}()
+		// Hold every call until Concurrency of them are in flight together:
+		// a relay that dispatches one at a time never gets there.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if peak, _ := gate.snapshot(); peak >= starter.Concurrency {
+				break
+			}
+			if time.Now().After(deadline) {
+				peak, calls := gate.snapshot()
+				close(gate.release)
+				<-done
+				t.Fatalf("at most %d calls in flight at once, want %d: %v", peak, starter.Concurrency, calls)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		close(gate.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		peak, calls := gate.snapshot()
+		if peak > starter.Concurrency {
+			t.Fatalf("%d calls in flight, the limit is %d", peak, starter.Concurrency)
+		}
+		if len(calls) != 8 {
+			t.Fatalf("want one start call per workflow and no signal before its start went through, got %v", calls)
+		}
+		for _, c := range calls {
+			if !strings.HasPrefix(c, "start ") {
+				t.Fatalf("a signal was sent before its workflow started: %v", calls)
+			}
+		}
+	})
 }
