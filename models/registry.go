@@ -45,5 +45,6 @@ func All() []any {
 		&IdentityRevokedSession{},
 		&ServerSecret{},
 		&Invitation{},
+		&CacheEpoch{},
 	}
 }

@@ -79,6 +79,7 @@ type Authenticator struct {
 	verifier TokenVerifier
 	touched  sync.Map // key id → time of the last lastUsedAt write
 	revoked  *revocations
+	keys     *keyCache
 }
 
 // TokenVerifier verifies a user access token.
@@ -98,9 +99,11 @@ type UserClaims struct {
 
 // New creates an Authenticator. Access tokens of revoked sign-in sessions
 // are refused once this process has re-read the revocations (at most
-// DefaultRevocationRefresh later).
+// DefaultRevocationRefresh later); API keys are read through a cache that
+// a revocation anywhere empties within DefaultKeyEpochRefresh (keycache.go),
+// at once in the process that revoked (ForgetKeys).
 func New(db *gorm.DB, verifier TokenVerifier) *Authenticator {
-	return &Authenticator{db: db, verifier: verifier, revoked: &revocations{db: db, refresh: DefaultRevocationRefresh}}
+	return &Authenticator{db: db, verifier: verifier, revoked: &revocations{db: db, refresh: DefaultRevocationRefresh}, keys: newKeyCache(db)}
 }
 
 // verifyUser checks a user access token and that its sign-in session was
@@ -245,13 +248,17 @@ func (a *Authenticator) key(c *fiber.Ctx, secret, service string) (*models.APIKe
 	if models.ServiceOfKey(secret) == "" {
 		return nil, errInvalidKey
 	}
-	var k models.APIKey
-	err := a.db.WithContext(c.UserContext()).Take(&k, "hash = ?", models.HashKey(secret)).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, errInvalidKey
-	}
-	if err != nil {
-		return nil, err
+	hash := models.HashKey(secret)
+	k, cached, epoch := a.keys.get(c.UserContext(), hash)
+	if !cached {
+		err := a.db.WithContext(c.UserContext()).Take(&k, "hash = ?", hash).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, errInvalidKey
+		}
+		if err != nil {
+			return nil, err
+		}
+		a.keys.put(k, epoch)
 	}
 	if k.RevokedAt != nil {
 		return nil, errRevokedKey
@@ -355,6 +362,10 @@ func RequireUser(p *Principal) error {
 	}
 	return nil
 }
+
+// ForgetKeys empties this process's key cache; the revocation handler
+// calls it so that the revoking process refuses the key at once.
+func (a *Authenticator) ForgetKeys() { a.keys.forget() }
 
 // APIKey checks an API key of service (for routes authenticated by a key
 // in another header, such as the lead webhook's x-api-key).

@@ -4,18 +4,22 @@ import (
 	"crypto/ed25519"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/golang-jwt/jwt/v5"
+	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
 )
 
 // probeApp mounts each interface's middleware in front of a handler that
@@ -183,4 +187,73 @@ func TestCredentialRules(t *testing.T) {
 		e.SetPlan(org, models.PlanStarter)
 		run(t, app, []call{{"ai: starter", "/ai/probe", apitest.Bearer(aiKey), 402, "plan_upgrade_required"}})
 	})
+}
+
+// TestKeysAreCachedAndRevokedInEveryProcess: two API processes (two
+// Authenticators on one database) serve a key from their caches without
+// reading api_keys, and both refuse it once it is revoked behind their
+// backs — by SQL, as another process or an operator would.
+func TestKeysAreCachedAndRevokedInEveryProcess(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		procA, procB := probeApp(t, e), probeApp(t, e)
+		owner := e.SignUp(apitest.UniqueEmail("owner"))
+		org := e.CreateOrg(owner, "Acme")
+		key := e.CreateKey(owner, org, "crm")
+		withKey := map[string]string{"Authorization": "Bearer " + key}
+		probe := "/crm/probe?orgId=" + org
+		run(t, procA, []call{{"warm A", probe, withKey, 200, ""}})
+		run(t, procB, []call{{"warm B", probe, withKey, 200, ""}})
+
+		var keyReads atomic.Int64
+		name := "count-api-key-reads-" + string(e.Dialect)
+		if err := e.DB.Callback().Query().After("gorm:query").Register(name, func(tx *gorm.DB) {
+			if tx.Statement.Table == "api_keys" {
+				keyReads.Add(1)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.DB.Callback().Query().Remove(name) })
+		for range 20 {
+			run(t, procA, []call{{"cached", probe, withKey, 200, ""}})
+		}
+		if n := keyReads.Load(); n != 0 {
+			t.Fatalf("%d reads of api_keys for 20 requests with a cached key", n)
+		}
+
+		epoch := func() int64 {
+			n, err := models.ReadCacheEpoch(t.Context(), e.DB, models.APIKeysEpoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := epoch()
+		dbtest.MustExec(t, e.DB, "UPDATE api_keys SET last_used_at = ? WHERE hash = ?", time.Now().UTC(), models.HashKey(key))
+		if epoch() != before {
+			t.Fatal("lastUsedAt bookkeeping moved the api_keys epoch: every cache would empty once a minute per key")
+		}
+		dbtest.MustExec(t, e.DB, "UPDATE api_keys SET revoked_at = ? WHERE hash = ?", time.Now().UTC(), models.HashKey(key))
+		if epoch() == before {
+			t.Fatal("revoking a key did not move the api_keys epoch")
+		}
+		for name, app := range map[string]*fiber.App{"A": procA, "B": procB} {
+			e.Eventually(func() bool {
+				resp, err := app.Test(authed(probe, withKey), 10_000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode == 401
+			}, "process %s refuses the revoked key", name)
+		}
+	})
+}
+
+func authed(path string, headers map[string]string) *http.Request {
+	req := httptest.NewRequest("GET", path, nil)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return req
 }

@@ -108,5 +108,6 @@ func (h *handlers) revokeKey(c *fiber.Ctx) error {
 	if res.RowsAffected == 0 {
 		return web.NotFound("The API key")
 	}
+	h.Auth.ForgetKeys() // the other processes see the epoch move
 	return c.SendStatus(fiber.StatusNoContent)
 }
