@@ -51,6 +51,9 @@ type Deps struct {
 	VAPIDPublicKey string
 	// TicketAutoCloseAfter closes solved tickets after this long (0: 4 days).
 	TicketAutoCloseAfter time.Duration
+	// WebhookKeyRate limits the lead intake per crm_ key, a minute (0: the
+	// default, crm.DefaultWebhookKeyRate).
+	WebhookKeyRate int
 	// TemporalNamespace is the namespace workflows run in ("" = default).
 	TemporalNamespace string
 	// Ready answers /readyz; nil checks the database and the Temporal
@@ -105,7 +108,8 @@ func New(d Deps) *fiber.App {
 	if d.Identity != nil {
 		identity.Mount(app, d.Identity, idem)
 	}
-	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log, InviteURL: d.InviteURL}
+	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log, InviteURL: d.InviteURL,
+		WebhookKeyRate: d.WebhookKeyRate}
 	// The public lead intake is registered before the /crm group, so the
 	// group's Authorization check never runs for it.
 	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps)...)

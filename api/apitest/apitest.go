@@ -67,14 +67,15 @@ const ServiceToken = "test-identity-service-token"
 type Option func(*options)
 
 type options struct {
-	register     []func(sdkworker.Registry)
-	identityURL  string
-	temporalDown bool
-	autoClose    time.Duration
-	aiProvider   ai.Provider
-	billing      activities.BillingConfig
-	pushService  bool
-	mailReject   func(rcpt string) *smtp.SMTPError
+	register       []func(sdkworker.Registry)
+	identityURL    string
+	temporalDown   bool
+	webhookKeyRate int
+	autoClose      time.Duration
+	aiProvider     ai.Provider
+	billing        activities.BillingConfig
+	pushService    bool
+	mailReject     func(rcpt string) *smtp.SMTPError
 }
 
 // InviteURL is the accept-link template of every test Env.
@@ -96,6 +97,11 @@ func WithAIProvider(p ai.Provider) Option {
 // points at stripe-mock); without it billing is not configured.
 func WithBilling(cfg activities.BillingConfig) Option {
 	return func(o *options) { o.billing = cfg }
+}
+
+// WithWebhookKeyRate sets the lead intake's per-key limit (a minute).
+func WithWebhookKeyRate(n int) Option {
+	return func(o *options) { o.webhookKeyRate = n }
 }
 
 // WithTicketAutoClose shortens the solved → closed timer (default 4 days).
@@ -223,7 +229,8 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	e.App = api.New(api.Deps{DB: e.DB, Temporal: e.Temporal, Starter: e.Starter, Log: log,
 		Metrics: prometheus.NewRegistry(), Version: "test", TemporalNamespace: e.namespace,
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
-		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL})
+		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL,
+		WebhookKeyRate: o.webhookKeyRate})
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e

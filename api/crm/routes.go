@@ -25,6 +25,9 @@ type Deps struct {
 	// InviteURL is the front end's accept-link template ({token}), shown
 	// with each new invitation when set (SUITE_INVITE_URL).
 	InviteURL string
+	// WebhookKeyRate limits the lead intake per crm_ key, a minute
+	// (0: DefaultWebhookKeyRate).
+	WebhookKeyRate int
 }
 
 type handlers struct{ Deps }

@@ -24,27 +24,44 @@ import (
 // body. An orgId-only sender can only create leads, within rate limits: a
 // submission whose e-mail is already a lead is recorded on that lead's
 // timeline and changes nothing.
+//
+// Anonymous forms are limited per IP and per organization and IP. A sender
+// with the organization's crm_ key — an integration posting from one
+// server — is limited per key instead (WebhookKeyRate a minute), once the
+// key is known to be real; wrong keys count against the sending IP.
 func Webhook(d Deps) []fiber.Handler {
 	h := &handlers{d}
+	keyRate := d.WebhookKeyRate
+	if keyRate <= 0 {
+		keyRate = DefaultWebhookKeyRate
+	}
+	anonymous := func(c *fiber.Ctx) bool { return c.Get("X-Api-Key") == "" }
+	keyed := func(c *fiber.Ctx) bool { return !anonymous(c) }
 	return []fiber.Handler{
-		web.RateLimit("webhook-ip", 120, time.Minute, nil),
-		web.RateLimit("webhook-org-ip", 30, time.Minute, func(c *fiber.Ctx) string { return webhookScope(c) + "|" + c.IP() }),
+		web.Limit{Name: "webhook-ip", Max: 120, Window: time.Minute, Only: anonymous}.Handler(),
+		web.Limit{Name: "webhook-org-ip", Max: 30, Window: time.Minute, Only: anonymous,
+			Key: func(c *fiber.Ctx) string { return webhookScope(c) + "|" + c.IP() }}.Handler(),
+		web.Limit{Name: "webhook-key-failures-ip", Max: 120, Window: time.Minute, Only: keyed, FailuresOnly: true}.Handler(),
+		web.ErrorsAsResponses,
 		h.webhookAuth, // before idempotency: a refused request stores nothing
+		web.Limit{Name: "webhook-key", Max: keyRate, Window: time.Minute, Only: keyed,
+			Key: func(c *fiber.Ctx) string { return c.Locals("webhookSender").(webhookSender).key.ID }}.Handler(),
 		web.Idempotency(d.DB, web.IdempotencyOptions{}),
 		h.webhook,
 	}
 }
 
+// DefaultWebhookKeyRate is the intake submissions a minute one crm_ key may
+// send to one API process (SUITE_WEBHOOK_KEY_RATE).
+const DefaultWebhookKeyRate = 6000
+
 // intakeDedupeWindow is how long an identical submission counts as a resend
 // of the first one rather than a new submission.
 const intakeDedupeWindow = 24 * time.Hour
 
-// webhookScope scopes rate limits to the organization (by orgId) or to the
-// key; it runs before the sender is authenticated.
+// webhookScope scopes the anonymous forms' rate limit to the organization
+// named in the body; it runs before the body is validated.
 func webhookScope(c *fiber.Ctx) string {
-	if key := c.Get("X-Api-Key"); key != "" {
-		return "key:" + models.HashKey(key)
-	}
 	var body struct {
 		OrgID string `json:"orgId"`
 	}

@@ -14,15 +14,43 @@ import (
 // is the intent for abuse protection of public endpoints (see
 // docs/decisions.md).
 func RateLimit(name string, max int, window time.Duration, key func(c *fiber.Ctx) string) fiber.Handler {
+	return Limit{Name: name, Max: max, Window: window, Key: key}.Handler()
+}
+
+// Limit is a rate limit with every option; RateLimit and RateLimitFailures
+// are its common shapes.
+type Limit struct {
+	Name   string
+	Max    int
+	Window time.Duration
+	// Key buckets requests (default: the client IP).
+	Key func(c *fiber.Ctx) string
+	// Only, when set, limits just the requests it accepts; the others pass.
+	Only func(c *fiber.Ctx) bool
+	// FailuresOnly counts only requests answered with a status ≥ 400 (put
+	// ErrorsAsResponses after the limiter so that it sees the status).
+	FailuresOnly bool
+}
+
+// Handler is the limit as middleware.
+func (l Limit) Handler() fiber.Handler {
+	key := l.Key
 	if key == nil {
 		key = func(c *fiber.Ctx) string { return c.IP() }
 	}
+	var skip func(c *fiber.Ctx) bool
+	if l.Only != nil {
+		skip = func(c *fiber.Ctx) bool { return !l.Only(c) }
+	}
+	name := l.Name
 	return limiter.New(limiter.Config{
-		Max:               max,
-		Expiration:        window,
-		LimiterMiddleware: limiter.SlidingWindow{},
-		KeyGenerator:      func(c *fiber.Ctx) string { return name + "\x00" + key(c) },
-		LimitReached:      limitReached(window),
+		Next:                   skip,
+		Max:                    l.Max,
+		Expiration:             l.Window,
+		LimiterMiddleware:      limiter.SlidingWindow{},
+		SkipSuccessfulRequests: l.FailuresOnly,
+		KeyGenerator:           func(c *fiber.Ctx) string { return name + "\x00" + key(c) },
+		LimitReached:           limitReached(l.Window),
 	})
 }
 
@@ -41,14 +69,7 @@ func limitReached(window time.Duration) fiber.Handler {
 // 400): e.g. wrong passwords per account, so that a user who signs in
 // successfully is never locked out by the limiter.
 func RateLimitFailures(name string, max int, window time.Duration, key func(c *fiber.Ctx) string) fiber.Handler {
-	return limiter.New(limiter.Config{
-		Max:                    max,
-		Expiration:             window,
-		LimiterMiddleware:      limiter.SlidingWindow{},
-		SkipSuccessfulRequests: true,
-		KeyGenerator:           func(c *fiber.Ctx) string { return name + "\x00" + key(c) },
-		LimitReached:           limitReached(window),
-	})
+	return Limit{Name: name, Max: max, Window: window, Key: key, FailuresOnly: true}.Handler()
 }
 
 // ErrorsAsResponses writes a returned error as its problem response right

@@ -44,6 +44,9 @@ type Config struct {
 
 	// TicketAutoCloseAfter closes a solved ticket after this long.
 	TicketAutoCloseAfter time.Duration `env:"SUITE_TICKET_AUTOCLOSE_AFTER" envDefault:"96h"`
+	// WebhookKeyRate is how many lead intakes a minute one crm_ key may send
+	// to one API process (anonymous forms have fixed per-IP limits).
+	WebhookKeyRate int `env:"SUITE_WEBHOOK_KEY_RATE" envDefault:"6000"`
 
 	// Demo seeds the demo organization; defaults to true under `suite dev`.
 	Demo *bool `env:"SUITE_DEMO"`
@@ -148,6 +151,7 @@ func (c Config) AIProvider() ai.Provider {
 	return openaicompat.New(openaicompat.Config{APIKey: c.OpenAIAPIKey, BaseURL: c.OpenAIBaseURL, Model: c.OpenAIModel,
 		Timeout: c.OpenAITimeout, ChunkTokens: c.OpenAIChunkTokens})
 }
+
 // smtp is the mail server configuration.
 func (c Config) smtp() activities.SMTP { return activities.SMTP{URL: c.SMTPURL, From: c.SMTPFrom} }
 

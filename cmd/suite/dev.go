@@ -13,8 +13,8 @@ import (
 
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/devserver"
-	"github.com/business-suite/suite/worker/ready"
 	"github.com/business-suite/suite/worker/mailsink"
+	"github.com/business-suite/suite/worker/ready"
 	"github.com/business-suite/suite/workflows"
 )
 

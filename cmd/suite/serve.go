@@ -46,6 +46,7 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		TicketAutoCloseAfter: cfg.TicketAutoCloseAfter,
 		Ready:                checker,
 		InviteURL:            cfg.InviteURL,
+		WebhookKeyRate:       cfg.WebhookKeyRate,
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
