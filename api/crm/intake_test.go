@@ -1,9 +1,12 @@
 package crm_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/models"
@@ -120,6 +123,81 @@ func TestAnonymousIntakeRevealsAndChangesNothing(t *testing.T) {
 		}
 		if l := processedLead(victim.ID); l.Phone != "+1 415 555 2671" {
 			t.Fatalf("the keyed duplicate did not merge: %+v", l)
+		}
+	})
+}
+
+// TestIntakeLimitsKeysPerKeyAndFormsPerIP: an integration posting with the
+// organization's crm_ key from one server is limited per key (it used to
+// share the anonymous forms' 30 a minute per IP), a second key has its own
+// budget, forms from the same IP are not affected, and wrong keys are
+// limited per IP.
+func TestIntakeLimitsKeysPerKeyAndFormsPerIP(t *testing.T) {
+	const rate = 40
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		post := func(headers map[string]string, body map[string]any) *apitest.Response {
+			return e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Headers: headers, Body: body})
+		}
+		lead := func(i int) map[string]any {
+			return map[string]any{"name": fmt.Sprintf("Lead %d", i), "email": fmt.Sprintf("lead%d@acme-%s.example", i, e.Dialect)}
+		}
+		withKey := map[string]string{"X-Api-Key": o.key}
+		for i := range rate {
+			post(withKey, lead(i)).Expect(202)
+		}
+		limited := post(withKey, lead(rate)).Expect(429)
+		if limited.Header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+		other := e.CreateKey(o.owner, o.id, "crm")
+		post(map[string]string{"X-Api-Key": other}, lead(rate+1)).Expect(202)
+		form := lead(rate + 2)
+		form["orgId"] = o.id
+		post(nil, form).Expect(202)
+
+		// Failures from this IP count against its budget of 120 a minute:
+		// the 429 above is one.
+		wrong := map[string]string{"X-Api-Key": "crm_" + strings.Repeat("x", 32)}
+		for range 119 {
+			post(wrong, lead(0)).Expect(401)
+		}
+		post(wrong, lead(0)).Expect(429)
+	}, apitest.WithWebhookKeyRate(rate))
+}
+
+// TestIntakeRunsItsDatabaseStepsAsLocalActivities: a new LeadIntake runs
+// its database steps inside its workflow task (markers in the history), not
+// as activities queued through the Temporal server; only the push to the
+// assignee's browsers is a regular activity.
+func TestIntakeRunsItsDatabaseStepsAsLocalActivities(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		var a intakeAnswer
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Headers: map[string]string{"X-Api-Key": o.key},
+			Body: map[string]any{"name": "Local", "email": "local@steps-" + string(e.Dialect) + ".example"}}).Expect(202).JSON(&a)
+		processedIntake(e, o, a.IntakeID)
+		run := e.Temporal.GetWorkflow(t.Context(), a.WorkflowID, "")
+		if err := run.Get(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+		markers, scheduled := 0, []string{}
+		it := e.Temporal.GetWorkflowHistory(t.Context(), a.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_MARKER_RECORDED:
+				markers++
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				scheduled = append(scheduled, ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
+			}
+		}
+		// A version marker, then upsert, log, assign, notify and complete.
+		if markers < 6 || slices.ContainsFunc(scheduled, func(name string) bool { return name != "Deliver" }) {
+			t.Fatalf("%d markers, activities scheduled through the server: %v", markers, scheduled)
 		}
 	})
 }
