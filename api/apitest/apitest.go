@@ -36,6 +36,7 @@ import (
 	"github.com/business-suite/suite/worker"
 	"github.com/business-suite/suite/worker/devserver"
 	"github.com/business-suite/suite/worker/mailsink"
+	"github.com/business-suite/suite/worker/ports"
 )
 
 // Env is one complete, isolated suite: database, Temporal, worker, app.
@@ -196,12 +197,13 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		PushEgress: o.pushEgress(), Mail: activities.SMTP{URL: e.Mail.URL(), From: "Business Suite <no-reply@suite.example>"},
 		PublicURL: e.BaseURL, InviteURL: InviteURL}, o.register
 	if o.temporalDown {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		// Temporal starts on this address later (StartTemporal); see
+		// ports.Addr for why it is not a port-0 port.
+		addr, err := ports.Addr("127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.temporalAddr = l.Addr().String()
-		_ = l.Close()
+		e.temporalAddr = addr
 		if e.Temporal, err = client.NewLazyClient(client.Options{HostPort: e.temporalAddr, Namespace: "default"}); err != nil {
 			t.Fatal(err)
 		}

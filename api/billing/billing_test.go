@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
+	"github.com/business-suite/suite/worker/ports"
 	"github.com/business-suite/suite/workflows"
 )
 
@@ -30,12 +30,10 @@ var configured = activities.BillingConfig{SecretKey: stripetest.SecretKey, Webho
 // reachable and no relay runs): these tests look at what is recorded.
 func service(t *testing.T, db *gorm.DB, cfg activities.BillingConfig) *billing.Service {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := ports.Addr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	tc, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)

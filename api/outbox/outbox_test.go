@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/worker"
 	"github.com/business-suite/suite/worker/devserver"
+	"github.com/business-suite/suite/worker/ports"
 	"github.com/business-suite/suite/workflows"
 )
 
@@ -55,14 +55,15 @@ func probeWorkflow(ctx workflow.Context, in probeInput) (string, error) {
 	return in.Note, nil
 }
 
+// freeAddr is an address for a server the test starts later (see
+// ports.Addr for why not port 0).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := ports.Addr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

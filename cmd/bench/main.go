@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -38,6 +37,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/business-suite/suite/worker/ports"
 )
 
 type config struct {
@@ -186,14 +187,9 @@ type suite struct {
 	log  *os.File
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort is a port for the suite under test (see ports.Addr for
+// why not port 0).
+func freePort() (int, error) { return ports.Port("127.0.0.1") }
 
 func startSuite(binary, dbURL, dataDir string) (*suite, error) {
 	httpPort, err := freePort()

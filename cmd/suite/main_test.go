@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,16 +13,18 @@ import (
 	"time"
 
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/worker/ports"
 )
 
+// freeAddr is an address for a server the test starts later (see
+// ports.Addr for why not port 0).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := ports.Addr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 func waitStatus(t *testing.T, url string, want int, within time.Duration) {

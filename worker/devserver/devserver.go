@@ -31,6 +31,8 @@ import (
 	"go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/business-suite/suite/worker/ports"
 )
 
 // Options configures the embedded server.
@@ -225,7 +227,7 @@ func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, er
 	// The frontend listens where clients dial; the other services and the
 	// server's own metrics take free ports. (Membership is static, so no
 	// membership ports: see staticHosts.)
-	ports, err := freePorts(host, 4)
+	free, err := ports.Free(host, 4)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +239,7 @@ func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, er
 		Global: config.Global{
 			Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: host},
 			Metrics: &metrics.Config{Prometheus: &metrics.PrometheusConfig{
-				ListenAddress: net.JoinHostPort(host, strconv.Itoa(ports[3])), HandlerPath: "/metrics",
+				ListenAddress: net.JoinHostPort(host, strconv.Itoa(free[3])), HandlerPath: "/metrics",
 			}},
 		},
 		Persistence: config.Persistence{
@@ -258,9 +260,9 @@ func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, er
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
 		Services: map[string]config.Service{
 			"frontend": service(port),
-			"history":  service(ports[0]),
-			"matching": service(ports[1]),
-			"worker":   service(ports[2]),
+			"history":  service(free[0]),
+			"matching": service(free[1]),
+			"worker":   service(free[2]),
 		},
 		Archival: config.Archival{
 			History:    config.HistoryArchival{State: "disabled"},
@@ -289,38 +291,6 @@ func staticHosts(host string, cfg *config.Config) map[primitives.ServiceName]sta
 		hosts[primitives.ServiceName(name)] = static.SingleLocalHost(net.JoinHostPort(host, strconv.Itoa(svc.RPC.GRPCPort)))
 	}
 	return hosts
-}
-
-// freePorts reserves n distinct free ports on host (released before use;
-// the window for a race is tiny on a development machine).
-func freePorts(host string, n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return nil, fmt.Errorf("reserve a port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func checkFree(addr string) error {
-	if addr == "" {
-		return nil
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%s is already in use (is another `suite dev` or Temporal running?): %w", addr, err)
-	}
-	return l.Close()
 }
 
 func waitListening(addr string, timeout time.Duration) error {

@@ -2,7 +2,6 @@ package devserver_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -16,19 +15,21 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/worker/devserver"
+	"github.com/business-suite/suite/worker/ports"
 	"github.com/business-suite/suite/workflows"
 )
 
 func greet(ctx workflow.Context, name string) (string, error) { return "hello " + name, nil }
 
+// freeAddr is an address for a server the test starts later (see
+// ports.Addr for why not port 0).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := ports.Addr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // TestStateSurvivesRestart: a workflow completed before a restart is still
