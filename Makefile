@@ -60,6 +60,19 @@ test: ## Run all tests (SQLite always; PostgreSQL too when it answers on 127.0.0
 	fi
 	$(GO) test $(TEST_FLAGS) -timeout 20m $$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_PKGS)))
 
+# The tests whose real runs (real Temporal server, real activities and
+# databases) `make histories` saves: together they complete every workflow
+# type the worker registers (TestEveryWorkflowTypeHasASavedHistory checks).
+HISTORY_PKGS := ./api/crm/ ./api/helpdesk/ ./api/billing/ ./worker/
+HISTORY_RUN := ^(TestCreateOrganizationRegistersWithIdentity|TestMembersInvitesSeatsAndOwners|TestIntakeRunsItsDatabaseStepsAsLocalActivities|TestInvitationNeedsItsTokenAndTheInvitedAddress|TestSolvedTicketsCloseAutomatically|TestLeavingSolvedCancelsTheAutoCloseTimer|TestNotificationRecordedAndPushed|TestSubscriptionChangeEndToEnd|TestAIJobsRunEndToEndWithTheLocalProvider)$$
+
+.PHONY: histories
+histories: ## Regenerate workflows/testdata/histories (replay tests) from real runs — never for a change running workflows must survive (docs/decisions.md)
+	rm -f workflows/testdata/histories/*.json
+	SUITE_WRITE_HISTORIES=$(CURDIR)/workflows/testdata/histories $(GO) test $(TEST_FLAGS) -count=1 -timeout 20m -run '$(HISTORY_RUN)' $(HISTORY_PKGS)
+	$(GO) test -count=1 -run 'TestSavedHistoriesReplay|TestEveryWorkflowTypeHasASavedHistory' ./workflows/
+	@ls -l workflows/testdata/histories/
+
 .PHONY: readme-check
 readme-check: ## Run README.md's shell blocks, as pasted, against a freshly started suite (CI runs it)
 	.ci/readme-check

@@ -31,17 +31,6 @@ type AIJobs struct {
 	Now func() time.Time
 }
 
-// Temporal error types of AI jobs that no retry can fix.
-const (
-	// ErrTypeAIJobFinished: the job was canceled (or otherwise finished)
-	// while the workflow ran; the workflow stops without touching it.
-	ErrTypeAIJobFinished = "AIJobFinished"
-	// ErrTypeAIJobMissing: no such job (its organization was deleted).
-	ErrTypeAIJobMissing = "AIJobMissing"
-	// ErrTypeAIInvalidData: an analysis found no table it can read.
-	ErrTypeAIInvalidData = "AIInvalidData"
-)
-
 // Job statuses the AIJob workflow reports (the models' values, named here
 // so that workflow code needs no data-layer import).
 const (

@@ -16,24 +16,6 @@ import (
 	"github.com/business-suite/suite/models"
 )
 
-// Error types of the billing activities (Temporal application error types;
-// the workflow's retry policy names the non-retryable ones).
-const (
-	// ErrTypeStripeRejected: Stripe answered 4xx (a card declined, a bad
-	// request, a missing object). Retrying the same request cannot help;
-	// the details are a StripeFailure.
-	ErrTypeStripeRejected = "StripeRejected"
-	// ErrTypeBillingNotConfigured: no STRIPE_SECRET_KEY.
-	ErrTypeBillingNotConfigured = "BillingNotConfigured"
-	// ErrTypePriceNotConfigured: no Stripe price for a plan and interval.
-	ErrTypePriceNotConfigured = "PriceNotConfigured"
-	// ErrTypeChangeClosed: the change is no longer open (e.g. it was
-	// canceled meanwhile); the step must not act on it.
-	ErrTypeChangeClosed = "ChangeClosed"
-	// ErrTypeNotFound: the change or organization does not exist.
-	ErrTypeNotFound = "NotFound"
-)
-
 // StripeFailure is why Stripe refused a request or a payment failed, as
 // recorded on the change (last error code and message).
 type StripeFailure struct {

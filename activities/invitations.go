@@ -69,7 +69,7 @@ func (a *Invitations) SendInvitationEmail(ctx context.Context, invitationID stri
 	token := models.InvitationToken(key, inv.ID)
 	if models.HashKey(token) != inv.TokenHash {
 		return InvitationEmailResult{}, temporal.NewNonRetryableApplicationError(
-			"the invitation key changed since the invitation was made; resend the invitation", "InvitationKeyChanged", nil)
+			"the invitation key changed since the invitation was made; resend the invitation", ErrTypeInvitationKeyChanged, nil)
 	}
 	var org models.Organization
 	if err := db.Take(&org, "id = ?", inv.OrgID).Error; err != nil {

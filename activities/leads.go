@@ -43,7 +43,7 @@ type LeadOutcome struct {
 }
 
 func notFound(what string, err error) error {
-	return temporal.NewNonRetryableApplicationError(what+" does not exist", "NotFound", err)
+	return temporal.NewNonRetryableApplicationError(what+" does not exist", ErrTypeNotFound, err)
 }
 
 func (a *Leads) intake(tx *gorm.DB, id string) (*models.LeadIntake, error) {
@@ -71,7 +71,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		}
 		var p IntakePayload
 		if err := json.Unmarshal([]byte(in.Payload), &p); err != nil {
-			return temporal.NewNonRetryableApplicationError("intake payload is not JSON", "BadPayload", err)
+			return temporal.NewNonRetryableApplicationError("intake payload is not JSON", ErrTypeBadPayload, err)
 		}
 		// A new lead already there was created by POST /leads, or by an
 		// earlier attempt of this activity. (A duplicate's lead id is the

@@ -22,18 +22,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Error types of mail delivery, for retry policies and the Temporal UI.
-const (
-	// ErrTypeSMTPRejected: the server refused the message for good (5xx);
-	// retrying cannot help.
-	ErrTypeSMTPRejected = "SMTPRejected"
-	// ErrTypeSMTPConfig: SMTP_URL or SMTP_FROM is unusable.
-	ErrTypeSMTPConfig = "SMTPConfig"
-	// ErrTypeSMTPTemporary: a 4xx answer, or the server could not be
-	// reached or the connection failed; the activity is retried.
-	ErrTypeSMTPTemporary = "SMTPTemporary"
-)
-
 // SMTP is how the suite sends e-mail: an SMTP server given as a URL, and
 // the sender address. The zero value sends nothing (Configured is false).
 //

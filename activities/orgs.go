@@ -12,9 +12,6 @@ import (
 	"github.com/business-suite/suite/models"
 )
 
-// ErrTypeIdentityRejected marks a permanent refusal by the identity service.
-const ErrTypeIdentityRejected = "IdentityRejected"
-
 // Orgs are the activities of organization registration and membership sync.
 type Orgs struct {
 	DB       *gorm.DB
@@ -38,7 +35,7 @@ func identityErr(op string, err error) error {
 func (a *Orgs) org(ctx context.Context, orgID string) (*models.Organization, error) {
 	org, err := models.FindOrg(ctx, a.DB, orgID)
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, temporal.NewNonRetryableApplicationError("organization "+orgID+" does not exist", "NotFound", err)
+		return nil, temporal.NewNonRetryableApplicationError("organization "+orgID+" does not exist", ErrTypeNotFound, err)
 	}
 	return org, err
 }

@@ -93,15 +93,6 @@ type DeliveryResult struct {
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// Error types of Deliver, for retry policies and the Temporal UI.
-const (
-	// ErrTypePushTransient: a push service answered 5xx or 429, or could
-	// not be reached; the activity is retried.
-	ErrTypePushTransient = "PushTransient"
-	// ErrTypePushNotConfigured: the worker has no VAPID key.
-	ErrTypePushNotConfigured = "PushNotConfigured"
-)
-
 // Deliver pushes notification notificationID to every push subscription of
 // its member. A subscription whose push service answers 404 or 410 is
 // deleted; another 4xx is logged and skipped (it cannot succeed). An

@@ -28,7 +28,7 @@ var mailOptions = workflow.ActivityOptions{
 		MaximumInterval:    15 * time.Minute,
 		MaximumAttempts:    12,
 		NonRetryableErrorTypes: []string{activities.ErrTypeSMTPRejected, activities.ErrTypeSMTPConfig,
-			"NotFound", "InvitationKeyChanged"},
+			activities.ErrTypeNotFound, activities.ErrTypeInvitationKeyChanged},
 	},
 }
 

@@ -28,7 +28,7 @@ var dbOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 15 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-		NonRetryableErrorTypes: []string{"NotFound", "BadPayload"},
+		NonRetryableErrorTypes: []string{activities.ErrTypeNotFound, activities.ErrTypeBadPayload},
 	},
 }
 

@@ -24,7 +24,7 @@ var identityOptions = workflow.ActivityOptions{
 		BackoffCoefficient:     2,
 		MaximumInterval:        time.Minute,
 		MaximumAttempts:        15,
-		NonRetryableErrorTypes: []string{activities.ErrTypeIdentityRejected, "NotFound"},
+		NonRetryableErrorTypes: []string{activities.ErrTypeIdentityRejected, activities.ErrTypeNotFound},
 	},
 }
 
@@ -34,7 +34,7 @@ var compensationOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 15 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute,
-		NonRetryableErrorTypes: []string{"NotFound"},
+		NonRetryableErrorTypes: []string{activities.ErrTypeNotFound},
 	},
 }
 

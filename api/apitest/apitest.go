@@ -220,6 +220,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 			t.Fatalf("search attributes: %v", err)
 		}
 		e.startWorker(e.Temporal)
+		e.saveHistoriesOnCleanup()
 	}
 
 	e.Starter = outbox.New(e.DB, e.Temporal, log, nil)
