@@ -90,7 +90,7 @@ func New(d Deps) *fiber.App {
 	})
 
 	app.Use(web.RequestIDMiddleware())
-	app.Use(telemetry.Middleware())
+	app.Use(telemetry.Middleware(web.RequestID))
 	app.Use(web.Observe(d.Log, web.NewMetrics(d.Metrics)))
 	app.Use(recover.New())
 

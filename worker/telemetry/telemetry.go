@@ -80,8 +80,11 @@ func (lazyTracer) Start(ctx context.Context, name string, opts ...trace.SpanStar
 
 // Middleware starts a server span for each request, continuing a trace
 // the caller sent in traceparent, and makes it the request's context
-// (c.UserContext()), which handlers pass to the outbox.
-func Middleware() fiber.Handler {
+// (c.UserContext()), which handlers pass to the outbox. The span carries
+// the request's id (requestID), so a request log line, its trace and the
+// workflow and activity log lines of the work it caused (which carry the
+// TraceID) can be joined.
+func Middleware(requestID func(c *fiber.Ctx) string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		carrier := propagation.MapCarrier{}
 		if tp := c.Get("traceparent"); tp != "" {
@@ -92,7 +95,8 @@ func Middleware() fiber.Handler {
 		method := strings.Clone(c.Method())
 		ctx, span := otel.Tracer("business-suite/http").Start(ctx, method,
 			trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("url.path", strings.Clone(c.Path()))))
+			trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("url.path", strings.Clone(c.Path())),
+				attribute.String("request.id", strings.Clone(requestID(c)))))
 		defer span.End()
 		c.SetUserContext(ctx)
 		err := c.Next()
