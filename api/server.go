@@ -22,6 +22,7 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/worker/ready"
+	"github.com/business-suite/suite/worker/telemetry"
 )
 
 // BodyLimit is the largest request body accepted (DESIGN §4).
@@ -89,6 +90,7 @@ func New(d Deps) *fiber.App {
 	})
 
 	app.Use(web.RequestIDMiddleware())
+	app.Use(telemetry.Middleware(web.RequestID))
 	app.Use(web.Observe(d.Log, web.NewMetrics(d.Metrics)))
 	app.Use(recover.New())
 

@@ -48,6 +48,9 @@ type WorkflowStart struct {
 	UpdatedAt     time.Time
 	SignalName    string
 	SignalInput   string
+	// TraceContext is the W3C traceparent of the request that recorded the
+	// row: the relay continues that trace when it calls Temporal.
+	TraceContext string
 }
 
 // InsertWorkflowStart records s inside tx. It reports false when a start with

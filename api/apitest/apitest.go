@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporaltest"
 	"gorm.io/gorm"
@@ -37,6 +38,7 @@ import (
 	"github.com/business-suite/suite/worker/devserver"
 	"github.com/business-suite/suite/worker/mailsink"
 	"github.com/business-suite/suite/worker/ports"
+	"github.com/business-suite/suite/worker/telemetry"
 )
 
 // Env is one complete, isolated suite: database, Temporal, worker, app.
@@ -204,14 +206,14 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 			t.Fatal(err)
 		}
 		e.temporalAddr = addr
-		if e.Temporal, err = client.NewLazyClient(client.Options{HostPort: e.temporalAddr, Namespace: "default"}); err != nil {
+		if e.Temporal, err = client.NewLazyClient(clientOptions(t, e.temporalAddr, "default")); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(e.Temporal.Close)
 	} else {
 		// One Temporal server per Env: two Envs never share a task queue, so
 		// a workflow of one test can never run against another test's database.
-		ts := temporaltest.NewServer(temporaltest.WithT(t))
+		ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(clientOptions(t, "", "")))
 		e.Temporal = ts.GetDefaultClient()
 		e.namespace = ts.GetDefaultNamespace()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -239,6 +241,18 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	return e
 }
 
+// clientOptions are the Temporal client options of an Env's clients: as in
+// production, they carry request traces into workflows (see package
+// telemetry; no spans are recorded unless a test installs a provider).
+// Empty hostPort and namespace are temporaltest's own.
+func clientOptions(t *testing.T, hostPort, namespace string) client.Options {
+	tracing, err := telemetry.Interceptor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.Options{HostPort: hostPort, Namespace: namespace, Interceptors: []interceptor.ClientInterceptor{tracing}}
+}
+
 func (e *Env) startWorker(c client.Client) {
 	e.Worker = worker.New(c, e.workerDeps, sdkworker.Options{})
 	for _, fn := range e.register {
@@ -264,7 +278,7 @@ func (e *Env) StartTemporal() {
 		e.T.Fatal(err)
 	}
 	e.T.Cleanup(func() { _ = srv.Stop(3 * time.Second) })
-	c, err := client.DialContext(e.T.Context(), client.Options{HostPort: e.temporalAddr, Namespace: "default"})
+	c, err := client.DialContext(e.T.Context(), clientOptions(e.T, e.temporalAddr, "default"))
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/worker/telemetry"
 	"github.com/business-suite/suite/workflows"
 )
 
@@ -113,6 +114,14 @@ type Tx struct {
 	recorded int
 }
 
+// traceContext is the trace of the request the transaction serves.
+func (tx *Tx) traceContext() string {
+	if tx.Statement == nil || tx.Statement.Context == nil {
+		return ""
+	}
+	return telemetry.Inject(tx.Statement.Context)
+}
+
 // Start records s in the transaction. It is dispatched only if the
 // transaction commits.
 func (tx *Tx) Start(s Start) error {
@@ -127,6 +136,7 @@ func (tx *Tx) Start(s Start) error {
 		Input:        string(input),
 		OrgID:        s.OrgID,
 		Kind:         s.Kind,
+		TraceContext: tx.traceContext(),
 	})
 	if err != nil {
 		return err
@@ -146,7 +156,8 @@ func (tx *Tx) Signal(sig Signal) error {
 	if err != nil {
 		return fmt.Errorf("encode signal %s to %s: %w", sig.Name, sig.WorkflowID, err)
 	}
-	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: workflows.TaskQueue, SignalName: sig.Name, SignalInput: string(input)}
+	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: workflows.TaskQueue, SignalName: sig.Name, SignalInput: string(input),
+		TraceContext: tx.traceContext()}
 	if sig.Start != nil {
 		startInput, err := json.Marshal(sig.Start.Input)
 		if err != nil {
@@ -287,7 +298,7 @@ func (s *Starter) dispatch(ctx context.Context, row *models.WorkflowStart) (stri
 	}
 	row.Attempts++
 
-	callCtx, cancel := context.WithTimeout(ctx, s.DispatchTimeout)
+	callCtx, cancel := context.WithTimeout(telemetry.Extract(ctx, row.TraceContext), s.DispatchTimeout)
 	defer cancel()
 	var update map[string]any
 	if row.SignalName != "" {

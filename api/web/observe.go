@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Metrics holds the HTTP metrics of one app.
@@ -61,8 +62,11 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		log.LogAttrs(c.UserContext(), level, "http request",
-			slog.String("request_id", RequestID(c)),
+		attrs := []slog.Attr{slog.String("request_id", RequestID(c))}
+		if sc := trace.SpanContextFromContext(c.UserContext()); sc.IsValid() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		}
+		log.LogAttrs(c.UserContext(), level, "http request", append(attrs,
 			slog.String("method", method),
 			slog.String("path", strings.Clone(c.Path())),
 			slog.String("route", route),
@@ -70,7 +74,7 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
 			slog.Int("bytes", len(c.Response().Body())),
 			slog.String("ip", strings.Clone(c.IP())),
-		)
+		)...)
 		return nil
 	}
 }

@@ -44,6 +44,11 @@ type Config struct {
 
 	// TicketAutoCloseAfter closes a solved ticket after this long.
 	TicketAutoCloseAfter time.Duration `env:"SUITE_TICKET_AUTOCLOSE_AFTER" envDefault:"96h"`
+	// Traces are exported over OTLP/gRPC when either endpoint is set (the
+	// other OTEL_EXPORTER_OTLP_* variables configure the exporter).
+	OTLPEndpoint       string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
+	OTLPTracesEndpoint string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
+
 	// WebhookKeyRate is how many lead intakes a minute one crm_ key may send
 	// to one API process (anonymous forms have fixed per-IP limits).
 	WebhookKeyRate int `env:"SUITE_WEBHOOK_KEY_RATE" envDefault:"6000"`

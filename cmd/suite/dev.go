@@ -29,6 +29,8 @@ func runDev(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("create SUITE_DATA_DIR: %w", err)
 	}
 	logStart(log, cfg)
+	defer startTracing(ctx, cfg, "dev", log)()
+	reg := newMetrics()
 
 	db, err := openDB(ctx, cfg)
 	if err != nil {
@@ -61,7 +63,7 @@ func runDev(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	opts, err := temporalOptions(cfg, log)
+	opts, err := temporalOptions(cfg, log, reg)
 	if err != nil {
 		return err
 	}
@@ -114,7 +116,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	defer w.Stop()
 
 	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity})
-	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics(), vapid, checker)
+	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, reg, vapid, checker)
 	if err := awaitReady(ctx, checker); err != nil {
 		return srv.wait() // stopped (Ctrl-C) before it was ready
 	}

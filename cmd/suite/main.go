@@ -79,21 +79,23 @@ func run(ctx context.Context, args []string) error {
 	case "healthcheck":
 		return healthcheck(ctx, rest)
 	}
+	role, ok := roles[cmd]
+	if !ok {
+		return usageError("unknown command " + fmt.Sprintf("%q", cmd) + "\n\n" + usage)
+	}
 	cfg, err := LoadConfig()
 	if err != nil {
 		return err
 	}
-	switch cmd {
-	case "dev":
-		return runDev(ctx, cfg)
-	case "api":
-		return runAPI(ctx, cfg)
-	case "worker":
-		return runWorker(ctx, cfg)
-	case "migrate":
-		return runMigrate(ctx, cfg)
-	case "admin":
-		return runAdmin(ctx, cfg, rest)
-	}
-	return usageError("unknown command " + fmt.Sprintf("%q", cmd) + "\n\n" + usage)
+	return role(ctx, cfg, rest)
+}
+
+// roles are the commands that run on the configuration; the deploy files
+// start the binary with one of them (checked by TestDeployFilesMatchTheBinary).
+var roles = map[string]func(ctx context.Context, cfg Config, args []string) error{
+	"dev":     func(ctx context.Context, cfg Config, _ []string) error { return runDev(ctx, cfg) },
+	"api":     func(ctx context.Context, cfg Config, _ []string) error { return runAPI(ctx, cfg) },
+	"worker":  func(ctx context.Context, cfg Config, _ []string) error { return runWorker(ctx, cfg) },
+	"migrate": func(ctx context.Context, cfg Config, _ []string) error { return runMigrate(ctx, cfg) },
+	"admin":   runAdmin,
 }

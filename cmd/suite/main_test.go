@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -106,6 +107,7 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 		}
 		if round == 1 {
 			devInvitationIsMailed(t, cfg, base, demo)
+			sdkMetricsAreExported(t, base)
 		}
 		cancel()
 		select {
@@ -183,6 +185,23 @@ func devInvitationIsMailed(t *testing.T, cfg Config, base string, demo demoCrede
 			t.Fatalf("no invitation e-mail with the token in %s", filepath.Join(cfg.DataDir, "mail"))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sdkMetricsAreExported: /metrics carries the Temporal SDK's metrics next
+// to the HTTP ones (the demo organization's registration has completed).
+func sdkMetricsAreExported(t *testing.T, base string) {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"temporal_workflow_completed", "temporal_activity_execution_latency", "suite_http_requests_total"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics has no %s:\n%.2000s", want, body)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"gorm.io/gorm"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/worker/telemetry"
 )
 
 // openDB connects to the configured database.
@@ -41,12 +43,24 @@ func requireCurrentSchema(ctx context.Context, db *gorm.DB) error {
 }
 
 // temporalOptions builds client options from the configuration: address,
-// namespace, and either an API key (Temporal Cloud) or mTLS files.
-func temporalOptions(cfg Config, log *slog.Logger) (client.Options, error) {
+// namespace, and either an API key (Temporal Cloud) or mTLS files. The
+// client (and workers made from it) continue request traces into
+// workflows and report the SDK's metrics into reg.
+func temporalOptions(cfg Config, log *slog.Logger, reg *prometheus.Registry) (client.Options, error) {
+	tracing, err := telemetry.Interceptor()
+	if err != nil {
+		return client.Options{}, err
+	}
+	sdkMetrics, err := telemetry.SDKMetrics(reg)
+	if err != nil {
+		return client.Options{}, err
+	}
 	opts := client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    sdklog.NewStructuredLogger(log.With("component", "temporal-client")),
+		HostPort:       cfg.TemporalAddress,
+		Namespace:      cfg.TemporalNamespace,
+		Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-client")),
+		Interceptors:   []interceptor.ClientInterceptor{tracing},
+		MetricsHandler: sdkMetrics,
 	}
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
@@ -71,6 +85,24 @@ func temporalOptions(cfg Config, log *slog.Logger) (client.Options, error) {
 		opts.ConnectionOptions.TLS = tc
 	}
 	return opts, nil
+}
+
+// startTracing installs the process's tracer provider (see package
+// telemetry) and returns the function that flushes it at exit.
+func startTracing(ctx context.Context, cfg Config, role string, log *slog.Logger) func() {
+	export := cfg.OTLPEndpoint != "" || cfg.OTLPTracesEndpoint != ""
+	shutdown, err := telemetry.Setup(ctx, export, "suite-"+role, version)
+	if err != nil {
+		log.Warn("tracing is off: the OTLP exporter did not start", "error", err)
+		return func() {}
+	}
+	return func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(flushCtx); err != nil {
+			log.Warn("flushing traces", "error", err)
+		}
+	}
 }
 
 // newMetrics is a registry with the Go runtime and process collectors.

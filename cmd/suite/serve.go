@@ -84,6 +84,8 @@ func (s *apiServer) wait() error { return <-s.done }
 func runAPI(ctx context.Context, cfg Config) error {
 	log := newLogger(cfg.LogLevel).With("process", "api")
 	logStart(log, cfg)
+	defer startTracing(ctx, cfg, "api", log)()
+	reg := newMetrics()
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
@@ -91,7 +93,7 @@ func runAPI(ctx context.Context, cfg Config) error {
 	if err := requireCurrentSchema(ctx, db); err != nil {
 		return err
 	}
-	opts, err := temporalOptions(cfg, log)
+	opts, err := temporalOptions(cfg, log, reg)
 	if err != nil {
 		return err
 	}
@@ -117,7 +119,7 @@ func runAPI(ctx context.Context, cfg Config) error {
 		return err
 	}
 	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace})
-	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, newMetrics(), vapid, checker)
+	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, reg, vapid, checker)
 	log.Info("listening", "addr", srv.addr, "identity", id.url)
 	return srv.wait()
 }

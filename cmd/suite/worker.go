@@ -38,6 +38,8 @@ func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, 
 func runWorker(ctx context.Context, cfg Config) error {
 	log := newLogger(cfg.LogLevel).With("process", "worker")
 	logStart(log, cfg)
+	defer startTracing(ctx, cfg, "worker", log)()
+	reg := newMetrics()
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
@@ -46,7 +48,7 @@ func runWorker(ctx context.Context, cfg Config) error {
 	if err := requireCurrentSchema(ctx, db); err != nil {
 		return err
 	}
-	opts, err := temporalOptions(cfg, log)
+	opts, err := temporalOptions(cfg, log, reg)
 	if err != nil {
 		return err
 	}
@@ -81,7 +83,6 @@ func runWorker(ctx context.Context, cfg Config) error {
 	}
 	defer w.Stop()
 
-	reg := newMetrics()
 	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity})
 	health, err := serveWorkerHealth(cfg.WorkerHealthAddr, checker, reg)
 	if err != nil {
