@@ -97,7 +97,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 			// change one: the submission goes on the lead's timeline.
 			out = LeadOutcome{LeadID: lead.ID, Duplicate: true, RecordedOnly: true}
 			act := &models.LeadActivity{ID: models.DerivedID(intakeID, "submission"), OrgID: in.OrgID, LeadID: lead.ID,
-				Type: "system", Body: anonymousSubmission(p), OccurredAt: in.CreatedAt, CreatedBy: "intake", CreatedAt: models.Now()}
+				Type: "system", Body: anonymousSubmission(p), OccurredAt: in.CreatedAt, CreatedBy: models.ActorIntake, CreatedAt: models.Now()}
 			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(act).Error; err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 				body += " (source: " + p.Source + ")"
 			}
 			act := &models.LeadActivity{ID: models.DerivedID(intakeID, "merged"), OrgID: in.OrgID, LeadID: lead.ID,
-				Type: "system", Body: body, OccurredAt: in.CreatedAt, CreatedBy: "intake", CreatedAt: models.Now()}
+				Type: "system", Body: body, OccurredAt: in.CreatedAt, CreatedBy: models.ActorIntake, CreatedAt: models.Now()}
 			if err := models.AddLeadActivity(tx, &lead, act); err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		now := models.Now()
 		lead = models.Lead{ID: in.LeadID, OrgID: in.OrgID, Name: strings.TrimSpace(p.Name), Email: email,
 			Phone: strings.TrimSpace(p.Phone), Company: strings.TrimSpace(p.Company), Value: p.Value,
-			Source: strings.TrimSpace(p.Source), Status: models.LeadNew, CreatedBy: "intake", CreatedAt: now, UpdatedAt: now}
+			Source: strings.TrimSpace(p.Source), Status: models.LeadNew, CreatedBy: models.ActorIntake, CreatedAt: now, UpdatedAt: now}
 		if err := models.RescoreLead(tx, &lead, now); err != nil {
 			return err
 		}
@@ -209,7 +209,7 @@ func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) 
 		}
 		return models.AddLeadActivity(tx, &lead, &models.LeadActivity{ID: models.DerivedID(intakeID, "received"),
 			OrgID: lead.OrgID, LeadID: lead.ID, Type: "system", Body: body, OccurredAt: in.CreatedAt,
-			CreatedBy: "intake", CreatedAt: models.Now()})
+			CreatedBy: models.ActorIntake, CreatedAt: models.Now()})
 	})
 }
 
@@ -247,7 +247,7 @@ func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID s
 	if err := db.Take(&lead, "id = ?", leadID).Error; err != nil {
 		return "", missing("lead "+leadID, err)
 	}
-	if lead.CreatedBy == memberID {
+	if lead.CreatedBy == models.MemberActor(memberID) {
 		return "", nil // they created it themselves
 	}
 	title := "New lead assigned to you"

@@ -220,3 +220,27 @@ func TestAnonymousDuplicateIsOnlyRecorded(t *testing.T) {
 		}
 	})
 }
+
+// The member who created a lead (through the CRM, as models.Actor) is not
+// told it was assigned to them; anyone else is.
+func TestNoAssignmentNoticeForTheLeadsCreator(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		orgID, members := seedOrg(t, db, models.RoleOwner, models.RoleAgent)
+		creator, other := members[0], members[1]
+		now := models.Now()
+		lead := models.Lead{ID: models.NewID(), OrgID: orgID, Name: "Ada", Email: "ada@x.io", Status: models.LeadNew,
+			CreatedBy: models.MemberActor(creator), CreatedAt: now, UpdatedAt: now}
+		if err := db.Create(&lead).Error; err != nil {
+			t.Fatal(err)
+		}
+		a := &activities.Leads{DB: db}
+		id := intake(t, db, orgID, activities.IntakePayload{Name: "Ada", Email: "ada@x.io"})
+		if n, err := a.NotifyAssignee(ctx, id, lead.ID, creator); err != nil || n != "" {
+			t.Fatalf("the creator was notified: %q %v", n, err)
+		}
+		if n, err := a.NotifyAssignee(ctx, id, lead.ID, other); err != nil || n == "" {
+			t.Fatalf("another member was not notified: %q %v", n, err)
+		}
+	})
+}

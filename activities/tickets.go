@@ -42,7 +42,7 @@ func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solve
 			return nil
 		}
 		return models.RecordCustomerEvent(tx, t.OrgID, *t.CustomerID, &t.ID, "ticket_closed",
-			"Ticket #"+models.Itoa(t.Number)+" closed automatically after being solved", "system")
+			"Ticket #"+models.Itoa(t.Number)+" closed automatically after being solved", models.ActorSystem)
 	})
 	return closed, err
 }

@@ -22,7 +22,7 @@ type Contact struct {
 	Designation string
 	Type        string
 	Notes       string
-	CreatedBy   string
+	CreatedBy   Actor
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }
@@ -65,7 +65,7 @@ type Deal struct {
 	LeadID         *string
 	AssignedToID   *string
 	LostReason     string
-	CreatedBy      string
+	CreatedBy      Actor
 	StageChangedAt time.Time
 	WonAt          *time.Time
 	CreatedAt      time.Time
@@ -79,7 +79,7 @@ type DealStageChange struct {
 	DealID    string
 	FromStage string
 	ToStage   string
-	ChangedBy string
+	ChangedBy Actor
 	CreatedAt time.Time
 }
 
@@ -157,7 +157,7 @@ type Lead struct {
 	ContactID      *string
 	DealID         *string
 	LastActivityAt *time.Time
-	CreatedBy      string
+	CreatedBy      Actor
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
@@ -173,7 +173,7 @@ type LeadActivity struct {
 	Type       string
 	Body       string
 	OccurredAt time.Time
-	CreatedBy  string
+	CreatedBy  Actor
 	CreatedAt  time.Time
 }
 
@@ -221,7 +221,7 @@ type Task struct {
 	LeadID       *string
 	DealID       *string
 	ContactID    *string
-	CreatedBy    string
+	CreatedBy    Actor
 	CompletedAt  *time.Time
 	CreatedAt    time.Time
 	UpdatedAt    time.Time

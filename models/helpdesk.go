@@ -137,7 +137,7 @@ type CustomerEvent struct {
 	TicketID   *string
 	Type       string
 	Summary    string
-	Actor      string
+	Actor      Actor
 	CreatedAt  time.Time
 }
 
@@ -224,7 +224,7 @@ func (VAPIDKey) TableName() string { return "vapid_keys" }
 
 // RecordCustomerEvent appends to a customer's activity feed; call it in the
 // transaction of the change it describes.
-func RecordCustomerEvent(tx *gorm.DB, orgID, customerID string, ticketID *string, typ, summary, actor string) error {
+func RecordCustomerEvent(tx *gorm.DB, orgID, customerID string, ticketID *string, typ, summary string, actor Actor) error {
 	return tx.Create(&CustomerEvent{ID: NewID(), OrgID: orgID, CustomerID: customerID, TicketID: ticketID,
 		Type: typ, Summary: summary, Actor: actor, CreatedAt: Now()}).Error
 }

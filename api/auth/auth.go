@@ -41,6 +41,15 @@ type Principal struct {
 // IsKey tells whether the caller is an API key.
 func (p *Principal) IsKey() bool { return p.Key != nil }
 
+// Actor is who the caller is in the records they change: their API key,
+// or their membership of the organization.
+func (p *Principal) Actor() models.Actor {
+	if p.IsKey() {
+		return models.KeyActor(p.Key.ID)
+	}
+	return models.MemberActor(p.MemberID)
+}
+
 // idempotencyScope is whose Idempotency-Keys the caller's are: the API
 // key, or the user — in the organization when it is already resolved.
 // Neither depends on the token text, so a refreshed token finds the keys

@@ -113,7 +113,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	}
 	now := models.Now()
 	ct := &models.Contact{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name), Type: models.ContactPerson,
-		CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
+		CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 	req.apply(ct)
 	if err := h.DB.WithContext(c.UserContext()).Create(ct).Error; err != nil {
 		return err

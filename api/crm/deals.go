@@ -7,7 +7,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 )
@@ -160,7 +159,7 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 	}
 	now := models.Now()
 	d := &models.Deal{ID: models.NewID(), OrgID: p.OrgID, Title: strings.TrimSpace(req.Title), Currency: org.Currency,
-		Stage: models.StageNew, CreatedBy: actor(p), StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
+		Stage: models.StageNew, CreatedBy: p.Actor(), StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
 	if req.Stage != "" {
 		d.Stage = req.Stage
 	}
@@ -176,7 +175,7 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 			return err
 		}
 		return tx.Create(&models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: "",
-			ToStage: d.Stage, ChangedBy: actor(p), CreatedAt: now}).Error
+			ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now}).Error
 	})
 	if err != nil {
 		return err
@@ -192,7 +191,7 @@ func (h *handlers) withHistory(c *fiber.Ctx, d *models.Deal) dealResponse {
 	if err := h.DB.WithContext(c.UserContext()).Where("deal_id = ?", d.ID).Order("created_at, id").Find(&changes).Error; err == nil {
 		out.History = make([]stageChangeOut, len(changes))
 		for i, ch := range changes {
-			out.History[i] = stageChangeOut{From: ch.FromStage, To: ch.ToStage, ChangedBy: ch.ChangedBy, ChangedAt: ch.CreatedAt}
+			out.History[i] = stageChangeOut{From: ch.FromStage, To: ch.ToStage, ChangedBy: shownActor(ch.ChangedBy), ChangedAt: ch.CreatedAt}
 		}
 	}
 	return out
@@ -252,7 +251,7 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 				d.LostReason = ""
 			}
 			if err := tx.Create(&models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: from,
-				ToStage: d.Stage, ChangedBy: actor(p), CreatedAt: now}).Error; err != nil {
+				ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now}).Error; err != nil {
 				return err
 			}
 		}
@@ -270,12 +269,4 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 
 func (h *handlers) deleteDeal(c *fiber.Ctx) error {
 	return deleteScoped[models.Deal](h, c, "assigned_to_id", "The deal")
-}
-
-// actor names who made a change: the member, or the API key.
-func actor(p *auth.Principal) string {
-	if p.IsKey() {
-		return "key:" + p.Key.ID
-	}
-	return p.MemberID
 }

@@ -140,7 +140,7 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 	now := models.Now()
 	lead := &models.Lead{ID: models.NewID(), OrgID: p.OrgID, Name: pl.Name, Email: pl.Email, Phone: pl.Phone,
 		Company: pl.Company, Value: pl.Value, Source: pl.Source, Status: models.LeadNew, AssignedToID: assignee,
-		CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
+		CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 	intake := &models.LeadIntake{ID: models.NewID(), OrgID: p.OrgID, DedupeKey: "api:" + lead.ID, LeadID: lead.ID,
 		Payload: mustJSON(pl), Status: models.IntakeReceived, Authenticated: true, CreatedAt: now}
 	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
@@ -276,7 +276,7 @@ type activityResponse struct {
 
 func toActivity(a *models.LeadActivity) activityResponse {
 	return activityResponse{ID: a.ID, LeadID: a.LeadID, Type: a.Type, Body: a.Body, OccurredAt: a.OccurredAt,
-		CreatedBy: a.CreatedBy, CreatedAt: a.CreatedAt}
+		CreatedBy: shownActor(a.CreatedBy), CreatedAt: a.CreatedAt}
 }
 
 // listLeadActivities is the lead's timeline, most recent occurrence first.
@@ -330,7 +330,7 @@ func (h *handlers) addLeadActivity(c *fiber.Ctx) error {
 		when = req.OccurredAt.UTC().Truncate(time.Microsecond)
 	}
 	a, err := h.logActivity(c, p.OrgID, c.Params("id"), &models.LeadActivity{Type: req.Type, Body: strings.TrimSpace(req.Body),
-		OccurredAt: when, CreatedBy: actor(p), CreatedAt: now})
+		OccurredAt: when, CreatedBy: p.Actor(), CreatedAt: now})
 	if err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func (h *handlers) sendMessage(c *fiber.Ctx) error {
 	}
 	now := models.Now()
 	if _, err := h.logActivity(c, p.OrgID, l.ID, &models.LeadActivity{Type: "message",
-		Body: req.Channel + " message to " + phone + ": " + strings.TrimSpace(req.Text), OccurredAt: now, CreatedBy: actor(p), CreatedAt: now}); err != nil {
+		Body: req.Channel + " message to " + phone + ": " + strings.TrimSpace(req.Text), OccurredAt: now, CreatedBy: p.Actor(), CreatedAt: now}); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"channel": req.Channel, "phone": phone, "url": link})
@@ -436,7 +436,7 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		now := models.Now()
 		contact := &models.Contact{ID: models.NewID(), OrgID: l.OrgID, Name: cmp.Or(l.Name, l.Email), Email: l.Email,
 			Phone: l.Phone, Company: l.Company, Type: cmp.Or(req.ContactType, models.ContactPerson),
-			Notes: "Converted from lead " + l.ID, CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
+			Notes: "Converted from lead " + l.ID, CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 		if contact.Name == "" {
 			contact.Name = l.Phone
 		}
@@ -450,10 +450,10 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		}
 		deal := &models.Deal{ID: models.NewID(), OrgID: l.OrgID, Title: title, Amount: amount, Currency: org.Currency,
 			Stage: cmp.Or(req.Stage, models.StageQualified), CompanyName: l.Company, ContactEmail: l.Email,
-			ContactID: &contact.ID, LeadID: &l.ID, AssignedToID: l.AssignedToID, CreatedBy: actor(p),
+			ContactID: &contact.ID, LeadID: &l.ID, AssignedToID: l.AssignedToID, CreatedBy: p.Actor(),
 			StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
 		for _, row := range []any{contact, deal, &models.DealStageChange{ID: models.NewID(), OrgID: l.OrgID, DealID: deal.ID,
-			ToStage: deal.Stage, ChangedBy: actor(p), CreatedAt: now}} {
+			ToStage: deal.Stage, ChangedBy: p.Actor(), CreatedAt: now}} {
 			if err := tx.Create(row).Error; err != nil {
 				return err
 			}
@@ -461,7 +461,7 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		l.Status, l.ContactID, l.DealID = models.LeadConverted, &contact.ID, &deal.ID
 		if err := models.AddLeadActivity(tx, l, &models.LeadActivity{ID: models.NewID(), OrgID: l.OrgID, LeadID: l.ID,
 			Type: "system", Body: "Converted to contact " + contact.ID + " and deal " + deal.ID, OccurredAt: now,
-			CreatedBy: actor(p), CreatedAt: now}); err != nil {
+			CreatedBy: p.Actor(), CreatedAt: now}); err != nil {
 			return err
 		}
 		out.Lead, out.Contact.ID, out.Deal = toLead(l), contact.ID, toDeal(deal)

@@ -161,7 +161,7 @@ func (h *handlers) createTask(c *fiber.Ctx) error {
 	}
 	now := models.Now()
 	t := &models.Task{ID: models.NewID(), OrgID: p.OrgID, Title: strings.TrimSpace(req.Title), Priority: taskDefaultPriority,
-		Status: taskOpen, CreatedBy: actor(p), CreatedAt: now, UpdatedAt: now}
+		Status: taskOpen, CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 	req.apply(t, now)
 	if t.AssignedToID == nil && agentScoped(p) {
 		t.AssignedToID = &p.MemberID // an AGENT's own task stays visible to them

@@ -120,7 +120,7 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 			return err
 		}
 		if event != "" && t.CustomerID != nil {
-			return models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, &t.ID, "comment_added", event, actor(p))
+			return models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, &t.ID, "comment_added", event, p.Actor())
 		}
 		return nil
 	})

@@ -96,7 +96,7 @@ func (h *handlers) createCustomer(c *fiber.Ctx) error {
 		if err := tx.Create(cust).Error; err != nil {
 			return err
 		}
-		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_created", "Customer created", actor(p))
+		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_created", "Customer created", p.Actor())
 	})
 	if models.IsUniqueViolation(err) {
 		return errEmailTaken
@@ -151,7 +151,7 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 		if err := tx.Save(cust).Error; err != nil {
 			return err
 		}
-		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_updated", "Customer details updated", actor(p))
+		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_updated", "Customer details updated", p.Actor())
 	})
 	if models.IsUniqueViolation(err) {
 		return errEmailTaken
@@ -258,7 +258,7 @@ func (h *handlers) customerActivity(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(web.MapPage(rows, func(e *models.CustomerEvent) eventResponse {
-		return eventResponse{ID: e.ID, Type: e.Type, Summary: e.Summary, TicketID: e.TicketID, Actor: e.Actor, CreatedAt: e.CreatedAt}
+		return eventResponse{ID: e.ID, Type: e.Type, Summary: e.Summary, TicketID: e.TicketID, Actor: string(e.Actor), CreatedAt: e.CreatedAt}
 	}))
 }
 
@@ -350,7 +350,7 @@ func (h *handlers) addTimeEntry(c *fiber.Ctx) error {
 			return err
 		}
 		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, &t.ID, "time_logged",
-			models.Itoa(entry.Minutes)+" minutes logged on ticket #"+models.Itoa(t.Number), actor(p))
+			models.Itoa(entry.Minutes)+" minutes logged on ticket #"+models.Itoa(t.Number), p.Actor())
 	})
 	if err != nil {
 		return err

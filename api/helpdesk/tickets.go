@@ -137,7 +137,7 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 		}
 		t.CustomerID = &cust.ID
 		if created {
-			if err := models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_created", "Customer created from a ticket", actor(p)); err != nil {
+			if err := models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_created", "Customer created from a ticket", p.Actor()); err != nil {
 				return err
 			}
 		}
@@ -145,7 +145,7 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 			return err
 		}
 		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, &t.ID, "ticket_created",
-			"Ticket #"+models.Itoa(t.Number)+" opened: "+t.Subject, actor(p))
+			"Ticket #"+models.Itoa(t.Number)+" opened: "+t.Subject, p.Actor())
 	})
 	if err != nil {
 		return err
@@ -225,14 +225,6 @@ func tagsJSON(tags []string) string {
 	}
 	b, _ := json.Marshal(clean)
 	return string(b)
-}
-
-// actor names who made a change: a member, or an API key.
-func actor(p *auth.Principal) string {
-	if p.IsKey() {
-		return "key:" + p.Key.ID
-	}
-	return "member:" + p.MemberID
 }
 
 // findTicket loads one of the workspace's tickets; anything else is a 404.
@@ -341,7 +333,7 @@ func (h *handlers) updateTicket(c *fiber.Ctx) error {
 		}
 		if t.CustomerID != nil {
 			for _, e := range events {
-				if err := models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, &t.ID, "ticket_updated", e, actor(p)); err != nil {
+				if err := models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, &t.ID, "ticket_updated", e, p.Actor()); err != nil {
 					return err
 				}
 			}
@@ -417,7 +409,7 @@ func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 			return nil
 		}
 		return models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, nil, "ticket_deleted",
-			"Ticket #"+models.Itoa(t.Number)+" deleted", actor(p))
+			"Ticket #"+models.Itoa(t.Number)+" deleted", p.Actor())
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,50 @@
+package models
+
+import "strings"
+
+// Actor is who made a change, in one encoding in every table and every
+// interface's records: "member:<member id>" for a workspace member,
+// "key:<API key id>" for an API key, or the bare name of a part of the
+// suite that acts on its own (ActorIntake, ActorSystem). Build one with
+// MemberActor or KeyActor (or auth.Principal.Actor in a handler); compare
+// actors, never their strings' parts.
+type Actor string
+
+const (
+	// ActorIntake is the lead intake workflow.
+	ActorIntake Actor = "intake"
+	// ActorSystem is the suite's timers (e.g. a ticket's auto-close).
+	ActorSystem Actor = "system"
+
+	memberPrefix = "member:"
+	keyPrefix    = "key:"
+)
+
+// MemberActor is the workspace member memberID.
+func MemberActor(memberID string) Actor { return Actor(memberPrefix + memberID) }
+
+// KeyActor is the API key keyID.
+func KeyActor(keyID string) Actor { return Actor(keyPrefix + keyID) }
+
+// MemberID is the member an actor names, if it names one.
+func (a Actor) MemberID() (string, bool) {
+	id, ok := strings.CutPrefix(string(a), memberPrefix)
+	if !ok || id == "" {
+		return "", false
+	}
+	return id, true
+}
+
+// Valid reports whether a is in the encoding: a member, a key, or a known
+// part of the suite.
+func (a Actor) Valid() bool {
+	switch {
+	case a == ActorIntake, a == ActorSystem:
+		return true
+	case strings.HasPrefix(string(a), memberPrefix):
+		return len(a) > len(memberPrefix)
+	case strings.HasPrefix(string(a), keyPrefix):
+		return len(a) > len(keyPrefix)
+	}
+	return false
+}
