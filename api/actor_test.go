@@ -86,7 +86,9 @@ func TestEveryRecordNamesItsActorInOneEncoding(t *testing.T) {
 		}
 
 		// The CRM still publishes a member as the bare member id.
-		var timeline struct{ Data []struct{ Type, CreatedBy string } }
+		var timeline struct {
+			Data []struct{ Type, CreatedBy string }
+		}
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/leads/" + lead + "/activities?orgId=" + orgID, Headers: asMember}).Expect(200).JSON(&timeline)
 		var shown bool
 		for _, item := range timeline.Data {
