@@ -248,3 +248,78 @@ func TestFailedPaymentRetriedByStaff(t *testing.T) {
 		b.Do(apitest.Request{Method: "POST", Path: "/ops/v1/billing/changes/" + c.ID + "/retry", Headers: staff.Auth()}).ExpectProblem(409, "change_applied")
 	}, apitest.WithBilling(st.Config()))
 }
+
+// Stripe answering 500 twice before it creates the subscription: Temporal
+// retries the step with the same idempotency key, and one subscription
+// exists in the end — through the API, on the real server.
+func TestStripeOutageDuringAnOrderCreatesOneSubscription(t *testing.T) {
+	st := stripetest.Start(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		b := newBillingEnv(t, e, st)
+		st.Fail(http.MethodPost, "/v1/subscriptions", 2, http.StatusInternalServerError, "api_error", "", "Stripe is having a bad day.")
+		c := b.order(models.PlanStarter)
+		if c.Status == models.ChangePending {
+			c = b.waitStatus(c.ID, models.ChangeAwaitingPayment)
+		}
+		if c.Status != models.ChangeAwaitingPayment || c.StripeSubscriptionID == "" {
+			t.Fatalf("change after the outage %+v", c)
+		}
+		var mine []stripetest.Request
+		for _, r := range st.Requests(http.MethodPost, "/v1/subscriptions") {
+			if r.Metadata("changeId") == c.ID {
+				mine = append(mine, r)
+			}
+		}
+		forwarded := 0
+		for _, r := range mine {
+			if r.IdempotencyKey != activities.IdempotencyKey(c.ID, "subscription-create") {
+				t.Fatalf("attempt with key %q", r.IdempotencyKey)
+			}
+			if r.Forwarded {
+				forwarded++
+			}
+		}
+		if len(mine) != 3 || forwarded != 1 {
+			t.Fatalf("%d attempts, %d reached Stripe; want 3 and 1", len(mine), forwarded)
+		}
+	}, apitest.WithBilling(st.Config()))
+}
+
+// A Stripe event that arrives while Temporal is down is accepted (200),
+// stored and kept in the outbox; once Temporal is back, the change's
+// workflow gets it and applies the plan.
+func TestWebhookWhileTemporalIsDown(t *testing.T) {
+	st := stripetest.Start(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		ctx := t.Context()
+		org := seedOrg(t, e.DB, models.PlanFree)
+		now := models.Now()
+		change := models.SubscriptionChange{ID: models.NewID(), OrgID: org, Kind: models.ChangeCreate, FromPlan: models.PlanFree,
+			ToPlan: models.PlanStarter, Interval: models.IntervalMonth, Status: models.ChangeAwaitingPayment, Step: models.StepPayment, Attempts: 1,
+			StripeRefs: models.StripeRefs{StripeCustomerID: "cus_down", StripeSubscriptionID: "sub_down", StripePriceID: "price_starter_month",
+				StripeInvoiceID: "in_down"}, CreatedAt: now, UpdatedAt: now}
+		if err := e.DB.Create(&change).Error; err != nil {
+			t.Fatal(err)
+		}
+		payload := stripetest.Event("invoice.paid", map[string]any{"id": "in_down", "object": "invoice", "customer": "cus_down",
+			"subscription": "sub_down", "status": "paid", "subscription_details": map[string]any{"metadata": map[string]string{"orgId": org, "changeId": change.ID}}})
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/payments/webhook", Body: payload,
+			Headers: map[string]string{"Stripe-Signature": stripetest.Sign(payload, stripetest.WebhookSecret, time.Now())}}).Expect(200)
+		if n, _ := e.Starter.Pending(ctx); n != 1 {
+			t.Fatalf("%d outbox rows pending, want the signal", n)
+		}
+		time.Sleep(500 * time.Millisecond) // the relay tries, and fails, meanwhile
+		if c, _ := models.FindSubscriptionChange(ctx, e.DB, org, change.ID); c.Status != models.ChangeAwaitingPayment {
+			t.Fatalf("change moved without Temporal: %+v", c)
+		}
+
+		e.StartTemporal()
+		e.Eventually(func() bool {
+			c, err := models.FindSubscriptionChange(ctx, e.DB, org, change.ID)
+			return err == nil && c.Status == models.ChangeApplied
+		}, "the change to be applied after Temporal came back")
+		if o, _ := models.FindOrg(ctx, e.DB, org); o.Plan != models.PlanStarter {
+			t.Fatalf("plan %s", o.Plan)
+		}
+	}, apitest.WithBilling(st.Config()), apitest.WithTemporalDown())
+}
