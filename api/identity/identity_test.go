@@ -212,6 +212,9 @@ func TestStaffClaim(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.SignIn(u)
+		if me := e.Do(apitest.Request{Method: "GET", Path: "/identity/v1/me", Headers: u.Auth()}).Expect(200).Map(); me["staff"] != true {
+			t.Fatalf("me: %v", me)
+		}
 		if !claims(u.Token).Staff {
 			t.Fatal("the grant is not in the next token")
 		}
