@@ -211,9 +211,12 @@ func (a *Authenticator) Staff() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		token, _ := bearer(c)
 		if token == "" {
+			if c.Get("X-Api-Key") != "" {
+				return errStaffRequired
+			}
 			return web.Unauthorized("Send Authorization: Bearer <access token of a billing-staff user>.")
 		}
-		if models.ServiceOfKey(token) != "" || c.Get("X-Api-Key") != "" {
+		if models.ServiceOfKey(token) != "" {
 			return errStaffRequired
 		}
 		claims, err := a.verifyUser(c.UserContext(), token)

@@ -38,7 +38,9 @@ func TestOpsBillingAPI(t *testing.T) {
 		e.Do(apitest.Request{Method: "GET", Path: list}).ExpectProblem(401, "unauthorized")
 		e.Do(apitest.Request{Method: "GET", Path: list, Headers: b.owner.Auth()}).ExpectProblem(403, "staff_required")
 		e.Do(apitest.Request{Method: "GET", Path: list, Headers: apitest.Bearer(e.CreateKey(b.owner, b.org, "crm"))}).ExpectProblem(403, "staff_required")
-		e.Do(apitest.Request{Method: "GET", Path: list, Headers: apitest.Bearer(e.CreateKey(b.owner, b.org, "helpdesk"))}).ExpectProblem(403, "staff_required")
+		hdKey := e.CreateKey(b.owner, b.org, "helpdesk")
+		e.Do(apitest.Request{Method: "GET", Path: list, Headers: apitest.Bearer(hdKey)}).ExpectProblem(403, "staff_required")
+		e.Do(apitest.Request{Method: "GET", Path: list, Headers: apitest.HelpdeskKey(hdKey, b.org)}).ExpectProblem(403, "staff_required")
 		e.Do(apitest.Request{Method: "POST", Path: "/ops/v1/billing/changes/" + failedA + "/retry", Headers: b.owner.Auth()}).ExpectProblem(403, "staff_required")
 
 		type page struct {
