@@ -13,9 +13,11 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/crm"
 	"github.com/business-suite/suite/api/helpdesk"
 	"github.com/business-suite/suite/api/identity"
@@ -66,6 +68,10 @@ type Deps struct {
 	// InviteURL is the front end's invitation accept-link template
 	// ({token}); "" shows the token alone.
 	InviteURL string
+	// Billing is the Stripe configuration; without a secret key every
+	// payments and billing-operator route answers 503
+	// billing_not_configured.
+	Billing activities.BillingConfig
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -121,7 +127,15 @@ func New(d Deps) *fiber.App {
 	// Public help-center routes are registered before the group's
 	// credential check.
 	helpdesk.PublicRoutes(app.Group("/helpdesk"), hdDeps)
-	helpdesk.Routes(app.Group("/helpdesk", d.Auth.Helpdesk(), idem), hdDeps)
+	bill := &billing.Service{DB: d.DB, Starter: d.Starter, Config: d.Billing}
+	// Stripe's webhook is authenticated by its signature, not by a suite
+	// credential: registered before the group's credential check.
+	app.Post("/helpdesk/payments/webhook", billing.Webhook(bill))
+	hd := app.Group("/helpdesk", d.Auth.Helpdesk(), idem)
+	helpdesk.Routes(hd, hdDeps)
+	billing.PaymentRoutes(hd, bill)
+	// The operator API: billing staff, across organizations.
+	billing.OpsRoutes(app.Group("/ops/v1", d.Auth.Staff(), idem), bill)
 	app.Group("/v1/ai", d.Auth.AI(), idem)
 	return app
 }

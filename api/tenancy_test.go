@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/models"
 )
@@ -127,6 +128,10 @@ var tenantProbes = map[string]probe{
 	"GET /helpdesk/public/kb/:workspaceId/categories":     {reason: "the public help center (published articles only, by design)"},
 	"GET /helpdesk/public/kb/:workspaceId/search":         {reason: "the public help center (published articles only, by design)"},
 	"GET /helpdesk/public/kb/:workspaceId/articles/:slug": {reason: "the public help center (published articles only, by design)"},
+	"POST /helpdesk/payments/webhook":                     {reason: "Stripe's signed events: no suite credential, routed by Stripe's ids and metadata"},
+	"GET /ops/v1/billing/changes":                         {reason: "billing staff work across organizations (staff claim; others 403)"},
+	"GET /ops/v1/billing/changes/:id":                     {reason: "billing staff work across organizations (staff claim; others 403)"},
+	"POST /ops/v1/billing/changes/:id/retry":              {reason: "billing staff work across organizations (staff claim; others 403)"},
 
 	// CRM data routes.
 	"GET /crm/contacts":             {kind: crmData},
@@ -211,12 +216,24 @@ var tenantProbes = map[string]probe{
 		return map[string]any{"endpoint": a.ids["pushEndpoint"], "keys": a.pushKeys()}
 	}},
 
+	// Payments: OWNER/ADMIN users only (keys are refused for their type).
+	"POST /helpdesk/payments/create-order": {kind: helpdesk, body: hdFields("plan", "enterprise")},
+	"POST /helpdesk/payments/downgrade":    {kind: helpdesk, body: hdFields("plan", "free")},
+	"GET /helpdesk/payments/subscription":  {kind: helpdesk},
+	"GET /helpdesk/payments/changes":       {kind: helpdesk},
+	"GET /helpdesk/payments/changes/:id":   {kind: helpdesk, usersOnly: true, params: map[string]string{"id": "subscriptionChange"}},
+
 	// Special routes.
 	"POST /crm/leads/webhook":      {kind: special, check: probeWebhook},
 	"POST /crm/invitations/accept": {kind: special, check: probeAcceptInvitation},
 }
 
 func TestEveryTenantRouteRefusesAnotherOrganization(t *testing.T) {
+	// Billing is configured (so the payments routes get as far as their
+	// ids), with a Stripe address where nothing answers: no probe may reach
+	// Stripe, and tenant A's change is recorded without a workflow.
+	billing := apitest.WithBilling(activities.BillingConfig{SecretKey: "sk_test_tenancy", WebhookSecret: "whsec_tenancy",
+		APIBase: "http://127.0.0.1:9"})
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		a, b := newTenant(t, e, "Tenant A", true), newTenant(t, e, "Tenant B", false)
 		before := snapshot(t, e, a.org)
@@ -250,7 +267,7 @@ func TestEveryTenantRouteRefusesAnotherOrganization(t *testing.T) {
 				}
 			}
 		}
-	})
+	}, billing)
 }
 
 // run probes one route as tenant b against tenant a.
@@ -405,6 +422,14 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 		t.Fatal(err)
 	}
 	tn.ids["notification"] = n.ID
+	// A subscription change of the workspace (failed, so nothing runs).
+	change := models.SubscriptionChange{ID: models.NewID(), OrgID: tn.org, Kind: models.ChangeCreate, FromPlan: models.PlanBusiness,
+		ToPlan: models.PlanEnterprise, Interval: models.IntervalMonth, Status: models.ChangeFailed, Step: models.StepSubscription, Attempts: 1,
+		LastErrorCode: "card_declined", CreatedAt: models.Now(), UpdatedAt: models.Now()}
+	if err := e.DB.Create(&change).Error; err != nil {
+		t.Fatal(err)
+	}
+	tn.ids["subscriptionChange"] = change.ID
 	tn.ids["pushEndpoint"] = "https://push.example.com/" + models.NewID()
 	e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/notifications/subscribe", Headers: apitest.HelpdeskUser(tn.owner.Token, tn.org),
 		Body: map[string]any{"endpoint": tn.ids["pushEndpoint"], "keys": tn.pushKeys()}}).Expect(201)
@@ -435,7 +460,7 @@ func snapshot(t *testing.T, e *apitest.Env, orgID string) map[string][]map[strin
 	out := map[string][]map[string]any{}
 	tables := []string{"contacts", "deals", "leads", "lead_activities", "lead_intakes", "tasks", "members", "api_keys", "invitations",
 		"tickets", "ticket_comments", "customers", "customer_events", "time_entries", "kb_categories", "kb_articles",
-		"notifications", "push_subscriptions"}
+		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries"}
 	for _, table := range tables {
 		var rows []map[string]any
 		if err := e.DB.Table(table).Where("org_id = ?", orgID).Order("id").Find(&rows).Error; err != nil {

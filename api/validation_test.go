@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/models"
 )
@@ -23,6 +24,7 @@ func TestEveryWriteRouteListsEveryBadFieldAtOnce(t *testing.T) {
 		hdKey := e.CreateKey(owner, org, "helpdesk")
 		crm, hd := owner.Auth(), apitest.HelpdeskKey(hdKey, org)
 		member := apitest.HelpdeskUser(agent.Token, org)
+		ownerHD := apitest.HelpdeskUser(owner.Token, org)
 		nobody := models.NewID() // a well-formed id nothing has
 
 		create := func(path string, headers map[string]string, body map[string]any) string {
@@ -116,6 +118,11 @@ func TestEveryWriteRouteListsEveryBadFieldAtOnce(t *testing.T) {
 				map[string]string{"bogus": "unknown_field", "id": "invalid_type", "all": "invalid_type"}},
 			{"POST", "/helpdesk/notifications/subscribe", member, map[string]any{"bogus": 1, "endpoint": "http://push.example.com/x", "expirationTime": 1},
 				map[string]string{"bogus": "unknown_field", "endpoint": "https_url", "expirationTime": "expired", "keys": "required"}},
+			// Payments (the owner's token; billing configured below)
+			{"POST", "/helpdesk/payments/create-order", ownerHD, map[string]any{"bogus": 1, "plan": "platinum", "interval": "week"},
+				map[string]string{"bogus": "unknown_field", "plan": "oneof", "interval": "oneof"}},
+			{"POST", "/helpdesk/payments/downgrade", ownerHD, map[string]any{"bogus": 1, "interval": "month"},
+				map[string]string{"bogus": "unknown_field", "interval": "unknown_field", "plan": "required"}},
 			// Identity
 			{"POST", "/identity/v1/users", nil, map[string]any{"bogus": 1, "email": "nope", "password": "short"},
 				map[string]string{"bogus": "unknown_field", "email": "email", "password": "min", "name": "required"}},
@@ -147,5 +154,7 @@ func TestEveryWriteRouteListsEveryBadFieldAtOnce(t *testing.T) {
 				t.Errorf("%s %s: fields %v, want %v", tc.method, tc.path, got, tc.want)
 			}
 		}
-	})
+		// Billing is on (so the payments routes reach their input), with a
+		// Stripe address where nothing answers: no case may get that far.
+	}, apitest.WithBilling(activities.BillingConfig{SecretKey: "sk_test_validation", APIBase: "http://127.0.0.1:9"}))
 }

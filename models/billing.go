@@ -749,3 +749,20 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// RetriesOfChanges loads the retries of several changes (one query), by
+// change id, oldest first.
+func RetriesOfChanges(ctx context.Context, db *gorm.DB, changeIDs []string) (map[string][]SubscriptionChangeRetry, error) {
+	out := make(map[string][]SubscriptionChangeRetry, len(changeIDs))
+	if len(changeIDs) == 0 {
+		return out, nil
+	}
+	var rows []SubscriptionChangeRetry
+	if err := db.WithContext(ctx).Where("change_id IN ?", changeIDs).Order("number").Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.ChangeID] = append(out[r.ChangeID], r)
+	}
+	return out, nil
+}

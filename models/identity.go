@@ -1,6 +1,12 @@
 package models
 
-import "time"
+import (
+	"context"
+	"errors"
+	"time"
+
+	"gorm.io/gorm"
+)
 
 // Identity-service entities. They belong to the identity service (api/identity)
 // alone: the CRM reaches them only over HTTP, so the service can be split out.
@@ -11,8 +17,11 @@ type IdentityUser struct {
 	Email        string
 	Name         string
 	PasswordHash string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Staff marks billing staff: their tokens carry the `staff` claim and
+	// open the operator API (/ops/v1). Granted from the shell only.
+	Staff     bool
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // IdentityRefreshToken is one rotating refresh token. Tokens of one sign-in
@@ -60,4 +69,25 @@ type IdentityRevokedSession struct {
 	SessionID string `gorm:"primaryKey"`
 	RevokedAt time.Time
 	ExpiresAt time.Time
+}
+
+// SetUserStaff grants (staff true) or revokes billing staff for the user
+// with that e-mail address and returns the user. An unknown address is
+// ErrNotFound. It takes effect with the user's next access token.
+func SetUserStaff(ctx context.Context, db *gorm.DB, email string, staff bool) (*IdentityUser, error) {
+	var u IdentityUser
+	err := db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Take(&u, "email = ?", NormalizeEmail(email)).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return ErrNotFound
+			}
+			return err
+		}
+		u.Staff, u.UpdatedAt = staff, Now()
+		return tx.Model(&IdentityUser{}).Where("id = ?", u.ID).Updates(map[string]any{"staff": staff, "updated_at": u.UpdatedAt}).Error
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &u, nil
 }

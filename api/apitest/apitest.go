@@ -235,7 +235,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		Metrics: prometheus.NewRegistry(), Version: "test", TemporalNamespace: e.namespace,
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
 		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL,
-		WebhookKeyRate: o.webhookKeyRate})
+		WebhookKeyRate: o.webhookKeyRate, Billing: o.billing})
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e

@@ -29,6 +29,8 @@ type Principal struct {
 	UserID string
 	Email  string
 	Name   string
+	// Staff: the token says the user is billing staff.
+	Staff bool
 	// …or an API key.
 	Key *models.APIKey
 
@@ -104,6 +106,9 @@ type UserClaims struct {
 	// SessionID is the sign-in the token belongs to (`sid`), when the
 	// issuer says; a revoked session's tokens are refused.
 	SessionID string
+	// Staff is the `staff` claim: the user is billing staff (the operator
+	// API under /ops/v1).
+	Staff bool
 }
 
 // New creates an Authenticator. Access tokens of revoked sign-in sessions
@@ -204,6 +209,39 @@ func (a *Authenticator) Helpdesk() fiber.Handler {
 		return c.Next()
 	}
 }
+
+// Staff authenticates the operator API (/ops/v1): a user token whose
+// `staff` claim is true. Billing staff are not workspace members, so no
+// organization is resolved. API keys (of any service) and other users'
+// tokens are a 403; no or a bad token is a 401. The claim is read from the
+// token, so a grant or revocation takes effect with the user's next token
+// (access tokens live 15 minutes).
+func (a *Authenticator) Staff() fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		token, _ := bearer(c)
+		if token == "" {
+			if c.Get("X-Api-Key") != "" {
+				return errStaffRequired
+			}
+			return web.Unauthorized("Send Authorization: Bearer <access token of a billing-staff user>.")
+		}
+		if models.ServiceOfKey(token) != "" {
+			return errStaffRequired
+		}
+		claims, err := a.verifyUser(c.UserContext(), token)
+		if err != nil {
+			return err
+		}
+		if !claims.Staff {
+			return errStaffRequired
+		}
+		setPrincipal(c, &Principal{UserID: claims.Subject, Email: claims.Email, Name: claims.Name, Staff: true})
+		return c.Next()
+	}
+}
+
+var errStaffRequired = models.Err(models.ErrForbidden, "staff_required",
+	"The operator API is for billing staff: sign in as a user granted staff (suite admin grant-staff <email>); API keys are never staff.")
 
 // AI authenticates AI requests: an ai_ key in Authorization, of an
 // organization whose plan includes AI (Business or Enterprise).

@@ -43,6 +43,7 @@ type tokenClaims struct {
 	Email     string `json:"email"`
 	Name      string `json:"name"`
 	SessionID string `json:"sid"`
+	Staff     bool   `json:"staff"`
 	jwt.RegisteredClaims
 }
 
@@ -81,5 +82,5 @@ func (v *JWKSVerifier) Verify(ctx context.Context, token string) (*UserClaims, e
 	if claims.Subject == "" {
 		return nil, fmt.Errorf("token has no subject")
 	}
-	return &UserClaims{Subject: claims.Subject, Email: claims.Email, Name: claims.Name, SessionID: claims.SessionID}, nil
+	return &UserClaims{Subject: claims.Subject, Email: claims.Email, Name: claims.Name, SessionID: claims.SessionID, Staff: claims.Staff}, nil
 }

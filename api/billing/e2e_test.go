@@ -25,14 +25,15 @@ type billingEnv struct {
 	st    *stripetest.Stripe
 	svc   *billing.Service
 	owner *apitest.User
+	agent *apitest.User
 	org   string
 }
 
 func newBillingEnv(t *testing.T, e *apitest.Env, st *stripetest.Stripe) *billingEnv {
 	owner := e.SignUp(apitest.UniqueEmail("owner"))
 	org := e.CreateOrg(owner, "Acme")
-	e.AddMember(owner, org, models.RoleAgent)
-	return &billingEnv{Env: e, st: st, owner: owner, org: org,
+	agent := e.AddMember(owner, org, models.RoleAgent)
+	return &billingEnv{Env: e, st: st, owner: owner, agent: agent, org: org,
 		svc: &billing.Service{DB: e.DB, Starter: e.Starter, Config: st.Config()}}
 }
 
@@ -42,14 +43,40 @@ func (b *billingEnv) invite() int {
 		Body: map[string]string{"email": apitest.UniqueEmail("invitee"), "role": models.RoleAgent}}).Status
 }
 
-// deliver sends a Stripe event through the webhook path: signed, verified,
-// stored and relayed to the change's workflow by the outbox.
+// deliver sends a Stripe event to the webhook route, signed as Stripe
+// signs it: verified, stored and relayed to the change's workflow by the
+// outbox.
 func (b *billingEnv) deliver(typ string, object map[string]any) {
 	b.T.Helper()
 	payload := stripetest.Event(typ, object)
-	if _, err := b.svc.ReceiveEvent(b.T.Context(), payload, stripetest.Sign(payload, stripetest.WebhookSecret, time.Now())); err != nil {
+	b.Do(apitest.Request{Method: "POST", Path: "/helpdesk/payments/webhook", Body: payload,
+		Headers: map[string]string{"Stripe-Signature": stripetest.Sign(payload, stripetest.WebhookSecret, time.Now())}}).Expect(200)
+}
+
+// order asks for plan through the API, waiting for the Stripe objects, and
+// returns the change as stored.
+func (b *billingEnv) order(plan string) *models.SubscriptionChange {
+	b.T.Helper()
+	var out struct{ ID string }
+	b.Do(apitest.Request{Method: "POST", Path: "/helpdesk/payments/create-order", Body: map[string]any{"plan": plan},
+		Headers: map[string]string{"Authorization": "Bearer " + b.owner.Token, "X-Workspace-Id": b.org, "Prefer": "wait=30"}}).Expect(202).JSON(&out)
+	c, err := models.FindSubscriptionChange(b.T.Context(), b.DB, b.org, out.ID)
+	if err != nil {
 		b.T.Fatal(err)
 	}
+	return c
+}
+
+// staff signs up a user and grants them billing staff (as
+// `suite admin grant-staff` does); their next token carries the claim.
+func (b *billingEnv) staff() *apitest.User {
+	b.T.Helper()
+	u := b.SignUp(apitest.UniqueEmail("staff"))
+	if _, err := models.SetUserStaff(b.T.Context(), b.DB, u.Email, true); err != nil {
+		b.T.Fatal(err)
+	}
+	b.SignIn(u)
+	return u
 }
 
 func (b *billingEnv) waitStatus(changeID, status string) *models.SubscriptionChange {
@@ -91,13 +118,10 @@ func TestSubscriptionChangeEndToEnd(t *testing.T) {
 		}
 		customers, subs := len(st.Requests(http.MethodPost, "/v1/customers")), len(st.Requests(http.MethodPost, "/v1/subscriptions"))
 
-		c, err := b.svc.Open(ctx, models.OpenChange{OrgID: b.org, Plan: models.PlanBusiness, RequestedBy: b.owner.Email})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err = b.svc.Wait(ctx, b.org, c.ID, 30*time.Second)
-		if err != nil || c.Status != models.ChangeAwaitingPayment || c.ClientSecret == "" || c.StripeSubscriptionID == "" || c.StripeInvoiceID == "" {
-			t.Fatalf("after Wait: %+v %v", c, err)
+		c := b.order(models.PlanBusiness)
+		if c.Status != models.ChangeAwaitingPayment || c.ClientSecret == "" || c.StripeSubscriptionID == "" || c.StripeInvoiceID == "" ||
+			c.RequestedBy != b.owner.Email {
+			t.Fatalf("after Prefer: wait: %+v", c)
 		}
 		if b.plan().Name != models.PlanFree || b.invite() != http.StatusPaymentRequired {
 			t.Fatal("the limits changed before the payment")
@@ -144,13 +168,9 @@ func TestFailedPaymentRetriedByStaff(t *testing.T) {
 		b := newBillingEnv(t, e, st)
 		ctx := t.Context()
 		customers, subs := len(st.Requests(http.MethodPost, "/v1/customers")), len(st.Requests(http.MethodPost, "/v1/subscriptions"))
-		c, err := b.svc.Open(ctx, models.OpenChange{OrgID: b.org, Plan: models.PlanStarter})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err = b.svc.Wait(ctx, b.org, c.ID, 30*time.Second)
-		if err != nil || c.Status != models.ChangeAwaitingPayment {
-			t.Fatalf("%+v %v", c, err)
+		c := b.order(models.PlanStarter)
+		if c.Status != models.ChangeAwaitingPayment {
+			t.Fatalf("%+v", c)
 		}
 		b.deliver("invoice.payment_failed", map[string]any{"id": c.StripeInvoiceID, "object": "invoice", "customer": c.StripeCustomerID,
 			"subscription": c.StripeSubscriptionID, "status": "open"})
@@ -158,7 +178,7 @@ func TestFailedPaymentRetriedByStaff(t *testing.T) {
 		if failed.LastErrorCode == "" || failed.LastErrorMessage == "" || failed.Step != models.StepPayment {
 			t.Fatalf("failed change %+v", failed)
 		}
-		err = e.Temporal.GetWorkflow(ctx, billing.WorkflowID(c), "").Get(ctx, nil)
+		err := e.Temporal.GetWorkflow(ctx, billing.WorkflowID(c), "").Get(ctx, nil)
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeChangeFailed {
 			t.Fatalf("the failed run: %v", err)
@@ -171,9 +191,29 @@ func TestFailedPaymentRetriedByStaff(t *testing.T) {
 		inv := "/v1/invoices/" + c.StripeInvoiceID
 		st.Respond(http.MethodGet, inv, 1, http.StatusOK, `{"id":"`+c.StripeInvoiceID+`","object":"invoice","status":"open"}`)
 		st.Respond(http.MethodPost, inv+"/pay", 1, http.StatusOK, `{"id":"`+c.StripeInvoiceID+`","object":"invoice","status":"paid"}`)
-		retried, retry, err := b.svc.Retry(ctx, c.ID, "staff-user")
-		if err != nil || retry.FromStep != models.StepPayment {
-			t.Fatalf("retry %+v %v", retry, err)
+		// Billing staff find the failed change and re-run it.
+		staff := b.staff()
+		var failedList struct {
+			Data []struct{ ID, OrgID, Status string }
+		}
+		b.Do(apitest.Request{Method: "GET", Path: "/ops/v1/billing/changes?status=failed&orgId=" + b.org, Headers: staff.Auth()}).Expect(200).JSON(&failedList)
+		if len(failedList.Data) != 1 || failedList.Data[0].ID != c.ID || failedList.Data[0].OrgID != b.org {
+			t.Fatalf("failed changes %+v", failedList)
+		}
+		var retriedOut struct {
+			Status   string
+			Attempts int
+			Retries  []struct{ RequestedBy, FromStep, Outcome string }
+		}
+		r := b.Do(apitest.Request{Method: "POST", Path: "/ops/v1/billing/changes/" + c.ID + "/retry", Headers: staff.Auth()}).Expect(202)
+		r.JSON(&retriedOut)
+		if retriedOut.Attempts != 2 || len(retriedOut.Retries) != 1 || retriedOut.Retries[0].FromStep != models.StepPayment ||
+			retriedOut.Retries[0].RequestedBy != staff.Email || r.Header.Get("Location") != "/ops/v1/billing/changes/"+c.ID {
+			t.Fatalf("retry %s", r.Body)
+		}
+		retried, err := models.FindSubscriptionChange(ctx, e.DB, b.org, c.ID)
+		if err != nil {
+			t.Fatal(err)
 		}
 		b.waitStatus(c.ID, models.ChangeApplied)
 		var res workflows.SubscriptionChangeResult
@@ -184,7 +224,7 @@ func TestFailedPaymentRetriedByStaff(t *testing.T) {
 			t.Fatal("the plan was not applied after the retry")
 		}
 		retries, _ := models.SubscriptionChangeRetries(ctx, e.DB, c.ID)
-		if len(retries) != 1 || retries[0].Outcome != models.ChangeApplied || retries[0].RequestedBy != "staff-user" {
+		if len(retries) != 1 || retries[0].Outcome != models.ChangeApplied || retries[0].RequestedBy != staff.Email || retries[0].OutcomeAt == nil {
 			t.Fatalf("retry records %+v", retries)
 		}
 		if n := len(st.Requests(http.MethodPost, "/v1/customers")) - customers; n != 1 {
@@ -205,8 +245,81 @@ func TestFailedPaymentRetriedByStaff(t *testing.T) {
 			t.Fatalf("charges %v", pays)
 		}
 		// An applied change is not retried again.
-		if _, _, err := b.svc.Retry(ctx, c.ID, "staff-user"); !errors.Is(err, models.ErrConflict) {
-			t.Fatalf("retry of an applied change: %v", err)
+		b.Do(apitest.Request{Method: "POST", Path: "/ops/v1/billing/changes/" + c.ID + "/retry", Headers: staff.Auth()}).ExpectProblem(409, "change_applied")
+	}, apitest.WithBilling(st.Config()))
+}
+
+// Stripe answering 500 twice before it creates the subscription: Temporal
+// retries the step with the same idempotency key, and one subscription
+// exists in the end — through the API, on the real server.
+func TestStripeOutageDuringAnOrderCreatesOneSubscription(t *testing.T) {
+	st := stripetest.Start(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		b := newBillingEnv(t, e, st)
+		st.Fail(http.MethodPost, "/v1/subscriptions", 2, http.StatusInternalServerError, "api_error", "", "Stripe is having a bad day.")
+		c := b.order(models.PlanStarter)
+		if c.Status == models.ChangePending {
+			c = b.waitStatus(c.ID, models.ChangeAwaitingPayment)
+		}
+		if c.Status != models.ChangeAwaitingPayment || c.StripeSubscriptionID == "" {
+			t.Fatalf("change after the outage %+v", c)
+		}
+		var mine []stripetest.Request
+		for _, r := range st.Requests(http.MethodPost, "/v1/subscriptions") {
+			if r.Metadata("changeId") == c.ID {
+				mine = append(mine, r)
+			}
+		}
+		forwarded := 0
+		for _, r := range mine {
+			if r.IdempotencyKey != activities.IdempotencyKey(c.ID, "subscription-create") {
+				t.Fatalf("attempt with key %q", r.IdempotencyKey)
+			}
+			if r.Forwarded {
+				forwarded++
+			}
+		}
+		if len(mine) != 3 || forwarded != 1 {
+			t.Fatalf("%d attempts, %d reached Stripe; want 3 and 1", len(mine), forwarded)
 		}
 	}, apitest.WithBilling(st.Config()))
+}
+
+// A Stripe event that arrives while Temporal is down is accepted (200),
+// stored and kept in the outbox; once Temporal is back, the change's
+// workflow gets it and applies the plan.
+func TestWebhookWhileTemporalIsDown(t *testing.T) {
+	st := stripetest.Start(t)
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		ctx := t.Context()
+		org := seedOrg(t, e.DB, models.PlanFree)
+		now := models.Now()
+		change := models.SubscriptionChange{ID: models.NewID(), OrgID: org, Kind: models.ChangeCreate, FromPlan: models.PlanFree,
+			ToPlan: models.PlanStarter, Interval: models.IntervalMonth, Status: models.ChangeAwaitingPayment, Step: models.StepPayment, Attempts: 1,
+			StripeRefs: models.StripeRefs{StripeCustomerID: "cus_down", StripeSubscriptionID: "sub_down", StripePriceID: "price_starter_month",
+				StripeInvoiceID: "in_down"}, CreatedAt: now, UpdatedAt: now}
+		if err := e.DB.Create(&change).Error; err != nil {
+			t.Fatal(err)
+		}
+		payload := stripetest.Event("invoice.paid", map[string]any{"id": "in_down", "object": "invoice", "customer": "cus_down",
+			"subscription": "sub_down", "status": "paid", "subscription_details": map[string]any{"metadata": map[string]string{"orgId": org, "changeId": change.ID}}})
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/payments/webhook", Body: payload,
+			Headers: map[string]string{"Stripe-Signature": stripetest.Sign(payload, stripetest.WebhookSecret, time.Now())}}).Expect(200)
+		if n, _ := e.Starter.Pending(ctx); n != 1 {
+			t.Fatalf("%d outbox rows pending, want the signal", n)
+		}
+		time.Sleep(500 * time.Millisecond) // the relay tries, and fails, meanwhile
+		if c, _ := models.FindSubscriptionChange(ctx, e.DB, org, change.ID); c.Status != models.ChangeAwaitingPayment {
+			t.Fatalf("change moved without Temporal: %+v", c)
+		}
+
+		e.StartTemporal()
+		e.Eventually(func() bool {
+			c, err := models.FindSubscriptionChange(ctx, e.DB, org, change.ID)
+			return err == nil && c.Status == models.ChangeApplied
+		}, "the change to be applied after Temporal came back")
+		if o, _ := models.FindOrg(ctx, e.DB, org); o.Plan != models.PlanStarter {
+			t.Fatalf("plan %s", o.Plan)
+		}
+	}, apitest.WithBilling(st.Config()), apitest.WithTemporalDown())
 }

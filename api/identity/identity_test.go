@@ -1,10 +1,12 @@
 package identity_test
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/models"
 )
 
@@ -188,4 +190,50 @@ func TestServiceEndpointsNeedTheServiceToken(t *testing.T) {
 	if len(orgs.Data) != 0 {
 		t.Fatalf("memberships survived deregistration: %+v", orgs)
 	}
+}
+
+// Billing staff carry a `staff` claim in the tokens issued after the grant
+// (and on refresh); other users' tokens have none.
+func TestStaffClaim(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		u := e.SignUp(apitest.UniqueEmail("staff"))
+		claims := func(token string) *identity.Claims {
+			t.Helper()
+			c, err := e.Identity.Verify(token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		if claims(u.Token).Staff || strings.Contains(jwtPayload(t, u.Token), `"staff"`) {
+			t.Fatal("a user who is not staff got the claim")
+		}
+		if _, err := models.SetUserStaff(t.Context(), e.DB, u.Email, true); err != nil {
+			t.Fatal(err)
+		}
+		e.SignIn(u)
+		if me := e.Do(apitest.Request{Method: "GET", Path: "/identity/v1/me", Headers: u.Auth()}).Expect(200).Map(); me["staff"] != true {
+			t.Fatalf("me: %v", me)
+		}
+		if !claims(u.Token).Staff {
+			t.Fatal("the grant is not in the next token")
+		}
+		var pair struct {
+			AccessToken string `json:"access_token"`
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/identity/v1/token/refresh", Body: map[string]string{"refresh_token": u.Refresh}}).Expect(200).JSON(&pair)
+		if !claims(pair.AccessToken).Staff {
+			t.Fatal("a refreshed token lost the claim")
+		}
+	})
+}
+
+func jwtPayload(t *testing.T, token string) string {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

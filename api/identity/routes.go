@@ -58,14 +58,16 @@ type signUpRequest struct {
 }
 
 type userResponse struct {
-	ID        string    `json:"id"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
+	ID    string `json:"id"`
+	Email string `json:"email"`
+	Name  string `json:"name"`
+	// Staff: billing staff (the operator API); their tokens say so too.
+	Staff     bool      `json:"staff"`
 	CreatedAt time.Time `json:"createdAt"`
 }
 
 func toUser(u *models.IdentityUser) userResponse {
-	return userResponse{ID: u.ID, Email: u.Email, Name: u.Name, CreatedAt: u.CreatedAt}
+	return userResponse{ID: u.ID, Email: u.Email, Name: u.Name, Staff: u.Staff, CreatedAt: u.CreatedAt}
 }
 
 func (s *Service) signUp(c *fiber.Ctx) error {

@@ -132,6 +132,8 @@ type Claims struct {
 	// SessionID (`sid`) is the sign-in the token belongs to: its refresh
 	// token family. Revoking the sign-in refuses its access tokens too.
 	SessionID string `json:"sid,omitempty"`
+	// Staff (`staff`) marks billing staff, who may use the operator API.
+	Staff bool `json:"staff,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -149,6 +151,7 @@ func (s *Service) accessToken(u *models.IdentityUser, session string) (string, e
 		Email:     u.Email,
 		Name:      u.Name,
 		SessionID: session,
+		Staff:     u.Staff,
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    s.cfg.Issuer,
 			Subject:   u.ID,

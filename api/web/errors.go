@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -29,6 +30,32 @@ type Problem struct {
 
 	// retryAfter, in seconds, is sent as the Retry-After header.
 	retryAfter int
+	// extensions are further members of the problem (RFC 9457 §3.2), such
+	// as the numbers behind a refusal.
+	extensions map[string]any
+}
+
+// WithExtensions adds members to the problem document; they never replace
+// the standard members.
+func (p *Problem) WithExtensions(ext map[string]any) *Problem { p.extensions = ext; return p }
+
+// MarshalJSON writes the standard members and then the extensions.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	type standard Problem // without this method
+	b, err := json.Marshal(standard(p))
+	if err != nil || len(p.extensions) == 0 {
+		return b, err
+	}
+	var members map[string]any
+	if err := json.Unmarshal(b, &members); err != nil {
+		return nil, err
+	}
+	for k, v := range p.extensions {
+		if _, taken := members[k]; !taken {
+			members[k] = v
+		}
+	}
+	return json.Marshal(members)
 }
 
 func (p *Problem) Error() string { return p.Code + ": " + p.Detail }

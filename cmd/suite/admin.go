@@ -13,6 +13,15 @@ const adminUsage = `Usage: suite admin <task> [arguments]
 Tasks (for self-hosting operators; no Stripe needed):
   set-plan <orgId> <plan>                 move an organization to free, starter, business or enterprise
   create-key <orgId> <service> [name]     create an API key for crm, helpdesk or ai and print it once
+
+Billing staff (identity users who may use the operator API /ops/v1):
+  grant-staff <email>                     make a signed-up user billing staff (with their next token)
+  revoke-staff <email>                    take it back
+
+Billing (Stripe; retry needs STRIPE_SECRET_KEY):
+  billing list [--status S] [--org ID] [--limit N]
+                                          list subscription changes, newest first (e.g. --status failed)
+  billing retry <changeId>                re-run a failed change from the step that failed
 `
 
 // runAdmin is `suite admin`: operator tasks against the configured database.
@@ -53,6 +62,10 @@ func runAdmin(ctx context.Context, cfg Config, args []string) error {
 		fmt.Fprintf(stdout, "%s\n", secret)
 		fmt.Fprintf(stdout, "# key %s (%s) for organization %s — shown once, store it now\n", k.ID, k.Service, k.OrgID)
 		return nil
+	case "grant-staff", "revoke-staff":
+		return setStaff(ctx, db, args, args[0] == "grant-staff")
+	case "billing":
+		return runAdminBilling(ctx, cfg, db, args)
 	}
 	return usageError("unknown admin task " + fmt.Sprintf("%q", args[0]) + "\n\n" + adminUsage)
 }

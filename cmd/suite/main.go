@@ -4,7 +4,7 @@
 //	suite api        the HTTP API (production)
 //	suite worker     the Temporal worker (production; scale horizontally)
 //	suite migrate    apply database migrations and exit
-//	suite admin      operator tasks (set-plan, create-key)
+//	suite admin      operator tasks (set-plan, create-key, grant-staff, billing list/retry)
 //	suite version    print the version
 //
 // All configuration comes from environment variables (see README.md).

@@ -47,6 +47,7 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		Ready:                checker,
 		InviteURL:            cfg.InviteURL,
 		WebhookKeyRate:       cfg.WebhookKeyRate,
+		Billing:              cfg.Billing(),
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)

@@ -1,0 +1,149 @@
+package billing
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+// The operator API for billing staff (/ops/v1/billing/…): they work across
+// organizations, find failed changes and re-run them. The group's
+// middleware (auth.Staff) admits staff user tokens only.
+
+// OpsRoutes mounts the billing-staff routes on r (the /ops/v1 group).
+func OpsRoutes(r fiber.Router, s *Service) {
+	h := &ops{s}
+	r.Get("/billing/changes", h.list)
+	r.Get("/billing/changes/:id", h.get)
+	r.Post("/billing/changes/:id/retry", h.retry)
+}
+
+type ops struct{ s *Service }
+
+// opsChange is a change as billing staff see it: which organization, and
+// every retry with who asked, when and how it ended. The payment's client
+// secret is the customer's and is not shown.
+type opsChange struct {
+	ID    string `json:"id"`
+	OrgID string `json:"orgId"`
+	changeFields
+	Retries []retryResponse `json:"retries"`
+}
+
+type retryResponse struct {
+	ID          string     `json:"id"`
+	Number      int        `json:"number"`
+	RequestedBy string     `json:"requestedBy"`
+	FromStep    string     `json:"fromStep"`
+	ErrorCode   string     `json:"errorCode"`
+	Outcome     string     `json:"outcome"`
+	OutcomeCode string     `json:"outcomeCode"`
+	OutcomeAt   *time.Time `json:"outcomeAt"`
+	CreatedAt   time.Time  `json:"createdAt"`
+}
+
+func toRetry(r *models.SubscriptionChangeRetry) retryResponse {
+	return retryResponse{ID: r.ID, Number: r.Number, RequestedBy: r.RequestedBy, FromStep: r.FromStep, ErrorCode: r.ErrorCode,
+		Outcome: r.Outcome, OutcomeCode: r.OutcomeCode, OutcomeAt: r.OutcomeAt, CreatedAt: r.CreatedAt}
+}
+
+func toOpsChange(c *models.SubscriptionChange, retries []models.SubscriptionChangeRetry) opsChange {
+	out := opsChange{ID: c.ID, OrgID: c.OrgID, changeFields: toChangeFields(c), Retries: make([]retryResponse, 0, len(retries))}
+	for i := range retries {
+		out.Retries = append(out.Retries, toRetry(&retries[i]))
+	}
+	return out
+}
+
+func (h *ops) configured() error {
+	if !h.s.Configured() {
+		return ErrNotConfigured
+	}
+	return nil
+}
+
+func (h *ops) list(c *fiber.Ctx) error {
+	if err := h.configured(); err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	f := models.ChangeFilter{OrgID: strings.Clone(c.Query("orgId")), Status: strings.Clone(c.Query("status"))}
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	rows, err := web.Paginate(models.SubscriptionChanges(h.s.DB.WithContext(c.UserContext()), f), page, "", changeCursor)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(rows.Data))
+	for i := range rows.Data {
+		ids = append(ids, rows.Data[i].ID)
+	}
+	retries, err := models.RetriesOfChanges(c.UserContext(), h.s.DB, ids)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, func(ch *models.SubscriptionChange) opsChange { return toOpsChange(ch, retries[ch.ID]) }))
+}
+
+func (h *ops) find(c *fiber.Ctx) (*models.SubscriptionChange, error) {
+	change, err := models.FindSubscriptionChange(c.UserContext(), h.s.DB, "", c.Params("id"))
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, web.NotFound("The subscription change")
+	}
+	return change, err
+}
+
+func (h *ops) get(c *fiber.Ctx) error {
+	if err := h.configured(); err != nil {
+		return err
+	}
+	change, err := h.find(c)
+	if err != nil {
+		return err
+	}
+	retries, err := models.SubscriptionChangeRetries(c.UserContext(), h.s.DB, change.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toOpsChange(change, retries))
+}
+
+// retry re-runs a failed change from the step that failed (202; the
+// change's new run is subscription/<org>/<change>/retry-<n>). Applied is a
+// 409 change_applied; an open, expired or canceled change a 409 too.
+func (h *ops) retry(c *fiber.Ctx) error {
+	if err := h.configured(); err != nil {
+		return err
+	}
+	p := auth.From(c)
+	if _, err := h.find(c); err != nil {
+		return err
+	}
+	by := p.Email
+	if by == "" {
+		by = p.UserID
+	}
+	change, _, err := h.s.Retry(c.UserContext(), strings.Clone(c.Params("id")), by)
+	if errors.Is(err, models.ErrNotFound) {
+		return web.NotFound("The subscription change")
+	}
+	if err != nil {
+		return downgradeProblem(err)
+	}
+	retries, err := models.SubscriptionChangeRetries(c.UserContext(), h.s.DB, change.ID)
+	if err != nil {
+		return err
+	}
+	c.Location("/ops/v1/billing/changes/" + change.ID)
+	return c.Status(fiber.StatusAccepted).JSON(toOpsChange(change, retries))
+}

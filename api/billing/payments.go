@@ -1,0 +1,323 @@
+package billing
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+// The Helpdesk's payments routes (/helpdesk/payments/…). Every one of them
+// is for the workspace's OWNER and ADMIN users: API keys act as ADMIN for
+// data but never change billing, and AGENTs are refused. The checks run in
+// that order — credential, role, then billing being configured — so that a
+// refusal never depends on the server's configuration.
+
+// MaxWait is the longest `Prefer: wait=N` honoured.
+const MaxWait = 30 * time.Second
+
+// PaymentRoutes mounts the authenticated payments routes on r (the
+// /helpdesk group, behind the Helpdesk credential and idempotency
+// middleware).
+func PaymentRoutes(r fiber.Router, s *Service) {
+	h := &payments{s}
+	r.Post("/payments/create-order", h.createOrder)
+	r.Post("/payments/downgrade", h.downgrade)
+	r.Get("/payments/subscription", h.subscription)
+	r.Get("/payments/changes", h.listChanges)
+	r.Get("/payments/changes/:id", h.getChange)
+}
+
+type payments struct{ s *Service }
+
+// changeFields are the parts of a change both the Helpdesk and the
+// operator API show.
+type changeFields struct {
+	Kind        string       `json:"kind"`
+	FromPlan    string       `json:"fromPlan"`
+	ToPlan      string       `json:"toPlan"`
+	Interval    string       `json:"interval"`
+	Status      string       `json:"status"`
+	Step        string       `json:"step"`
+	Attempts    int          `json:"attempts"`
+	LastError   *changeError `json:"lastError"`
+	Stripe      stripeIDs    `json:"stripe"`
+	EffectiveAt *time.Time   `json:"effectiveAt"`
+	RequestedBy string       `json:"requestedBy"`
+	WorkflowID  string       `json:"workflowId"`
+	CompletedAt *time.Time   `json:"completedAt"`
+	CreatedAt   time.Time    `json:"createdAt"`
+	UpdatedAt   time.Time    `json:"updatedAt"`
+}
+
+type changeError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type stripeIDs struct {
+	CustomerID      *string `json:"customerId"`
+	SubscriptionID  *string `json:"subscriptionId"`
+	PriceID         *string `json:"priceId"`
+	InvoiceID       *string `json:"invoiceId"`
+	PaymentIntentID *string `json:"paymentIntentId"`
+}
+
+// changeResponse is a change as the workspace's administrators see it,
+// with what paying needs.
+type changeResponse struct {
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspaceId"`
+	changeFields
+	// ClientSecret confirms the payment intent with Stripe.js.
+	ClientSecret     *string `json:"clientSecret"`
+	HostedInvoiceURL *string `json:"hostedInvoiceUrl"`
+}
+
+func orNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func toChangeFields(c *models.SubscriptionChange) changeFields {
+	f := changeFields{Kind: c.Kind, FromPlan: c.FromPlan, ToPlan: c.ToPlan, Interval: c.Interval, Status: c.Status, Step: c.Step,
+		Attempts: c.Attempts, EffectiveAt: c.EffectiveAt, RequestedBy: c.RequestedBy, WorkflowID: WorkflowID(c),
+		CompletedAt: c.CompletedAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		Stripe: stripeIDs{CustomerID: orNil(c.StripeCustomerID), SubscriptionID: orNil(c.StripeSubscriptionID),
+			PriceID: orNil(c.StripePriceID), InvoiceID: orNil(c.StripeInvoiceID), PaymentIntentID: orNil(c.StripePaymentIntentID)}}
+	if c.LastErrorCode != "" || c.LastErrorMessage != "" {
+		f.LastError = &changeError{Code: c.LastErrorCode, Message: c.LastErrorMessage}
+	}
+	return f
+}
+
+func toChange(c *models.SubscriptionChange) changeResponse {
+	r := changeResponse{ID: c.ID, WorkspaceID: c.OrgID, changeFields: toChangeFields(c)}
+	if c.Status == models.ChangeAwaitingPayment {
+		// Only while paying is possible: a closed change's secret is no use.
+		r.ClientSecret, r.HostedInvoiceURL = orNil(c.ClientSecret), orNil(c.HostedInvoiceURL)
+	}
+	return r
+}
+
+func changeCursor(c *models.SubscriptionChange) web.Cursor {
+	return web.Cursor{CreatedAt: c.CreatedAt, ID: c.ID}
+}
+
+// admin checks the caller may manage the workspace's billing and that
+// billing is on.
+func (h *payments) admin(c *fiber.Ctx) (*auth.Principal, error) {
+	p := auth.From(c)
+	if err := auth.RequireUserAdmin(p); err != nil {
+		return nil, err
+	}
+	if !h.s.Configured() {
+		return nil, ErrNotConfigured
+	}
+	return p, nil
+}
+
+// Unknown plans are refused with the other fields; which of the known
+// plans fits (not the current one, higher or lower) is the billing core's
+// rule and comes after.
+type createOrderRequest struct {
+	Plan     string `json:"plan" validate:"required,oneof=free starter business enterprise"`
+	Interval string `json:"interval" validate:"omitempty,oneof=month year"`
+}
+
+type downgradeRequest struct {
+	Plan string `json:"plan" validate:"required,oneof=free starter business enterprise"`
+}
+
+func (h *payments) createOrder(c *fiber.Ctx) error {
+	p, err := h.admin(c)
+	if err != nil {
+		return err
+	}
+	var req createOrderRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	return h.open(c, models.OpenChange{OrgID: p.OrgID, Plan: strings.Clone(req.Plan), Interval: strings.Clone(req.Interval),
+		RequestedBy: requester(p)})
+}
+
+func (h *payments) downgrade(c *fiber.Ctx) error {
+	p, err := h.admin(c)
+	if err != nil {
+		return err
+	}
+	var req downgradeRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	return h.open(c, models.OpenChange{OrgID: p.OrgID, Plan: strings.Clone(req.Plan), Downgrade: true, RequestedBy: requester(p)})
+}
+
+func requester(p *auth.Principal) string {
+	if p.Email != "" {
+		return p.Email
+	}
+	return p.UserID
+}
+
+// open records the change and its workflow start, then answers 202 —
+// after waiting for the workflow's first steps when the caller asked with
+// Prefer: wait=N.
+func (h *payments) open(c *fiber.Ctx, req models.OpenChange) error {
+	change, err := h.s.Open(c.UserContext(), req)
+	if err != nil {
+		return downgradeProblem(err)
+	}
+	if wait, ok := preferWait(c.Get("Prefer")); ok {
+		if wait > 0 {
+			if waited, err := h.s.Wait(c.UserContext(), change.OrgID, change.ID, wait); err == nil {
+				change = waited
+			}
+		}
+		c.Set("Preference-Applied", "wait="+strconv.Itoa(int(wait/time.Second)))
+	}
+	c.Location("/helpdesk/payments/changes/" + change.ID)
+	return c.Status(fiber.StatusAccepted).JSON(toChange(change))
+}
+
+// downgradeProblem adds the numbers to a downgrade_blocked refusal, so that
+// a client can tell the user how many seats to free.
+func downgradeProblem(err error) error {
+	var blocked *models.DowngradeBlocked
+	if !errors.As(err, &blocked) {
+		return err
+	}
+	return web.ToProblem(err).WithExtensions(map[string]any{
+		"plan": blocked.Plan, "seats": blocked.Seats, "seatsInUse": blocked.SeatsInUse,
+		"seatsToFree": blocked.SeatsInUse - blocked.Seats})
+}
+
+// preferWait reads RFC 7240's `Prefer: wait=N` (seconds, at most MaxWait;
+// a malformed preference is ignored, as the RFC asks).
+func preferWait(header string) (time.Duration, bool) {
+	for _, pref := range strings.Split(header, ",") {
+		name, value, found := strings.Cut(strings.TrimSpace(pref), "=")
+		if !found || !strings.EqualFold(strings.TrimSpace(name), "wait") {
+			continue
+		}
+		n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(value), `"`))
+		if err != nil || n < 0 {
+			return 0, false
+		}
+		return min(time.Duration(n)*time.Second, MaxWait), true
+	}
+	return 0, false
+}
+
+type subscriptionResponse struct {
+	WorkspaceID string `json:"workspaceId"`
+	Plan        string `json:"plan"`
+	// Subscription is the Stripe subscription (null: never subscribed).
+	Subscription  *subscriptionState `json:"subscription"`
+	PendingChange *changeResponse    `json:"pendingChange"`
+}
+
+type subscriptionState struct {
+	CustomerID        *string    `json:"customerId"`
+	SubscriptionID    *string    `json:"subscriptionId"`
+	Status            *string    `json:"status"`
+	Plan              *string    `json:"plan"`
+	Interval          *string    `json:"interval"`
+	CurrentPeriodEnd  *time.Time `json:"currentPeriodEnd"`
+	CancelAtPeriodEnd bool       `json:"cancelAtPeriodEnd"`
+}
+
+func (h *payments) subscription(c *fiber.Ctx) error {
+	p, err := h.admin(c)
+	if err != nil {
+		return err
+	}
+	o, err := models.OrgBilling(c.UserContext(), h.s.DB, p.OrgID)
+	if err != nil {
+		return err
+	}
+	out := subscriptionResponse{WorkspaceID: p.OrgID, Plan: o.Plan}
+	if a := o.Account; a != nil {
+		out.Subscription = &subscriptionState{CustomerID: orNil(a.StripeCustomerID), SubscriptionID: orNil(a.StripeSubscriptionID),
+			Status: orNil(a.SubscriptionStatus), Plan: orNil(a.Plan), Interval: orNil(a.Interval), CurrentPeriodEnd: a.CurrentPeriodEnd,
+			CancelAtPeriodEnd: a.CancelAtPeriodEnd}
+	}
+	if o.Pending != nil {
+		pc := toChange(o.Pending)
+		out.PendingChange = &pc
+	}
+	return c.JSON(out)
+}
+
+func (h *payments) listChanges(c *fiber.Ctx) error {
+	p, err := h.admin(c)
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	f := models.ChangeFilter{OrgID: p.OrgID, Status: strings.Clone(c.Query("status"))}
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	rows, err := web.Paginate(models.SubscriptionChanges(h.s.DB.WithContext(c.UserContext()), f), page, "", changeCursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, toChange))
+}
+
+func (h *payments) getChange(c *fiber.Ctx) error {
+	p, err := h.admin(c)
+	if err != nil {
+		return err
+	}
+	change, err := models.FindSubscriptionChange(c.UserContext(), h.s.DB, p.OrgID, c.Params("id"))
+	if errors.Is(err, models.ErrNotFound) {
+		return web.NotFound("The subscription change")
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(toChange(change))
+}
+
+// Webhook is POST /helpdesk/payments/webhook: Stripe's events. It takes no
+// suite credential — the Stripe-Signature header, verified with
+// STRIPE_WEBHOOK_SECRET, is the credential — so it is mounted before the
+// Helpdesk's credential check. A bad, missing or stale signature is a 400
+// and records nothing; a replayed event id is a 200 that does nothing.
+func Webhook(s *Service) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		// The body is Fiber's buffer, reused after the handler returns.
+		payload := append([]byte(nil), c.Body()...)
+		route, err := s.ReceiveEvent(c.UserContext(), payload, strings.Clone(c.Get("Stripe-Signature")))
+		switch {
+		case errors.Is(err, ErrBadSignature):
+			return web.NewProblem(fiber.StatusBadRequest, "invalid_signature",
+				"The Stripe-Signature header is missing, malformed, stale or not made with this endpoint's secret.")
+		case errors.Is(err, ErrBadPayload):
+			return web.NewProblem(fiber.StatusBadRequest, "invalid_event", "The body is not a Stripe event.")
+		case err != nil:
+			return err
+		}
+		return c.JSON(webhookResponse{Received: true, EventID: route.Event.ID, Duplicate: route.Duplicate})
+	}
+}
+
+type webhookResponse struct {
+	Received  bool   `json:"received"`
+	EventID   string `json:"eventId"`
+	Duplicate bool   `json:"duplicate"`
+}
