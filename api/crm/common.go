@@ -2,11 +2,14 @@ package crm
 
 import (
 	"errors"
+	"reflect"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 )
 
@@ -106,4 +109,79 @@ func shownActor(a models.Actor) string {
 		return id
 	}
 	return string(a)
+}
+
+// listing describes a list route over T, shown as R: the column by which
+// AGENTs see only their own rows ("" — everyone sees all), the query
+// parameters it filters by, and how a row pages and shows.
+type listing[T, R any] struct {
+	assignee string
+	// filter points to a struct of the route's query parameters (string
+	// fields named by their json tags, with validate rules); narrow
+	// applies it once filled and valid.
+	filter any
+	narrow func(q *gorm.DB) *gorm.DB
+	cursor func(*T) web.Cursor
+	view   func(*T) R
+}
+
+// list answers a list route: the organization's rows of T as the caller
+// may see them, narrowed by the route's filters, newest first, a page at
+// a time.
+func list[T, R any](h *handlers, c *fiber.Ctx, l listing[T, R]) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	if l.filter != nil {
+		fillFromQuery(c, l.filter)
+		if err := web.Validate(l.filter); err != nil {
+			return err
+		}
+	}
+	q := h.DB.WithContext(c.UserContext()).Model(new(T)).Where("org_id = ?", p.OrgID)
+	if l.assignee != "" {
+		q = scope(q, p, l.assignee)
+	}
+	if l.narrow != nil {
+		q = l.narrow(q)
+	}
+	rows, err := web.Paginate(q, page, "", l.cursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(web.MapPage(rows, l.view))
+}
+
+// fillFromQuery sets each string field of the struct filter points to
+// from the query parameter its json tag names (as c.Query reads it; an
+// absent parameter is "").
+func fillFromQuery(c *fiber.Ctx, filter any) {
+	v := reflect.ValueOf(filter).Elem()
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if f := v.Field(i); name != "" && f.Kind() == reflect.String {
+			f.SetString(c.Query(name))
+		}
+	}
+}
+
+// equal narrows q to rows whose column is value, when value is set.
+func equal(q *gorm.DB, column, value string) *gorm.DB {
+	if value == "" {
+		return q
+	}
+	return q.Where(column+" = ?", value)
+}
+
+// containing narrows q to rows with text in one of columns, when set.
+func containing(q *gorm.DB, text string, columns ...string) *gorm.DB {
+	if text = strings.TrimSpace(text); text == "" {
+		return q
+	}
+	return web.ContainsText(q, text, columns...)
 }

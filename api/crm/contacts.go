@@ -37,34 +37,14 @@ func contactCursor(ct *models.Contact) web.Cursor {
 // listContacts lists the organization's contacts, newest first. Contacts
 // are shared by the whole team: they are not role-scoped.
 func (h *handlers) listContacts(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	var filter struct {
+	var f struct {
 		Type string `json:"type" validate:"omitempty,oneof=person company"`
 		Q    string `json:"q" validate:"max=200"`
 	}
-	filter.Type, filter.Q = c.Query("type"), strings.TrimSpace(c.Query("q"))
-	if err := web.Validate(&filter); err != nil {
-		return err
-	}
-	q := h.DB.WithContext(c.UserContext()).Model(&models.Contact{}).Where("org_id = ?", p.OrgID)
-	if filter.Type != "" {
-		q = q.Where("type = ?", filter.Type)
-	}
-	if filter.Q != "" {
-		q = web.ContainsText(q, filter.Q, "name", "email", "company")
-	}
-	rows, err := web.Paginate(q, page, "", contactCursor)
-	if err != nil {
-		return err
-	}
-	return c.JSON(web.MapPage(rows, toContact))
+	return list(h, c, listing[models.Contact, contactResponse]{filter: &f, cursor: contactCursor, view: toContact,
+		narrow: func(q *gorm.DB) *gorm.DB {
+			return containing(equal(q, "type", f.Type), f.Q, "name", "email", "company")
+		}})
 }
 
 // contactFields are the optional fields of create and update.

@@ -51,34 +51,12 @@ func dealCursor(d *models.Deal) web.Cursor { return web.Cursor{CreatedAt: d.Crea
 
 // listDeals lists deals, newest first; AGENTs see only deals assigned to them.
 func (h *handlers) listDeals(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	var filter struct {
+	var f struct {
 		Stage        string `validate:"omitempty,oneof=NEW QUALIFIED MEETING PROPOSAL NEGOTIATION WON LOST" json:"stage"`
 		AssignedToID string `validate:"omitempty,uuid" json:"assignedToId"`
 	}
-	filter.Stage, filter.AssignedToID = c.Query("stage"), c.Query("assignedToId")
-	if err := web.Validate(&filter); err != nil {
-		return err
-	}
-	q := scope(h.DB.WithContext(c.UserContext()).Model(&models.Deal{}).Where("org_id = ?", p.OrgID), p, "assigned_to_id")
-	if filter.Stage != "" {
-		q = q.Where("stage = ?", filter.Stage)
-	}
-	if filter.AssignedToID != "" {
-		q = q.Where("assigned_to_id = ?", filter.AssignedToID)
-	}
-	rows, err := web.Paginate(q, page, "", dealCursor)
-	if err != nil {
-		return err
-	}
-	return c.JSON(web.MapPage(rows, toDeal))
+	return list(h, c, listing[models.Deal, dealResponse]{assignee: "assigned_to_id", filter: &f, cursor: dealCursor, view: toDeal,
+		narrow: func(q *gorm.DB) *gorm.DB { return equal(equal(q, "stage", f.Stage), "assigned_to_id", f.AssignedToID) }})
 }
 
 type dealFields struct {

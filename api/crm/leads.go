@@ -52,37 +52,15 @@ func leadCursor(l *models.Lead) web.Cursor { return web.Cursor{CreatedAt: l.Crea
 
 // listLeads lists leads, newest first; AGENTs see only their own.
 func (h *handlers) listLeads(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	filter := struct {
+	var f struct {
 		Status       string `json:"status" validate:"omitempty,oneof=NEW CONTACTED QUALIFIED CONVERTED UNQUALIFIED"`
 		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
 		Q            string `json:"q" validate:"max=200"`
-	}{c.Query("status"), c.Query("assignedToId"), strings.TrimSpace(c.Query("q"))}
-	if err := web.Validate(&filter); err != nil {
-		return err
 	}
-	q := scope(h.DB.WithContext(c.UserContext()).Model(&models.Lead{}).Where("org_id = ?", p.OrgID), p, "assigned_to_id")
-	if filter.Status != "" {
-		q = q.Where("status = ?", filter.Status)
-	}
-	if filter.AssignedToID != "" {
-		q = q.Where("assigned_to_id = ?", filter.AssignedToID)
-	}
-	if filter.Q != "" {
-		q = web.ContainsText(q, filter.Q, "name", "email", "company")
-	}
-	rows, err := web.Paginate(q, page, "", leadCursor)
-	if err != nil {
-		return err
-	}
-	return c.JSON(web.MapPage(rows, toLead))
+	return list(h, c, listing[models.Lead, leadResponse]{assignee: "assigned_to_id", filter: &f, cursor: leadCursor, view: toLead,
+		narrow: func(q *gorm.DB) *gorm.DB {
+			return containing(equal(equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID), f.Q, "name", "email", "company")
+		}})
 }
 
 // leadFields are the intake fields (spec §2), shared by the webhook, create

@@ -50,39 +50,20 @@ func taskCursor(t *models.Task) web.Cursor { return web.Cursor{CreatedAt: t.Crea
 // listTasks lists tasks, newest first; AGENTs see only tasks assigned to
 // them. dueBefore keeps tasks that have a due date strictly before it.
 func (h *handlers) listTasks(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	var filter struct {
+	var f struct {
 		Status       string `json:"status" validate:"omitempty,oneof=OPEN DONE"`
 		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
 		DueBefore    string `json:"dueBefore" validate:"omitempty,datetime=2006-01-02"`
 	}
-	filter.Status, filter.AssignedToID, filter.DueBefore = c.Query("status"), c.Query("assignedToId"), c.Query("dueBefore")
-	if err := web.Validate(&filter); err != nil {
-		return err
-	}
-	q := scope(h.DB.WithContext(c.UserContext()).Model(&models.Task{}).Where("org_id = ?", p.OrgID), p, "assigned_to_id")
-	if filter.Status != "" {
-		q = q.Where("status = ?", filter.Status)
-	}
-	if filter.AssignedToID != "" {
-		q = q.Where("assigned_to_id = ?", filter.AssignedToID)
-	}
-	if filter.DueBefore != "" {
-		// YYYY-MM-DD text orders like the dates it holds.
-		q = q.Where("due_date <> '' AND due_date < ?", filter.DueBefore)
-	}
-	rows, err := web.Paginate(q, page, "", taskCursor)
-	if err != nil {
-		return err
-	}
-	return c.JSON(web.MapPage(rows, toTask))
+	return list(h, c, listing[models.Task, taskResponse]{assignee: "assigned_to_id", filter: &f, cursor: taskCursor, view: toTask,
+		narrow: func(q *gorm.DB) *gorm.DB {
+			q = equal(equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID)
+			if f.DueBefore != "" {
+				// YYYY-MM-DD text orders like the dates it holds.
+				q = q.Where("due_date <> '' AND due_date < ?", f.DueBefore)
+			}
+			return q
+		}})
 }
 
 // taskFields are the optional fields of create and update. References are
