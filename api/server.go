@@ -15,6 +15,7 @@ import (
 
 	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/activities/netguard"
+	"github.com/business-suite/suite/api/ai"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/crm"
 	"github.com/business-suite/suite/api/helpdesk"
@@ -65,6 +66,9 @@ type Deps struct {
 	// InviteURL is the front end's invitation accept-link template
 	// ({token}); "" shows the token alone.
 	InviteURL string
+	// TemporalUIURL is the Temporal Web UI's address; AI jobs link to their
+	// workflow there ("" leaves the link out).
+	TemporalUIURL string
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -120,7 +124,8 @@ func New(d Deps) *fiber.App {
 	// credential check.
 	helpdesk.PublicRoutes(app.Group("/helpdesk"), hdDeps)
 	helpdesk.Routes(app.Group("/helpdesk", d.Auth.Helpdesk(), idem), hdDeps)
-	app.Group("/v1/ai", d.Auth.AI(), idem)
+	ai.Routes(app.Group("/v1/ai", d.Auth.AI(), idem), ai.Deps{DB: d.DB, Starter: d.Starter, Temporal: d.Temporal, Log: d.Log,
+		TemporalUI: d.TemporalUIURL, Namespace: d.TemporalNamespace})
 	return app
 }
 

@@ -47,6 +47,8 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		Ready:                checker,
 		InviteURL:            cfg.InviteURL,
 		WebhookKeyRate:       cfg.WebhookKeyRate,
+		TemporalNamespace:    cfg.TemporalNamespace,
+		TemporalUIURL:        cfg.TemporalUIURL,
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
