@@ -130,3 +130,32 @@ func TestAIOpenAICompatibleProvider(t *testing.T) {
 		}
 	}, apitest.WithAIProvider(provider))
 }
+
+// A job requested while Temporal is down is not lost: the request answers
+// 202 (the start waits in the outbox with the job), and the job runs once
+// Temporal is back.
+func TestAIJobSurvivesTemporalOutage(t *testing.T) {
+	e := apitest.New(t, models.SQLite, apitest.WithTemporalDown())
+	owner := e.SignUp(apitest.UniqueEmail("owner"))
+	// With Temporal down the organization stays provisioning; activate it
+	// by hand (its registration is not what is tested).
+	var org struct{ ID string }
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization", Headers: owner.Auth(), Body: map[string]string{"name": "Outage"}}).Expect(202).JSON(&org)
+	e.DB.Model(&models.Organization{}).Where("id = ?", org.ID).Update("status", models.OrgActive)
+	e.SetPlan(org.ID, models.PlanBusiness)
+	key := e.CreateKey(owner, org.ID, "ai")
+
+	doc := call(e, key, "POST", "/v1/ai/documents", map[string]any{"content": testdata(t, "ticket_thread.txt")}).Expect(201).Map()["id"].(string)
+	j := readJob(call(e, key, "POST", "/v1/ai/summarize", map[string]any{"document_id": doc}, wait("1")).Expect(202))
+	if j.Status != "queued" {
+		t.Fatalf("status %s while Temporal is down", j.Status)
+	}
+	var pending models.WorkflowStart
+	if err := e.DB.Take(&pending, "workflow_id = ?", "ai-job/"+j.ID).Error; err != nil || pending.Status != models.StartPending || pending.Kind != "ai-job" {
+		t.Fatalf("outbox: %+v %v", pending, err)
+	}
+	e.StartTemporal()
+	if done := awaitJob(e, key, j.ID); done.Status != "succeeded" || !strings.Contains(done.Result.Summary, "QuickBooks") {
+		t.Fatalf("after Temporal came back: %+v", done)
+	}
+}
