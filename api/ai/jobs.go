@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -236,7 +237,8 @@ func (h *handlers) cancelJob(c *fiber.Ctx) error {
 		ctx, cancel := context.WithTimeout(c.UserContext(), 5*time.Second)
 		defer cancel()
 		err := h.Temporal.CancelWorkflow(ctx, workflows.AIJobID(job.ID), "")
-		if _, gone := err.(*serviceerror.NotFound); err != nil && !gone {
+		var gone *serviceerror.NotFound
+		if err != nil && !errors.As(err, &gone) {
 			h.Log.WarnContext(c.UserContext(), "cancel AI job workflow", "job_id", job.ID, "error", err.Error())
 		}
 	}
