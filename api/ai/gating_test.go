@@ -1,9 +1,11 @@
 package ai_test
 
 import (
-	"bytes"
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,6 +58,20 @@ func TestAIGatingQuotaAndValidation(t *testing.T) {
 		call(e, b.key, "POST", "/v1/ai/summarize", map[string]any{"document_id": doc}).ExpectProblem(404, "document_not_found")
 		call(e, b.key, "POST", "/v1/ai/analyze", map[string]any{"document_id": doc}).ExpectProblem(404, "document_not_found")
 		call(e, b.key, "POST", "/v1/ai/documents", map[string]any{"source": "ticket", "source_id": ticket.ID}).ExpectProblem(404, "source_not_found")
+		// Every kind of record: A may reference its own, B none of A's.
+		var lead, article, fullTicket struct{ ID, CustomerID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads", Headers: apitest.Bearer(e.CreateKey(a.owner, a.id, "crm")),
+			Body: map[string]any{"name": "Grace", "email": "grace@a.example"}}).Expect(201).JSON(&lead)
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/knowledge-base/articles", Headers: hdA,
+			Body: map[string]any{"title": "Reset the printer", "body": "Hold the power button for 10 seconds."}}).Expect(201).JSON(&article)
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + ticket.ID, Headers: hdA}).Expect(200).JSON(&fullTicket)
+		for source, id := range map[string]string{"lead": lead.ID, "kb_article": article.ID, "customer": fullTicket.CustomerID, "ticket": ticket.ID} {
+			call(e, b.key, "POST", "/v1/ai/documents", map[string]any{"source": source, "source_id": id}).ExpectProblem(404, "source_not_found")
+			own := call(e, a.key, "POST", "/v1/ai/documents", map[string]any{"source": source, "source_id": id}).Expect(201).Map()
+			if own["source"] != source || own["source_id"] != id || own["title"] == "" {
+				t.Errorf("A's reference to its %s: %v", source, own)
+			}
+		}
 		for _, path := range []string{"/v1/ai/documents", "/v1/ai/jobs"} {
 			if r := call(e, b.key, "GET", path, nil).Expect(200); strings.Contains(string(r.Body), doc) || strings.Contains(string(r.Body), jobID) {
 				t.Errorf("B's %s shows A's: %s", path, r.Body)
@@ -104,20 +120,24 @@ func TestAIGatingQuotaAndValidation(t *testing.T) {
 			call(e, a.key, "GET", q, nil).ExpectProblem(422, "validation_failed")
 		}
 		call(e, a.key, "POST", "/v1/ai/summarize", "{").ExpectProblem(400, "malformed_json")
-		// Content over 1 MiB: the server refuses the body before reading it
-		// (over a real socket: fasthttp does this before routing).
-		big, _ := json.Marshal(map[string]any{"content": strings.Repeat("All work and no play. ", (models.AIMaxContentBytes/22)+10)})
-		req, _ := http.NewRequest("POST", e.BaseURL+"/v1/ai/documents", bytes.NewReader(big))
-		req.Header.Set("Authorization", "Bearer "+a.key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		// Content over 1 MiB: the server refuses the body from its headers,
+		// before reading it (over a real socket: fasthttp does this before
+		// routing, so the client only announces the size).
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.BaseURL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /v1/ai/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+			"Content-Length: %d\r\n\r\n{\"content\":\"", a.key, models.AIMaxContentBytes+100)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var tooLarge map[string]any
 		_ = json.NewDecoder(resp.Body).Decode(&tooLarge)
 		resp.Body.Close()
-		if resp.StatusCode != 413 || tooLarge["code"] != "payload_too_large" || !strings.Contains(tooLarge["detail"].(string), "1 MiB") {
+		conn.Close()
+		if resp.StatusCode != 413 || tooLarge["code"] != "payload_too_large" || !strings.Contains(fmt.Sprint(tooLarge["detail"]), "1 MiB") {
 			t.Errorf("content over 1 MiB: %d %v", resp.StatusCode, tooLarge)
 		}
 		// A finished job cannot be canceled.
