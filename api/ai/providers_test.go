@@ -49,9 +49,13 @@ func TestAICancel(t *testing.T) {
 			d, err := e.Temporal.DescribeWorkflowExecution(t.Context(), j.WorkflowID, "")
 			return err == nil && d.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
 		}, "workflow %s to be canceled", j.WorkflowID)
-		// The provider answers now; nothing is stored.
-		provider.gate <- struct{}{}
-		time.Sleep(300 * time.Millisecond)
+		// The provider answers now (if its call is still waiting); nothing
+		// is stored.
+		select {
+		case provider.gate <- struct{}{}:
+			time.Sleep(300 * time.Millisecond)
+		case <-time.After(2 * time.Second):
+		}
 		final := readJob(call(e, o.key, "GET", "/v1/ai/jobs/"+j.ID, nil).Expect(200))
 		if final.Status != "canceled" || final.Result.Summary != "" || final.Usage.TotalTokens != 0 {
 			t.Errorf("after the late answer: %+v", final)
