@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/activities/netguard"
+	"github.com/business-suite/suite/api/ai"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/crm"
@@ -72,6 +73,9 @@ type Deps struct {
 	// payments and billing-operator route answers 503
 	// billing_not_configured.
 	Billing activities.BillingConfig
+	// TemporalUIURL is the Temporal Web UI's address; AI jobs link to their
+	// workflow there ("" leaves the link out).
+	TemporalUIURL string
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -136,7 +140,8 @@ func New(d Deps) *fiber.App {
 	billing.PaymentRoutes(hd, bill)
 	// The operator API: billing staff, across organizations.
 	billing.OpsRoutes(app.Group("/ops/v1", d.Auth.Staff(), idem), bill)
-	app.Group("/v1/ai", d.Auth.AI(), idem)
+	ai.Routes(app.Group("/v1/ai", d.Auth.AI(), idem), ai.Deps{DB: d.DB, Starter: d.Starter, Temporal: d.Temporal, Log: d.Log,
+		TemporalUI: d.TemporalUIURL, Namespace: d.TemporalNamespace})
 	return app
 }
 

@@ -222,6 +222,20 @@ var tenantProbes = map[string]probe{
 	"GET /helpdesk/payments/subscription":  {kind: helpdesk},
 	"GET /helpdesk/payments/changes":       {kind: helpdesk},
 	"GET /helpdesk/payments/changes/:id":   {kind: helpdesk, usersOnly: true, params: map[string]string{"id": "subscriptionChange"}},
+	// AI routes (an ai_ key acts in its own organization).
+	"GET /v1/ai/documents": {kind: special, check: probeAIList("/v1/ai/documents", "aiDocument")},
+	"POST /v1/ai/documents": {kind: ai, body: func(a *tenant, _ string) map[string]any {
+		return map[string]any{"source": "ticket", "source_id": a.ids["ticket"]}
+	}},
+	"GET /v1/ai/documents/:id":    {kind: ai, params: map[string]string{"id": "aiDocument"}},
+	"DELETE /v1/ai/documents/:id": {kind: ai, params: map[string]string{"id": "aiDocument"}},
+	"POST /v1/ai/summarize":       {kind: ai, body: aiDocumentBody},
+	"POST /v1/ai/action-items":    {kind: ai, body: aiDocumentBody},
+	"POST /v1/ai/analyze":         {kind: ai, body: aiDocumentBody},
+	"GET /v1/ai/jobs":             {kind: special, check: probeAIList("/v1/ai/jobs", "aiJob")},
+	"GET /v1/ai/jobs/:id":         {kind: ai, params: map[string]string{"id": "aiJob"}},
+	"POST /v1/ai/jobs/:id/cancel": {kind: ai, params: map[string]string{"id": "aiJob"}},
+	"GET /v1/ai/usage":            {kind: special, check: probeAIUsage},
 
 	// Special routes.
 	"POST /crm/leads/webhook":      {kind: special, check: probeWebhook},
@@ -345,6 +359,35 @@ func (p probe) run(t *testing.T, e *apitest.Env, route string, a, b *tenant) {
 	}
 }
 
+func aiDocumentBody(a *tenant, _ string) map[string]any {
+	return map[string]any{"document_id": a.ids["aiDocument"]}
+}
+
+// probeAIList: B's ai key lists B's own rows, never A's.
+func probeAIList(path, kind string) func(t *testing.T, e *apitest.Env, a, b *tenant) {
+	return func(t *testing.T, e *apitest.Env, a, b *tenant) {
+		r := e.Do(apitest.Request{Method: "GET", Path: path, Headers: apitest.Bearer(b.aiKey)}).Expect(200)
+		if strings.Contains(string(r.Body), a.ids[kind]) {
+			t.Errorf("B's %s shows A's %s: %s", path, kind, r.Body)
+		}
+		if !strings.Contains(string(e.Do(apitest.Request{Method: "GET", Path: path, Headers: apitest.Bearer(a.aiKey)}).Expect(200).Body), a.ids[kind]) {
+			t.Errorf("A's own %s lacks its %s", path, kind)
+		}
+	}
+}
+
+// probeAIUsage: B's ai key sees B's usage (none), not A's.
+func probeAIUsage(t *testing.T, e *apitest.Env, a, b *tenant) {
+	var ua, ub struct {
+		TotalTokens int64 `json:"total_tokens"`
+	}
+	e.Do(apitest.Request{Method: "GET", Path: "/v1/ai/usage", Headers: apitest.Bearer(a.aiKey)}).Expect(200).JSON(&ua)
+	e.Do(apitest.Request{Method: "GET", Path: "/v1/ai/usage", Headers: apitest.Bearer(b.aiKey)}).Expect(200).JSON(&ub)
+	if ua.TotalTokens == 0 || ub.TotalTokens != 0 {
+		t.Errorf("usage: A %d tokens, B %d (B has run nothing)", ua.TotalTokens, ub.TotalTokens)
+	}
+}
+
 // probeWebhook: B's crm key naming A's organization is a 404, and B's key
 // never reaches A's leads.
 func probeWebhook(t *testing.T, e *apitest.Env, a, b *tenant) {
@@ -433,6 +476,14 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 	tn.ids["pushEndpoint"] = "https://push.example.com/" + models.NewID()
 	e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/notifications/subscribe", Headers: apitest.HelpdeskUser(tn.owner.Token, tn.org),
 		Body: map[string]any{"endpoint": tn.ids["pushEndpoint"], "keys": tn.pushKeys()}}).Expect(201)
+	// An AI document and a finished job.
+	var doc, job struct{ ID string }
+	e.Do(apitest.Request{Method: "POST", Path: "/v1/ai/documents", Headers: apitest.Bearer(tn.aiKey),
+		Body: map[string]any{"content": "Bob reports the printer jams. Please order a new drum by Friday."}}).Expect(201).JSON(&doc)
+	tn.ids["aiDocument"] = doc.ID
+	e.Do(apitest.Request{Method: "POST", Path: "/v1/ai/action-items", Headers: map[string]string{"Authorization": "Bearer " + tn.aiKey, "Prefer": "wait=25"},
+		Body: map[string]any{"document_id": doc.ID}}).Expect(200).JSON(&job)
+	tn.ids["aiJob"] = job.ID
 	// Let the background work settle (intake processed, e-mails sent), so
 	// the snapshot below only changes if a probe changes something.
 	e.Eventually(func() bool {
@@ -460,7 +511,8 @@ func snapshot(t *testing.T, e *apitest.Env, orgID string) map[string][]map[strin
 	out := map[string][]map[string]any{}
 	tables := []string{"contacts", "deals", "leads", "lead_activities", "lead_intakes", "tasks", "members", "api_keys", "invitations",
 		"tickets", "ticket_comments", "customers", "customer_events", "time_entries", "kb_categories", "kb_articles",
-		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries"}
+		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries",
+		"ai_documents", "ai_jobs"}
 	for _, table := range tables {
 		var rows []map[string]any
 		if err := e.DB.Table(table).Where("org_id = ?", orgID).Order("id").Find(&rows).Error; err != nil {

@@ -47,6 +47,8 @@ func TestEveryWriteRouteListsEveryBadFieldAtOnce(t *testing.T) {
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization/" + org + "/members", Headers: crm}).Expect(200).JSON(&members)
 		agentMember := members.Data[slices.IndexFunc(members.Data, func(m struct{ ID, Email string }) bool { return strings.EqualFold(m.Email, agent.Email) })].ID
 		service := apitest.Bearer(apitest.ServiceToken)
+		e.SetPlan(org, models.PlanBusiness)
+		aiKey := apitest.Bearer(e.CreateKey(owner, org, "ai"))
 
 		cases := []struct {
 			method, path string
@@ -123,6 +125,15 @@ func TestEveryWriteRouteListsEveryBadFieldAtOnce(t *testing.T) {
 				map[string]string{"bogus": "unknown_field", "plan": "oneof", "interval": "oneof"}},
 			{"POST", "/helpdesk/payments/downgrade", ownerHD, map[string]any{"bogus": 1, "interval": "month"},
 				map[string]string{"bogus": "unknown_field", "interval": "unknown_field", "plan": "required"}},
+			// Generative AI (snake_case)
+			{"POST", "/v1/ai/documents", aiKey, map[string]any{"bogus": 1, "title": 5, "content": "Hi", "content_type": "text/html", "source_id": "x"},
+				map[string]string{"bogus": "unknown_field", "title": "invalid_type", "content_type": "oneof", "source_id": "uuid"}},
+			{"POST", "/v1/ai/summarize", aiKey, map[string]any{"bogus": 1, "length": "epic", "refresh": "yes"},
+				map[string]string{"bogus": "unknown_field", "length": "oneof", "refresh": "invalid_type", "document_id": "required"}},
+			{"POST", "/v1/ai/action-items", aiKey, map[string]any{"bogus": 1, "document_id": "x"},
+				map[string]string{"bogus": "unknown_field", "document_id": "uuid"}},
+			{"POST", "/v1/ai/analyze", aiKey, map[string]any{"bogus": 1, "data": "no table here", "format": "xml", "question": strings.Repeat("?", 1001)},
+				map[string]string{"bogus": "unknown_field", "data": "format", "format": "oneof", "question": "max"}},
 			// Identity
 			{"POST", "/identity/v1/users", nil, map[string]any{"bogus": 1, "email": "nope", "password": "short"},
 				map[string]string{"bogus": "unknown_field", "email": "email", "password": "min", "name": "required"}},

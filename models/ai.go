@@ -261,6 +261,32 @@ type NewAIDocument struct {
 // must exist in the same organization (another organization's record is
 // not found); its title becomes the document's title unless one is given.
 func CreateAIDocument(ctx context.Context, db *gorm.DB, in NewAIDocument) (*AIDocument, error) {
+	if err := ValidateAIDocument(&in); err != nil {
+		return nil, err
+	}
+	now := Now()
+	doc := &AIDocument{ID: NewID(), OrgID: in.OrgID, Title: strings.TrimSpace(in.Title), Content: in.Content,
+		ContentType: in.ContentType, Source: in.Source, CreatedBy: in.CreatedBy, CreatedAt: now, UpdatedAt: now}
+	if in.Source != "" {
+		src, err := LoadAISource(ctx, db, in.OrgID, in.Source, in.SourceID, time.UTC)
+		if err != nil {
+			return nil, err
+		}
+		id := in.SourceID
+		doc.SourceID = &id
+		if doc.Title == "" {
+			doc.Title = src.Title
+		}
+	} else if doc.Title == "" {
+		doc.Title = titleFromText(in.Content)
+	}
+	return doc, db.WithContext(ctx).Create(doc).Error
+}
+
+// ValidateAIDocument checks a document request without touching the
+// database (a referenced record is looked up by CreateAIDocument) and
+// defaults its content type; every bad field is reported at once.
+func ValidateAIDocument(in *NewAIDocument) error {
 	var bad []FieldError
 	if utf8.RuneCountInString(in.Title) > AIMaxTitleChars {
 		bad = append(bad, FieldError{Field: "title", Code: "max", Message: "At most 200 characters."})
@@ -301,25 +327,9 @@ func CreateAIDocument(ctx context.Context, db *gorm.DB, in NewAIDocument) (*AIDo
 		}
 	}
 	if len(bad) > 0 {
-		return nil, Invalid(bad...)
+		return Invalid(bad...)
 	}
-	now := Now()
-	doc := &AIDocument{ID: NewID(), OrgID: in.OrgID, Title: strings.TrimSpace(in.Title), Content: in.Content,
-		ContentType: in.ContentType, Source: in.Source, CreatedBy: in.CreatedBy, CreatedAt: now, UpdatedAt: now}
-	if in.Source != "" {
-		src, err := LoadAISource(ctx, db, in.OrgID, in.Source, in.SourceID, time.UTC)
-		if err != nil {
-			return nil, err
-		}
-		id := in.SourceID
-		doc.SourceID = &id
-		if doc.Title == "" {
-			doc.Title = src.Title
-		}
-	} else if doc.Title == "" {
-		doc.Title = titleFromText(in.Content)
-	}
-	return doc, db.WithContext(ctx).Create(doc).Error
+	return nil
 }
 
 // titleFromText is the first non-blank line, without Markdown heading
@@ -431,6 +441,11 @@ func CreateAIJob(tx *gorm.DB, in NewAIJob) (*AIJob, error) {
 	}
 	return job, tx.Create(job).Error
 }
+
+// ValidateAIJob checks a job request without touching the database (the
+// document and the quota are checked by CreateAIJob) and fills in its
+// defaults; every bad field is reported at once.
+func ValidateAIJob(in *NewAIJob) error { return validateAIJob(in) }
 
 func validateAIJob(in *NewAIJob) error {
 	var bad []FieldError

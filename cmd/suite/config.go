@@ -37,6 +37,9 @@ type Config struct {
 	TemporalTLSServerName string `env:"TEMPORAL_TLS_SERVER_NAME"`
 	// TemporalUIAddr serves the embedded Temporal UI in dev mode; empty disables it.
 	TemporalUIAddr string `env:"SUITE_TEMPORAL_UI_ADDR" envDefault:"127.0.0.1:8233"`
+	// TemporalUIURL is where operators open the Temporal Web UI; AI jobs
+	// link to their workflow there (dev mode: the embedded UI).
+	TemporalUIURL string `env:"SUITE_TEMPORAL_UI_URL"`
 
 	// WorkerHealthAddr is where `suite worker` serves /healthz, /readyz, /metrics.
 	WorkerHealthAddr string        `env:"SUITE_WORKER_HEALTH_ADDR" envDefault:":8081"`

@@ -116,6 +116,9 @@ func runDev(ctx context.Context, cfg Config) error {
 	defer w.Stop()
 
 	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity})
+	if cfg.TemporalUIURL == "" {
+		cfg.TemporalUIURL = ts.UIURL() // AI jobs link to their workflow in the embedded UI
+	}
 	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, reg, vapid, checker)
 	if err := awaitReady(ctx, checker); err != nil {
 		return srv.wait() // stopped (Ctrl-C) before it was ready

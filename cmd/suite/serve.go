@@ -48,6 +48,8 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		InviteURL:            cfg.InviteURL,
 		WebhookKeyRate:       cfg.WebhookKeyRate,
 		Billing:              cfg.Billing(),
+		TemporalNamespace:    cfg.TemporalNamespace,
+		TemporalUIURL:        cfg.TemporalUIURL,
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)

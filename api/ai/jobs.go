@@ -1,0 +1,338 @@
+package ai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/aidata"
+	"github.com/business-suite/suite/workflows"
+)
+
+// MaxWait is the longest Prefer: wait=N honoured, in seconds.
+const MaxWait = 30
+
+type summarizeRequest struct {
+	DocumentID string `json:"document_id"`
+	// Length: short (about 3 sentences), medium (about 6), long (about 12).
+	Length  string `json:"length"`
+	Refresh bool   `json:"refresh"`
+}
+
+type actionItemsRequest struct {
+	DocumentID string `json:"document_id"`
+	Refresh    bool   `json:"refresh"`
+}
+
+type analyzeRequest struct {
+	DocumentID string `json:"document_id"`
+	// Data is CSV or JSON rows as a string, or the rows themselves (a JSON
+	// array of objects).
+	Data     json.RawMessage `json:"data"`
+	Format   string          `json:"format" validate:"omitempty,oneof=csv json"`
+	Question string          `json:"question"`
+	GroupBy  string          `json:"group_by"`
+	Refresh  bool            `json:"refresh"`
+}
+
+// dataText turns the data field into text: a JSON string is the text
+// itself (CSV or JSON), an array is JSON rows.
+func (r *analyzeRequest) dataText() (text, format string, bad *models.FieldError) {
+	raw := bytes.TrimSpace(r.Data)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return "", r.Format, nil
+	case raw[0] == '"':
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return "", "", &models.FieldError{Field: "data", Code: "invalid_type", Message: "Must be a string (CSV or JSON text) or an array of rows."}
+		}
+		return text, r.Format, nil
+	case raw[0] == '[':
+		if r.Format == aidata.FormatCSV {
+			return "", "", &models.FieldError{Field: "format", Code: "mismatch", Message: "Rows sent as a JSON array are JSON, not CSV."}
+		}
+		return string(raw), aidata.FormatJSON, nil
+	}
+	return "", "", &models.FieldError{Field: "data", Code: "invalid_type", Message: "Must be a string (CSV or JSON text) or an array of rows."}
+}
+
+func (h *handlers) summarize(c *fiber.Ctx) error {
+	var req summarizeRequest
+	in := models.NewAIJob{Kind: models.AIKindSummarize}
+	err := web.Decode(c, &req, func() error {
+		in.DocumentID, in.Options.Length, in.Refresh = req.DocumentID, req.Length, req.Refresh
+		return models.ValidateAIJob(&in)
+	})
+	if err != nil {
+		return err
+	}
+	return h.startJob(c, in)
+}
+
+func (h *handlers) actionItems(c *fiber.Ctx) error {
+	var req actionItemsRequest
+	in := models.NewAIJob{Kind: models.AIKindActionItems}
+	err := web.Decode(c, &req, func() error {
+		in.DocumentID, in.Refresh = req.DocumentID, req.Refresh
+		return models.ValidateAIJob(&in)
+	})
+	if err != nil {
+		return err
+	}
+	return h.startJob(c, in)
+}
+
+func (h *handlers) analyze(c *fiber.Ctx) error {
+	var req analyzeRequest
+	in := models.NewAIJob{Kind: models.AIKindAnalyze}
+	err := web.Decode(c, &req, func() error {
+		text, format, bad := req.dataText()
+		var dataErr error
+		if bad != nil {
+			dataErr = models.Invalid(*bad)
+		}
+		in.DocumentID, in.Data, in.DataFormat, in.Refresh = req.DocumentID, text, format, req.Refresh
+		in.Options = models.AIJobOptions{Question: req.Question, GroupBy: req.GroupBy}
+		return web.MergeInvalid(dataErr, models.ValidateAIJob(&in))
+	})
+	if err != nil {
+		return err
+	}
+	return h.startJob(c, in)
+}
+
+// startJob stores the job and records its workflow start in one
+// transaction, then answers 202 with the job — or waits as the client
+// prefers and answers 200 with the finished job.
+func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
+	p := auth.From(c)
+	in.OrgID, in.CreatedBy = p.OrgID, createdBy(p)
+	var job *models.AIJob
+	err := h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
+		var err error
+		if job, err = models.CreateAIJob(tx.DB, in); err != nil {
+			return err
+		}
+		return tx.Start(outbox.Start{WorkflowID: workflows.AIJobID(job.ID), Workflow: workflows.AIJobWorkflow,
+			Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: workflows.KindAIJob})
+	})
+	if err != nil {
+		return err
+	}
+	c.Location("/v1/ai/jobs/" + job.ID)
+	if wait, ok := preferWait(c.Get("Prefer")); ok {
+		c.Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+		if job, err = h.awaitJob(c.UserContext(), p.OrgID, job.ID, time.Duration(wait)*time.Second); err != nil {
+			return err
+		}
+		if job.Finished() {
+			return c.Status(fiber.StatusOK).JSON(h.toJob(job))
+		}
+	}
+	return c.Status(fiber.StatusAccepted).JSON(h.toJob(job))
+}
+
+// preferWait reads wait=N from a Prefer header (RFC 7240), capped at
+// MaxWait seconds. Other preferences, and a malformed wait, are ignored.
+func preferWait(header string) (int, bool) {
+	for pref := range strings.SplitSeq(header, ",") {
+		for part := range strings.SplitSeq(pref, ";") {
+			name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
+			if !ok || !strings.EqualFold(strings.TrimSpace(name), "wait") {
+				continue
+			}
+			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(value), `"`))
+			if err != nil || n < 0 {
+				return 0, false
+			}
+			return min(n, MaxWait), true
+		}
+	}
+	return 0, false
+}
+
+// awaitJob polls the job until it finishes, d passes or the client goes.
+// The database, not Temporal, is the source of truth.
+func (h *handlers) awaitJob(ctx context.Context, orgID, id string, d time.Duration) (*models.AIJob, error) {
+	deadline := time.Now().Add(d)
+	pause := 20 * time.Millisecond
+	for {
+		job, err := models.FindAIJob(ctx, h.DB, orgID, id)
+		if err != nil || job.Finished() || !time.Now().Before(deadline) {
+			return job, err
+		}
+		select {
+		case <-ctx.Done():
+			return job, nil
+		case <-time.After(min(pause, time.Until(deadline))):
+		}
+		pause = min(pause*2, 250*time.Millisecond)
+	}
+}
+
+func (h *handlers) getJob(c *fiber.Ctx) error {
+	p := auth.From(c)
+	job, err := models.FindAIJob(c.UserContext(), h.DB, p.OrgID, param(c, "id"))
+	if err != nil {
+		return notFound("The job", err)
+	}
+	return c.JSON(h.toJob(job))
+}
+
+// jobListColumns leaves out the input text and data a list never shows.
+const jobListColumns = "id, org_id, kind, document_id, options, refresh, status, error_code, error_message, cached, result, provider, model, " +
+	"prompt_tokens, completion_tokens, model_calls, model_ms, created_by, created_at, started_at, finished_at, updated_at"
+
+func jobCursor(j *models.AIJob) web.Cursor { return web.Cursor{CreatedAt: j.CreatedAt, ID: j.ID} }
+
+func (h *handlers) listJobs(c *fiber.Ctx) error {
+	p := auth.From(c)
+	pg, err := web.ParsePage(c)
+	filter := struct {
+		Status     string `json:"status" validate:"omitempty,oneof=queued running succeeded failed canceled"`
+		Kind       string `json:"kind" validate:"omitempty,oneof=summarize action_items analyze"`
+		DocumentID string `json:"document_id" validate:"omitempty,uuid"`
+	}{c.Query("status"), c.Query("kind"), c.Query("document_id")}
+	if err := web.MergeInvalid(err, web.Validate(&filter)); err != nil {
+		return err
+	}
+	q := h.DB.WithContext(c.UserContext()).Model(&models.AIJob{}).Select(jobListColumns).Where("org_id = ?", p.OrgID)
+	for col, v := range map[string]string{"status": filter.Status, "kind": filter.Kind, "document_id": filter.DocumentID} {
+		if v != "" {
+			q = q.Where(col+" = ?", v)
+		}
+	}
+	rows, err := web.Paginate(q, pg, "", jobCursor)
+	if err != nil {
+		return err
+	}
+	return c.JSON(toPage(rows, h.toJob))
+}
+
+// cancelJob cancels a queued or running job: at once in the database (a
+// result that arrives later is dropped), then its workflow in Temporal.
+// Canceling a canceled job again changes nothing; a finished one is a 409.
+func (h *handlers) cancelJob(c *fiber.Ctx) error {
+	p := auth.From(c)
+	job, err := models.CancelAIJob(c.UserContext(), h.DB, p.OrgID, param(c, "id"))
+	if err != nil {
+		return notFound("The job", err)
+	}
+	if h.Temporal != nil {
+		// Best effort: the workflow checks the job's status before every
+		// step, so it stops even if this call fails (Temporal down) or comes
+		// before the outbox has started it.
+		ctx, cancel := context.WithTimeout(c.UserContext(), 5*time.Second)
+		defer cancel()
+		err := h.Temporal.CancelWorkflow(ctx, workflows.AIJobID(job.ID), "")
+		var gone *serviceerror.NotFound
+		if err != nil && !errors.As(err, &gone) {
+			h.Log.WarnContext(c.UserContext(), "cancel AI job workflow", "job_id", job.ID, "error", err.Error())
+		}
+	}
+	return c.JSON(h.toJob(job))
+}
+
+// jobResponse is a job and, once it succeeded, its result.
+type jobResponse struct {
+	ID         string          `json:"id"`
+	Kind       string          `json:"kind"`
+	Status     string          `json:"status"`
+	DocumentID *string         `json:"document_id"`
+	Options    jobOptions      `json:"options"`
+	Refresh    bool            `json:"refresh"`
+	Cached     bool            `json:"cached"`
+	Result     json.RawMessage `json:"result"`
+	Error      *jobError       `json:"error"`
+	Provider   *string         `json:"provider"`
+	Model      *string         `json:"model"`
+	Usage      jobUsage        `json:"usage"`
+	Timings    jobTimings      `json:"timings"`
+	WorkflowID string          `json:"workflow_id"`
+	// WorkflowURL opens the job's workflow in the Temporal Web UI (when
+	// the suite knows where that is).
+	WorkflowURL *string    `json:"workflow_url,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+}
+
+type jobOptions struct {
+	Length   *string `json:"length,omitempty"`
+	Question *string `json:"question,omitempty"`
+	GroupBy  *string `json:"group_by,omitempty"`
+}
+
+type jobError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type jobUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+	ModelCalls       int   `json:"model_calls"`
+}
+
+type jobTimings struct {
+	QueuedMS int64  `json:"queued_ms"`
+	RunMS    *int64 `json:"run_ms"`
+	ModelMS  int64  `json:"model_ms"`
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func (h *handlers) toJob(j *models.AIJob) jobResponse {
+	o := j.ParsedOptions()
+	t := j.Timings()
+	out := jobResponse{ID: j.ID, Kind: j.Kind, Status: j.Status, DocumentID: j.DocumentID, Refresh: j.Refresh, Cached: j.Cached,
+		Options:  jobOptions{Length: optional(o.Length), Question: optional(o.Question), GroupBy: optional(o.GroupBy)},
+		Result:   j.Output(),
+		Provider: optional(j.Provider), Model: optional(j.Model),
+		Usage: jobUsage{PromptTokens: j.PromptTokens, CompletionTokens: j.CompletionTokens,
+			TotalTokens: j.PromptTokens + j.CompletionTokens, ModelCalls: j.ModelCalls},
+		Timings:    jobTimings{QueuedMS: t.QueuedMS, RunMS: t.RunMS, ModelMS: t.ModelMS},
+		WorkflowID: workflows.AIJobID(j.ID),
+		CreatedAt:  j.CreatedAt.UTC(), StartedAt: utc(j.StartedAt), FinishedAt: utc(j.FinishedAt)}
+	if out.Result == nil {
+		out.Result = json.RawMessage("null")
+	}
+	if j.ErrorCode != "" {
+		out.Error = &jobError{Code: j.ErrorCode, Message: j.ErrorMessage}
+	}
+	if h.TemporalUI != "" {
+		ns := h.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		u := strings.TrimRight(h.TemporalUI, "/") + "/namespaces/" + url.PathEscape(ns) + "/workflows/" + url.PathEscape(out.WorkflowID)
+		out.WorkflowURL = &u
+	}
+	return out
+}
