@@ -403,16 +403,15 @@ type bencher struct {
 
 // row is one line of the table.
 type row struct {
-	name        string
-	conns       int
-	apiRPS      float64
-	apiP50      time.Duration
-	apiP99      time.Duration
-	errors      int
-	suiteCPU    time.Duration
-	requests    int
-	dbTPS       float64
-	dbStatement string
+	name     string
+	conns    int
+	apiRPS   float64
+	apiP50   time.Duration
+	apiP99   time.Duration
+	errors   int
+	suiteCPU time.Duration
+	requests int
+	dbTPS    float64
 }
 
 func (r row) ratio() float64 { return r.apiRPS / r.dbTPS }
