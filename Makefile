@@ -75,6 +75,10 @@ bench: build ## Load benchmark: the API next to pgbench on the same statements (
 	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y -q wrk >/dev/null; }
 	$(GO) run ./cmd/bench -binary bin/suite $(BENCH_FLAGS)
 
+.PHONY: e2e
+e2e: build ## Production topology test: suite temporal, 2 api, 2 worker processes on PostgreSQL, with faults (needs PostgreSQL)
+	$(GO) run ./cmd/e2e -binary bin/suite $(E2E_FLAGS)
+
 .PHONY: migrate
 migrate: build ## Apply database migrations (DATABASE_URL, or the dev SQLite file)
 	./bin/suite migrate
