@@ -20,6 +20,9 @@ func (t *e2e) scenario(ctx context.Context) error {
 		{"a helpdesk ticket solved and auto-closed", t.ticket},
 		{"an API key revoked through one API", t.revocation},
 		{"one Idempotency-Key on both APIs", t.idempotency},
+		{"fault: an API process killed mid-request", t.faultAPIKill},
+		{"fault: a worker killed during intakes", t.faultWorkerKill},
+		{"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
 	} {
 		fmt.Println()
 		t.step("== %s", s.name)
