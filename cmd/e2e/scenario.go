@@ -6,12 +6,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 )
 
 // scenario is the walkthrough through both APIs, then the faults.
 func (t *e2e) scenario(ctx context.Context) error {
-	for _, s := range []struct {
+	steps := []struct {
 		name string
 		run  func(context.Context) error
 	}{
@@ -20,10 +21,26 @@ func (t *e2e) scenario(ctx context.Context) error {
 		{"a helpdesk ticket solved and auto-closed", t.ticket},
 		{"an API key revoked through one API", t.revocation},
 		{"one Idempotency-Key on both APIs", t.idempotency},
-		{"fault: an API process killed mid-request", t.faultAPIKill},
-		{"fault: a worker killed during intakes", t.faultWorkerKill},
-		{"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
-	} {
+	}
+	faults := map[string]struct {
+		name string
+		run  func(context.Context) error
+	}{
+		"api-kill":      {"fault: an API process killed mid-request", t.faultAPIKill},
+		"worker-kill":   {"fault: a worker killed during intakes", t.faultWorkerKill},
+		"temporal-down": {"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
+	}
+	for _, name := range strings.Split(t.o.faults, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		f, ok := faults[name]
+		if !ok {
+			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down)", name)
+		}
+		steps = append(steps, f)
+	}
+	for _, s := range steps {
 		fmt.Println()
 		t.step("== %s", s.name)
 		if err := s.run(ctx); err != nil {
