@@ -20,11 +20,12 @@ import (
 type sender struct {
 	t        *e2e
 	source   string
-	conc     int           // concurrent clients
-	pace     time.Duration // pause of each client between intakes
-	max      int           // intakes to send (at most)
-	until    time.Time     // stop starting intakes after this (zero: no limit)
-	accepted func(n int64) // called after each acceptance with the count so far
+	conc     int                          // concurrent clients
+	pace     time.Duration                // pause of each client between intakes
+	max      int                          // intakes to send (at most)
+	until    time.Time                    // stop starting intakes after this (zero: no limit)
+	accepted func(n int64)                // called after each acceptance with the count so far
+	answered func(r *response, err error) // called with every answer (or error), if set
 
 	sent, ok, refused, retries atomic.Int64
 	mu                         sync.Mutex
@@ -72,6 +73,9 @@ func (s *sender) one(ctx context.Context, n int) bool {
 		}
 		r, err := request(ctx, s.t.http, "POST", s.t.base((n+attempt)%2)+"/crm/leads/webhook", intakeBody(s.source, n),
 			"x-api-key", s.t.crmKey, "Idempotency-Key", key)
+		if s.answered != nil {
+			s.answered(r, err)
+		}
 		if err == nil && r.status == http.StatusAccepted {
 			return true
 		}
@@ -305,16 +309,16 @@ func (t *e2e) faultTemporalDown(ctx context.Context) error {
 }
 
 // faultAPIKill: kill -9 an API process a moment after a request with an
-// Idempotency-Key has been written to it (at once, and a few milliseconds
+// Idempotency-Key has been written to it (at once, and 2 to 20 milliseconds
 // later, so that the request dies at different points of its handling); the
 // client retries with the same key on the other API until it succeeds (a
 // 409 while the dead request's claim on the key lasts), and exactly one
 // object exists. The killed API is restarted after each round.
 func (t *e2e) faultAPIKill(ctx context.Context) error {
 	victim, other := t.apis[1], 0
-	var figures []string
+	var figures, failures []string
 	worst := time.Duration(0)
-	for _, delay := range []time.Duration{0, 2 * time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
+	for _, delay := range []time.Duration{0, 2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
 		email := fmt.Sprintf("grace-%d@navy.mil", time.Now().UnixNano())
 		body := map[string]string{"name": "Grace Hopper", "email": email, "type": "person"}
 		hdr := []string{"Authorization", "Bearer " + t.crmKey, "Idempotency-Key", "e2e-kill-" + email}
@@ -378,11 +382,14 @@ func (t *e2e) faultAPIKill(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		t.step("kill -9 %s %s after the request was written (the client got: %s); retries on api%d answered %s, %s after the kill; %d contact(s)",
+		t.step("kill -9 %s %s after the request was written (the client got: %s); retries on api%d answered %s, %s after the kill; %d contact(s) with its e-mail",
 			victim.name, delay, first, other+1, runs(statuses), recovered.Round(100*time.Millisecond), count)
 		figures = append(figures, fmt.Sprintf("+%s: first %s, retries %s, %d object", delay, first, runs(statuses), count))
 		if count != 1 {
-			return fmt.Errorf("%d contacts after the retry, want exactly 1", count)
+			// Go on with the other rounds: the figures tell more than the
+			// first failure.
+			failures = append(failures, fmt.Sprintf("killed %s after the request was written: %d contacts after the retry with the same Idempotency-Key, want exactly 1 "+
+				"(the dead request's write committed but its outcome was not stored with the key, so the retry ran again once the claim expired)", delay, count))
 		}
 		if err := victim.start(); err != nil {
 			return err
@@ -392,8 +399,11 @@ func (t *e2e) faultAPIKill(ctx context.Context) error {
 		}
 	}
 	t.figure("API kill -9 mid-request, %d rounds (kill delay after the request was written: first answer, retries on the other API, objects): %s; "+
-		"duplicates 0, lost 0; slowest retry success %s after the kill",
-		len(figures), strings.Join(figures, "; "), worst.Round(100*time.Millisecond))
+		"rounds with more than one object %d; slowest retry success %s after the kill",
+		len(figures), strings.Join(figures, "; "), len(failures), worst.Round(100*time.Millisecond))
+	if len(failures) > 0 {
+		return fmt.Errorf("%s", strings.Join(failures, "; "))
+	}
 	return nil
 }
 

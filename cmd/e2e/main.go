@@ -59,7 +59,7 @@ func main() {
 	flag.IntVar(&o.intakes, "intakes", 1000, "web-form intakes sent while a worker is killed")
 	flag.DurationVar(&o.temporalDown, "temporal-down", 30*time.Second, "how long the Temporal server stays stopped")
 	flag.DurationVar(&o.autoClose, "autoclose", 3*time.Second, "SUITE_TICKET_AUTOCLOSE_AFTER of the API and worker processes")
-	flag.StringVar(&o.faults, "faults", "api-kill,worker-kill,temporal-down", "the faults to inject, comma-separated (empty: none)")
+	flag.StringVar(&o.faults, "faults", "api-kill,worker-kill,temporal-down", "the faults to inject, comma-separated (empty: none); pg-restart (restarts the machine's PostgreSQL cluster, so opt-in) is also known")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run directory (logs, Temporal's file) even when every check passes")
 	flag.Parse()
 

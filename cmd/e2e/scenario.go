@@ -29,6 +29,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		"api-kill":      {"fault: an API process killed mid-request", t.faultAPIKill},
 		"worker-kill":   {"fault: a worker killed during intakes", t.faultWorkerKill},
 		"temporal-down": {"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
+		"pg-restart":    {"fault: PostgreSQL restarted during intakes and reads", t.faultPostgresRestart},
 	}
 	for _, name := range strings.Split(t.o.faults, ",") {
 		if name = strings.TrimSpace(name); name == "" {
@@ -36,7 +37,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		}
 		f, ok := faults[name]
 		if !ok {
-			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down)", name)
+			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down, pg-restart)", name)
 		}
 		steps = append(steps, f)
 	}
