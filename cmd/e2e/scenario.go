@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -31,6 +32,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		"temporal-down": {"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
 		"pg-restart":    {"fault: PostgreSQL restarted during intakes and reads", t.faultPostgresRestart},
 	}
+	walkthrough := len(steps)
 	for _, name := range strings.Split(t.o.faults, ",") {
 		if name = strings.TrimSpace(name); name == "" {
 			continue
@@ -41,14 +43,43 @@ func (t *e2e) scenario(ctx context.Context) error {
 		}
 		steps = append(steps, f)
 	}
-	for _, s := range steps {
+	var failed []string
+	for i, s := range steps {
 		fmt.Println()
 		t.step("== %s", s.name)
-		if err := s.run(ctx); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+		err := s.run(ctx)
+		if err == nil {
+			continue
+		}
+		err = fmt.Errorf("%s: %w", s.name, err)
+		// The walkthrough stops at its first failure; a fault that fails
+		// leaves the topology running (each restores what it broke), so
+		// the next faults still run and report their figures.
+		if i < walkthrough || ctx.Err() != nil || !t.intact() {
+			return errors.Join(append(toErrors(failed), err)...)
+		}
+		fmt.Printf("  FAILED: %v\n", err)
+		failed = append(failed, err.Error())
+	}
+	return errors.Join(toErrors(failed)...)
+}
+
+func toErrors(msgs []string) []error {
+	var errs []error
+	for _, m := range msgs {
+		errs = append(errs, errors.New(m))
+	}
+	return errs
+}
+
+// intact tells whether every process of the topology runs.
+func (t *e2e) intact() bool {
+	for _, p := range []*proc{t.temporal, t.apis[0], t.apis[1], t.workers[0], t.workers[1]} {
+		if !p.alive() {
+			return false
 		}
 	}
-	return nil
+	return true
 }
 
 // base is the URL of API process i (0 or 1).
