@@ -86,7 +86,7 @@ func (t *e2e) faultPostgresRestart(ctx context.Context) error {
 	// Reads on both APIs, every 50 ms, throughout.
 	readsDone := make(chan struct{})
 	stopReads := make(chan struct{})
-	var lastFailure atomic.Int64 // unix nanos of the last read that failed
+	var firstFailure, lastFailure atomic.Int64 // unix nanos of the first and last reads that failed
 	go func() {
 		defer close(readsDone)
 		for i := 0; ; i++ {
@@ -97,6 +97,7 @@ func (t *e2e) faultPostgresRestart(ctx context.Context) error {
 			}
 			r, err := request(ctx, t.http, "GET", t.base(i%2)+"/crm/contacts?limit=1", nil, "Authorization", "Bearer "+t.crmKey)
 			if err != nil || r.status != http.StatusOK {
+				firstFailure.CompareAndSwap(0, time.Now().UnixNano())
 				lastFailure.Store(time.Now().UnixNano())
 				outage.record(r, err)
 			}
@@ -131,20 +132,24 @@ func (t *e2e) faultPostgresRestart(ctx context.Context) error {
 	close(stopReads)
 	<-readsDone
 	<-done
-	lastFail := time.Unix(0, lastFailure.Load())
-	recovery := time.Duration(0)
-	if lastFail.After(restarted) {
-		recovery = lastFail.Sub(restarted)
+	failures := "no read failed"
+	if first := firstFailure.Load(); first != 0 {
+		failures = fmt.Sprintf("reads failed from %s to %s after pg_ctlcluster began (it took %s)",
+			time.Unix(0, first).Sub(began).Round(10*time.Millisecond), time.Unix(0, lastFailure.Load()).Sub(began).Round(10*time.Millisecond),
+			restarted.Sub(began).Round(10*time.Millisecond))
 	}
 	accepted := int(s.ok.Load())
 	c, err := t.awaitLeads(ctx, source, accepted)
 	t.figure("PostgreSQL restart (%s) during intakes and reads: answers during the outage %s; 503 problem+json with Retry-After %d; "+
 		"intakes sent %d, accepted %d (%d client retries), processed %d, leads %d, duplicates %d, lost %d, intake rows %d; "+
-		"last failed read %s after the restart, every process ready %s after it",
+		"%s; every /readyz 200 again %s after it returned, no process restarted",
 		restarted.Sub(began).Round(10*time.Millisecond), outage, outage.good503, s.sent.Load(), accepted, s.retries.Load(), c.processed, c.leads,
-		c.leads-c.emails, accepted-c.emails, c.intakes, recovery.Round(100*time.Millisecond), allReady.Round(100*time.Millisecond))
+		c.leads-c.emails, accepted-c.emails, c.intakes, failures, allReady.Round(100*time.Millisecond))
 	if err != nil {
 		return err
+	}
+	if !t.intact() {
+		return fmt.Errorf("a process exited during the PostgreSQL restart")
 	}
 	if len(outage.bad) > 0 {
 		return fmt.Errorf("answers during the outage that are not 503 problem+json with Retry-After: %s", strings.Join(outage.bad, "; "))
