@@ -25,7 +25,7 @@ TEST_FLAGS ?= -p 1
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-13s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-13s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # `build` uses go's default settings — the ones `go test` uses — so it
 # reuses every package `go test` or an earlier build compiled (flags such as
@@ -87,6 +87,10 @@ lint: ## go vet, staticcheck and workflowcheck
 bench: build ## Load benchmark: the API next to pgbench on the same statements (needs PostgreSQL, pgbench, wrk)
 	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y -q wrk >/dev/null; }
 	$(GO) run ./cmd/bench -binary bin/suite $(BENCH_FLAGS)
+
+.PHONY: e2e
+e2e: build ## Production topology test: suite temporal, 2 api, 2 worker processes on PostgreSQL, with faults (needs PostgreSQL)
+	$(GO) run ./cmd/e2e -binary bin/suite $(E2E_FLAGS)
 
 .PHONY: migrate
 migrate: build ## Apply database migrations (DATABASE_URL, or the dev SQLite file)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 
@@ -140,6 +141,11 @@ func ToProblem(err error) *Problem {
 			return prob
 		}
 	}
+	if databaseUnavailable(err) {
+		prob := NewProblem(fiber.StatusServiceUnavailable, "service_unavailable", defaultDetail(fiber.StatusServiceUnavailable))
+		prob.retryAfter = 5
+		return prob
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "22P02" {
 		// A malformed id reached PostgreSQL's uuid parser: nothing has that id.
@@ -201,4 +207,22 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 		c.Set(fiber.HeaderContentType, ContentTypeProblem)
 		return nil
 	}
+}
+
+// databaseUnavailable tells whether err says the database went away (a
+// restart, failover or network cut) rather than refused the request: the
+// server ending the connection (SQLSTATE class 57P: admin, crash shutdown,
+// still starting up), a connection exception (class 08), or no connection
+// at all. The request may be retried, so it is a 503 with Retry-After.
+func databaseUnavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "57P") || strings.HasPrefix(pgErr.Code, "08")
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
+	var netErr *net.OpError
+	return errors.As(err, &netErr)
 }

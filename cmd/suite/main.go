@@ -4,6 +4,7 @@
 //	suite api        the HTTP API (production)
 //	suite worker     the Temporal worker (production; scale horizontally)
 //	suite migrate    apply database migrations and exit
+//	suite temporal   the embedded Temporal server on its own (development and tests, not production)
 //	suite admin      operator tasks (set-plan, create-key, grant-staff, billing list/retry)
 //	suite version    print the version
 //
@@ -38,6 +39,8 @@ Commands:
   api                  run the HTTP API (production)
   worker               run the Temporal worker (production)
   migrate              apply database migrations and exit
+  temporal             run the embedded Temporal server (and UI) on its own; for
+                       development and tests (make e2e), not for production
   admin <task> ...     operator tasks; run "suite admin" for the list
   healthcheck <url>    exit 0 when url answers 200 (container health checks)
   version              print the version
@@ -93,9 +96,10 @@ func run(ctx context.Context, args []string) error {
 // roles are the commands that run on the configuration; the deploy files
 // start the binary with one of them (checked by TestDeployFilesMatchTheBinary).
 var roles = map[string]func(ctx context.Context, cfg Config, args []string) error{
-	"dev":     func(ctx context.Context, cfg Config, _ []string) error { return runDev(ctx, cfg) },
-	"api":     func(ctx context.Context, cfg Config, _ []string) error { return runAPI(ctx, cfg) },
-	"worker":  func(ctx context.Context, cfg Config, _ []string) error { return runWorker(ctx, cfg) },
-	"migrate": func(ctx context.Context, cfg Config, _ []string) error { return runMigrate(ctx, cfg) },
-	"admin":   runAdmin,
+	"dev":      func(ctx context.Context, cfg Config, _ []string) error { return runDev(ctx, cfg) },
+	"api":      func(ctx context.Context, cfg Config, _ []string) error { return runAPI(ctx, cfg) },
+	"worker":   func(ctx context.Context, cfg Config, _ []string) error { return runWorker(ctx, cfg) },
+	"migrate":  func(ctx context.Context, cfg Config, _ []string) error { return runMigrate(ctx, cfg) },
+	"temporal": func(ctx context.Context, cfg Config, _ []string) error { return runTemporal(ctx, cfg) },
+	"admin":    runAdmin,
 }

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is one process of the suite under test, started from the built
+// binary with a role and its environment, as the deploy manifests do. Its
+// output goes to a log file in the run's directory (appended to across
+// restarts).
+type proc struct {
+	name    string   // api1, worker2, temporal, …
+	binary  string   // the suite binary
+	args    []string // role and arguments
+	env     []string // added to the harness's environment
+	logPath string
+	readyz  string // URL answering 200 once the process is ready ("" for none)
+
+	cmd      *exec.Cmd
+	done     chan struct{}
+	exitText string
+}
+
+// start starts the process (again, after a stop or kill).
+func (p *proc) start() error {
+	if p.alive() {
+		return fmt.Errorf("%s is already running", p.name)
+	}
+	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.binary, p.args...)
+	cmd.Env = append(os.Environ(), p.env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Its own process group: a Ctrl-C on the terminal reaches the harness
+	// only, which then stops every process in order (and drops the database).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	done := make(chan struct{})
+	p.cmd, p.done = cmd, done
+	go func() {
+		err := cmd.Wait()
+		_ = f.Close()
+		if err != nil {
+			p.exitText = err.Error()
+		} else {
+			p.exitText = "exit status 0"
+		}
+		close(done)
+	}()
+	return nil
+}
+
+func (p *proc) pid() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// alive tells whether the process is running.
+func (p *proc) alive() bool {
+	if p.done == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// wait waits up to timeout for the process to exit.
+func (p *proc) wait(timeout time.Duration) bool {
+	if p.done == nil {
+		return true
+	}
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// stop asks the process to stop (SIGTERM, as Kubernetes and Docker do) and
+// kills it if it is still running after grace.
+func (p *proc) stop(grace time.Duration) {
+	if !p.alive() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if !p.wait(grace) {
+		fmt.Printf("  %s did not stop within %s after SIGTERM; killing it\n", p.name, grace)
+		p.kill()
+	}
+}
+
+// kill is kill -9.
+func (p *proc) kill() {
+	if !p.alive() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.wait(10 * time.Second)
+}
+
+// awaitReady polls readyz until it answers 200, the process exits, or the
+// timeout passes.
+func (p *proc) awaitReady(ctx context.Context, client *http.Client, timeout time.Duration) (time.Duration, error) {
+	started := time.Now()
+	deadline := started.Add(timeout)
+	last := ""
+	for {
+		if !p.alive() {
+			return 0, fmt.Errorf("%s exited (%s) before it was ready; its log ends:\n%s", p.name, p.exitText, p.logTail(20))
+		}
+		status, body, err := get(ctx, client, p.readyz)
+		if err == nil && status == http.StatusOK {
+			return time.Since(started), nil
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = fmt.Sprintf("%d %s", status, strings.TrimSpace(body))
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%s was not ready after %s (last /readyz: %s); its log ends:\n%s", p.name, timeout, last, p.logTail(20))
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// logTail is the end of the process's log, for failure messages.
+func (p *proc) logTail(lines int) string {
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return "    " + strings.Join(all, "\n    ")
+}
