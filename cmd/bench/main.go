@@ -148,9 +148,10 @@ func run(cfg config) error {
 	if err := add(b.pair("POST /crm/contacts", 16, postContact)); err != nil {
 		return err
 	}
-	if err := add(b.pair("POST /crm/leads/webhook (202)", 16, postWebhook)); err != nil {
-		return err
-	}
+	// The intake pipeline is measured before the webhook's accept run,
+	// whose ten thousand or so accepted intakes would otherwise still be
+	// queued ahead of the steady run's (the pipeline drains far slower
+	// than the API accepts).
 	steady, err := b.steadyIntake(ctx, db)
 	if err != nil {
 		return err
@@ -161,6 +162,9 @@ func run(cfg config) error {
 		return err
 	}
 	fmt.Println(burst)
+	if err := add(b.pair("POST /crm/leads/webhook (202)", 16, postWebhook)); err != nil {
+		return err
+	}
 
 	table := renderTable(rows, steady, burst, cfg.duration)
 	fmt.Println()
@@ -212,6 +216,11 @@ func startSuite(binary, dbURL, dataDir string) (*suite, error) {
 		fmt.Sprintf("TEMPORAL_ADDRESS=127.0.0.1:%d", temporalPort),
 		"SUITE_TEMPORAL_UI_ADDR=",
 		"SUITE_DEMO=false",
+		// The load runs send the intake with one crm_ key far above its
+		// default per-key limit (6,000 a minute): the bench measures the
+		// pipeline, not the limiter, as an integration configured for its
+		// volume would see it.
+		"SUITE_WEBHOOK_KEY_RATE=100000000",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -614,11 +623,11 @@ func (b *bencher) burstIntake(ctx context.Context, db *sql.DB) (intakeResult, er
 	if err := b.awaitLeads(ctx, db, source, &res); err != nil {
 		return res, err
 	}
-	var first, last time.Time
+	var first, last sql.NullTime // NULL when no lead was made
 	err := db.QueryRowContext(ctx, `SELECT min(i.created_at), max(l.created_at) FROM lead_intakes i JOIN leads l ON l.id = i.lead_id
 		WHERE i.org_id = $1 AND l.source = $2`, b.org, source).Scan(&first, &last)
-	if err == nil && last.After(first) {
-		res.drainRate = float64(res.visible) / last.Sub(first).Seconds()
+	if err == nil && first.Valid && last.Valid && last.Time.After(first.Time) {
+		res.drainRate = float64(res.visible) / last.Time.Sub(first.Time).Seconds()
 	}
 	return res, err
 }
