@@ -76,22 +76,12 @@ func runDev(ctx context.Context, cfg Config) error {
 	defer tc.Close()
 	log.Debug("temporal client connected", "after", time.Since(started).String())
 
-	ln, self, err := listen(cfg)
+	side, err := prepareAPI(ctx, cfg, db, true, log)
 	if err != nil {
-		return err
-	}
-	id, err := wireIdentity(ctx, cfg, db, self, true, true, log)
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
-	vapid, err := loadVAPID(ctx, cfg, db)
-	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	if cfg.PublicURL == "" {
-		cfg.PublicURL = self
+		cfg.PublicURL = side.self
 	}
 	var sink *mailsink.Sink
 	if cfg.SMTPURL == "" {
@@ -108,9 +98,9 @@ func runDev(ctx context.Context, cfg Config) error {
 	}
 	// The embedded server registered the search attributes with the namespace.
 	identity := ready.Identity("dev")
-	w, err := startWorker(cfg, db, tc, id, vapid, identity)
+	w, err := startWorker(cfg, db, tc, side.id, side.vapid, identity)
 	if err != nil {
-		_ = ln.Close()
+		_ = side.ln.Close()
 		return err
 	}
 	defer w.Stop()
@@ -119,19 +109,19 @@ func runDev(ctx context.Context, cfg Config) error {
 	if cfg.TemporalUIURL == "" {
 		cfg.TemporalUIURL = ts.UIURL() // AI jobs link to their workflow in the embedded UI
 	}
-	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, reg, vapid, checker)
+	srv, _ := startAPI(ctx, cfg, side.ln, db, tc, side.id, log, reg, side.vapid, checker)
 	if err := awaitReady(ctx, checker); err != nil {
 		return srv.wait() // stopped (Ctrl-C) before it was ready
 	}
 	var demo *demoCredentials
 	if cfg.DemoEnabled(true) {
-		if demo, err = seedDemo(ctx, cfg, db, self); err != nil {
+		if demo, err = seedDemo(ctx, cfg, db, side.self); err != nil {
 			log.Error("seeding the demo organization failed", "error", err)
 		}
 	}
 	printDevBanner(cfg, srv.addr, ts.UIURL(), sink, time.Since(started))
 	if demo != nil {
-		printDemo(demo, self)
+		printDemo(demo, side.self)
 	}
 	err = srv.wait()
 	log.Info("stopped")

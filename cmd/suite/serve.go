@@ -34,6 +34,36 @@ func listen(cfg Config) (net.Listener, string, error) {
 	return ln, "http://" + displayAddr(ln.Addr().String()), nil
 }
 
+// apiSide is what a process that serves the HTTP API (suite api, suite
+// dev) sets up before it starts: its listener and public base URL, the
+// identity wiring and the web-push keys.
+type apiSide struct {
+	ln    net.Listener
+	self  string
+	id    *identityWiring
+	vapid activities.VAPID
+}
+
+// prepareAPI opens the listener and wires identity (dev: with a generated
+// service token) and the web-push keys; on failure nothing stays open.
+func prepareAPI(ctx context.Context, cfg Config, db *gorm.DB, dev bool, log *slog.Logger) (*apiSide, error) {
+	ln, self, err := listen(cfg)
+	if err != nil {
+		return nil, err
+	}
+	id, err := wireIdentity(ctx, cfg, db, self, true, dev, log)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	vapid, err := loadVAPID(ctx, cfg, db)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	return &apiSide{ln: ln, self: self, id: id, vapid: vapid}, nil
+}
+
 // startAPI serves on ln until ctx ends, then shuts down gracefully
 // (in-flight requests finish within the shutdown timeout).
 func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry, vapid activities.VAPID, checker *ready.Checker) (*apiServer, *outbox.Starter) {
@@ -107,22 +137,12 @@ func runAPI(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("temporal client: %w", err)
 	}
 	defer tc.Close()
-	ln, self, err := listen(cfg)
+	side, err := prepareAPI(ctx, cfg, db, false, log)
 	if err != nil {
-		return err
-	}
-	id, err := wireIdentity(ctx, cfg, db, self, true, false, log)
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
-	vapid, err := loadVAPID(ctx, cfg, db)
-	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace})
-	srv, _ := startAPI(ctx, cfg, ln, db, tc, id, log, reg, vapid, checker)
-	log.Info("listening", "addr", srv.addr, "identity", id.url)
+	srv, _ := startAPI(ctx, cfg, side.ln, db, tc, side.id, log, reg, side.vapid, checker)
+	log.Info("listening", "addr", srv.addr, "identity", side.id.url)
 	return srv.wait()
 }
