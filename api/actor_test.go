@@ -39,6 +39,9 @@ func TestEveryRecordNamesItsActorInOneEncoding(t *testing.T) {
 		post("/helpdesk/tickets", asHelpdeskMember, map[string]any{"subject": "Printer", "email": "bob@example.com"})
 		post("/helpdesk/tickets", apitest.HelpdeskKey(hdKey, orgID), map[string]any{"subject": "Scanner", "email": "eve@example.com"})
 
+		aiKey := e.CreateKey(owner, orgID, "ai")
+		doc := post("/v1/ai/documents", apitest.Bearer(aiKey), map[string]any{"title": "Notes", "content": "Call Ada on Friday."})
+
 		byMember := models.MemberActor(member.ID)
 		var keyRow models.APIKey
 		if err := e.DB.Take(&keyRow, "org_id = ? AND service = ?", orgID, "crm").Error; err != nil {
@@ -71,6 +74,13 @@ func TestEveryRecordNamesItsActorInOneEncoding(t *testing.T) {
 		var task models.Task
 		e.DB.Take(&task, "org_id = ?", orgID)
 		expect("task", task.CreatedBy, byMember)
+		var aiKeyRow models.APIKey
+		if err := e.DB.Take(&aiKeyRow, "org_id = ? AND service = ?", orgID, "ai").Error; err != nil {
+			t.Fatal(err)
+		}
+		var d2 models.AIDocument
+		e.DB.Take(&d2, "id = ?", doc)
+		expect("AI document", d2.CreatedBy, models.KeyActor(aiKeyRow.ID))
 		var events []models.CustomerEvent
 		e.DB.Where("org_id = ?", orgID).Find(&events)
 		if len(events) == 0 {

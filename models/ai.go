@@ -91,7 +91,7 @@ type AIDocument struct {
 	ContentType string
 	Source      string
 	SourceID    *string
-	CreatedBy   string
+	CreatedBy   Actor
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }
@@ -124,7 +124,7 @@ type AIJob struct {
 	CompletionTokens int64
 	ModelCalls       int
 	ModelMS          int64 `gorm:"column:model_ms"`
-	CreatedBy        string
+	CreatedBy        Actor
 	CreatedAt        time.Time
 	StartedAt        *time.Time
 	FinishedAt       *time.Time
@@ -254,7 +254,7 @@ type NewAIDocument struct {
 	ContentType string
 	Source      string
 	SourceID    string
-	CreatedBy   string
+	CreatedBy   Actor
 }
 
 // CreateAIDocument validates and stores a document. A referenced record
@@ -399,7 +399,7 @@ type NewAIJob struct {
 	Options    AIJobOptions
 	// Refresh skips the result cache.
 	Refresh   bool
-	CreatedBy string
+	CreatedBy Actor
 }
 
 // CreateAIJob validates a request and stores the job as queued. Call it in

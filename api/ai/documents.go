@@ -57,7 +57,7 @@ func (h *handlers) createDocument(c *fiber.Ctx) error {
 	var in models.NewAIDocument
 	err := web.Decode(c, &req, func() error {
 		in = models.NewAIDocument{OrgID: p.OrgID, Title: req.Title, Content: req.Content, ContentType: req.ContentType,
-			Source: req.Source, SourceID: req.SourceID, CreatedBy: createdBy(p)}
+			Source: req.Source, SourceID: req.SourceID, CreatedBy: p.Actor()}
 		return models.ValidateAIDocument(&in)
 	})
 	if err != nil {

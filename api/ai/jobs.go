@@ -118,7 +118,7 @@ func (h *handlers) analyze(c *fiber.Ctx) error {
 // prefers and answers 200 with the finished job.
 func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 	p := auth.From(c)
-	in.OrgID, in.CreatedBy = p.OrgID, createdBy(p)
+	in.OrgID, in.CreatedBy = p.OrgID, p.Actor()
 	var job *models.AIJob
 	err := h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
 		var err error
@@ -134,8 +134,11 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 	c.Location("/v1/ai/jobs/" + job.ID)
 	if wait, ok := preferWait(c.Get("Prefer")); ok {
 		c.Set("Preference-Applied", "wait="+strconv.Itoa(wait))
-		if job, err = h.awaitJob(c.UserContext(), p.OrgID, job.ID, time.Duration(wait)*time.Second); err != nil {
-			return err
+		// The job exists whatever the wait ends in: a failed wait (the
+		// request's context ended, the database hiccupped) still answers
+		// 202 with the job as created, never an error that invites a retry.
+		if waited, err := h.awaitJob(c.UserContext(), p.OrgID, job.ID, time.Duration(wait)*time.Second); err == nil {
+			job = waited
 		}
 		if job.Finished() {
 			return c.Status(fiber.StatusOK).JSON(h.toJob(job))

@@ -21,7 +21,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
@@ -77,14 +76,6 @@ type page[T any] struct {
 func toPage[T, R any](p web.Page[T], f func(*T) R) page[R] {
 	m := web.MapPage(p, f)
 	return page[R]{Data: m.Data, NextCursor: m.NextCursor, HasMore: m.HasMore}
-}
-
-// createdBy records which credential made a document or job.
-func createdBy(p *auth.Principal) string {
-	if p.IsKey() {
-		return "api_key:" + p.Key.ID
-	}
-	return "user:" + p.UserID
 }
 
 // param copies a path parameter: Fiber reuses its buffer after the handler.

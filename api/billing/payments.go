@@ -213,7 +213,8 @@ func preferWait(header string) (time.Duration, bool) {
 		if err != nil || n < 0 {
 			return 0, false
 		}
-		return min(time.Duration(n)*time.Second, MaxWait), true
+		// Capped before the multiplication, which would overflow for huge N.
+		return time.Duration(min(n, int(MaxWait/time.Second))) * time.Second, true
 	}
 	return 0, false
 }
