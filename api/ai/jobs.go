@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,8 +20,6 @@ import (
 	"github.com/business-suite/suite/workflows"
 )
 
-// MaxWait is the longest Prefer: wait=N honoured, in seconds.
-const MaxWait = 30
 
 type summarizeRequest struct {
 	DocumentID string `json:"document_id"`
@@ -132,12 +129,11 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 		return err
 	}
 	c.Location("/v1/ai/jobs/" + job.ID)
-	if wait, ok := preferWait(c.Get("Prefer")); ok {
-		c.Set("Preference-Applied", "wait="+strconv.Itoa(wait))
+	if wait, ok := web.PreferWait(c); ok {
 		// The job exists whatever the wait ends in: a failed wait (the
 		// request's context ended, the database hiccupped) still answers
 		// 202 with the job as created, never an error that invites a retry.
-		if waited, err := h.awaitJob(c.UserContext(), p.OrgID, job.ID, time.Duration(wait)*time.Second); err == nil {
+		if waited, err := h.awaitJob(c.UserContext(), p.OrgID, job.ID, wait); err == nil {
 			job = waited
 		}
 		if job.Finished() {
@@ -145,25 +141,6 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 		}
 	}
 	return c.Status(fiber.StatusAccepted).JSON(h.toJob(job))
-}
-
-// preferWait reads wait=N from a Prefer header (RFC 7240), capped at
-// MaxWait seconds. Other preferences, and a malformed wait, are ignored.
-func preferWait(header string) (int, bool) {
-	for pref := range strings.SplitSeq(header, ",") {
-		for part := range strings.SplitSeq(pref, ";") {
-			name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
-			if !ok || !strings.EqualFold(strings.TrimSpace(name), "wait") {
-				continue
-			}
-			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(value), `"`))
-			if err != nil || n < 0 {
-				return 0, false
-			}
-			return min(n, MaxWait), true
-		}
-	}
-	return 0, false
 }
 
 // awaitJob polls the job until it finishes, d passes or the client goes.

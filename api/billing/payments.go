@@ -2,7 +2,6 @@ package billing
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,8 +18,6 @@ import (
 // that order — credential, role, then billing being configured — so that a
 // refusal never depends on the server's configuration.
 
-// MaxWait is the longest `Prefer: wait=N` honoured.
-const MaxWait = 30 * time.Second
 
 // PaymentRoutes mounts the authenticated payments routes on r (the
 // /helpdesk group, behind the Helpdesk credential and idempotency
@@ -177,13 +174,10 @@ func (h *payments) open(c *fiber.Ctx, req models.OpenChange) error {
 	if err != nil {
 		return downgradeProblem(err)
 	}
-	if wait, ok := preferWait(c.Get("Prefer")); ok {
-		if wait > 0 {
-			if waited, err := h.s.Wait(c.UserContext(), change.OrgID, change.ID, wait); err == nil {
-				change = waited
-			}
+	if wait, ok := web.PreferWait(c); ok && wait > 0 {
+		if waited, err := h.s.Wait(c.UserContext(), change.OrgID, change.ID, wait); err == nil {
+			change = waited
 		}
-		c.Set("Preference-Applied", "wait="+strconv.Itoa(int(wait/time.Second)))
 	}
 	c.Location("/helpdesk/payments/changes/" + change.ID)
 	return c.Status(fiber.StatusAccepted).JSON(toChange(change))
@@ -201,23 +195,6 @@ func downgradeProblem(err error) error {
 		"seatsToFree": blocked.SeatsInUse - blocked.Seats})
 }
 
-// preferWait reads RFC 7240's `Prefer: wait=N` (seconds, at most MaxWait;
-// a malformed preference is ignored, as the RFC asks).
-func preferWait(header string) (time.Duration, bool) {
-	for _, pref := range strings.Split(header, ",") {
-		name, value, found := strings.Cut(strings.TrimSpace(pref), "=")
-		if !found || !strings.EqualFold(strings.TrimSpace(name), "wait") {
-			continue
-		}
-		n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(value), `"`))
-		if err != nil || n < 0 {
-			return 0, false
-		}
-		// Capped before the multiplication, which would overflow for huge N.
-		return time.Duration(min(n, int(MaxWait/time.Second))) * time.Second, true
-	}
-	return 0, false
-}
 
 type subscriptionResponse struct {
 	WorkspaceID string `json:"workspaceId"`
