@@ -20,7 +20,6 @@ import (
 	"github.com/business-suite/suite/workflows"
 )
 
-
 type summarizeRequest struct {
 	DocumentID string `json:"document_id"`
 	// Length: short (about 3 sentences), medium (about 6), long (about 12).

@@ -18,7 +18,6 @@ import (
 // that order — credential, role, then billing being configured — so that a
 // refusal never depends on the server's configuration.
 
-
 // PaymentRoutes mounts the authenticated payments routes on r (the
 // /helpdesk group, behind the Helpdesk credential and idempotency
 // middleware).
@@ -194,7 +193,6 @@ func downgradeProblem(err error) error {
 		"plan": blocked.Plan, "seats": blocked.Seats, "seatsInUse": blocked.SeatsInUse,
 		"seatsToFree": blocked.SeatsInUse - blocked.Seats})
 }
-
 
 type subscriptionResponse struct {
 	WorkspaceID string `json:"workspaceId"`
