@@ -119,7 +119,7 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 // hasAttr: attrs has key with value ("" : any non-empty value).
 func hasAttr(attrs []attribute.KeyValue, key, value string) bool {
 	for _, a := range attrs {
-		if string(a.Key) == key && (a.Value.Emit() == value || value == "" && a.Value.Emit() != "") {
+		if string(a.Key) == key && (a.Value.String() == value || value == "" && a.Value.String() != "") {
 			return true
 		}
 	}
