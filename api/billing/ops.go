@@ -72,15 +72,7 @@ func (h *ops) list(c *fiber.Ctx) error {
 	if err := h.configured(); err != nil {
 		return err
 	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	f := models.ChangeFilter{OrgID: strings.Clone(c.Query("orgId")), Status: strings.Clone(c.Query("status"))}
-	if err := f.Validate(); err != nil {
-		return err
-	}
-	rows, err := web.Paginate(models.SubscriptionChanges(h.s.DB.WithContext(c.UserContext()), f), page, "", changeCursor)
+	rows, err := pageOfChanges(c, h.s, strings.Clone(c.Query("orgId")))
 	if err != nil {
 		return err
 	}
@@ -95,27 +87,28 @@ func (h *ops) list(c *fiber.Ctx) error {
 	return c.JSON(web.MapPage(rows, func(ch *models.SubscriptionChange) opsChange { return toOpsChange(ch, retries[ch.ID]) }))
 }
 
-func (h *ops) find(c *fiber.Ctx) (*models.SubscriptionChange, error) {
-	change, err := models.FindSubscriptionChange(c.UserContext(), h.s.DB, "", c.Params("id"))
-	if errors.Is(err, models.ErrNotFound) {
-		return nil, web.NotFound("The subscription change")
+// withRetries is change as billing staff see it, with its retries.
+func (h *ops) withRetries(c *fiber.Ctx, change *models.SubscriptionChange) (opsChange, error) {
+	retries, err := models.SubscriptionChangeRetries(c.UserContext(), h.s.DB, change.ID)
+	if err != nil {
+		return opsChange{}, err
 	}
-	return change, err
+	return toOpsChange(change, retries), nil
 }
 
 func (h *ops) get(c *fiber.Ctx) error {
 	if err := h.configured(); err != nil {
 		return err
 	}
-	change, err := h.find(c)
+	change, err := findChange(c, h.s, "")
 	if err != nil {
 		return err
 	}
-	retries, err := models.SubscriptionChangeRetries(c.UserContext(), h.s.DB, change.ID)
+	out, err := h.withRetries(c, change)
 	if err != nil {
 		return err
 	}
-	return c.JSON(toOpsChange(change, retries))
+	return c.JSON(out)
 }
 
 // retry re-runs a failed change from the step that failed (202; the
@@ -126,24 +119,25 @@ func (h *ops) retry(c *fiber.Ctx) error {
 		return err
 	}
 	p := auth.From(c)
-	if _, err := h.find(c); err != nil {
+	found, err := findChange(c, h.s, "")
+	if err != nil {
 		return err
 	}
 	by := p.Email
 	if by == "" {
 		by = p.UserID
 	}
-	change, _, err := h.s.Retry(c.UserContext(), strings.Clone(c.Params("id")), by)
+	change, _, err := h.s.Retry(c.UserContext(), found.ID, by)
 	if errors.Is(err, models.ErrNotFound) {
 		return web.NotFound("The subscription change")
 	}
 	if err != nil {
 		return downgradeProblem(err)
 	}
-	retries, err := models.SubscriptionChangeRetries(c.UserContext(), h.s.DB, change.ID)
+	out, err := h.withRetries(c, change)
 	if err != nil {
 		return err
 	}
 	c.Location("/ops/v1/billing/changes/" + change.ID)
-	return c.Status(fiber.StatusAccepted).JSON(toOpsChange(change, retries))
+	return c.Status(fiber.StatusAccepted).JSON(out)
 }

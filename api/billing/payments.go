@@ -234,20 +234,36 @@ func (h *payments) subscription(c *fiber.Ctx) error {
 	return c.JSON(out)
 }
 
+// pageOfChanges is the page of changes a list route asks for: of orgID
+// ("" — every organization, for billing staff), with the ?status= filter.
+func pageOfChanges(c *fiber.Ctx, s *Service, orgID string) (web.Page[models.SubscriptionChange], error) {
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return web.Page[models.SubscriptionChange]{}, err
+	}
+	f := models.ChangeFilter{OrgID: orgID, Status: strings.Clone(c.Query("status"))}
+	if err := f.Validate(); err != nil {
+		return web.Page[models.SubscriptionChange]{}, err
+	}
+	return web.Paginate(models.SubscriptionChanges(s.DB.WithContext(c.UserContext()), f), page, "", changeCursor)
+}
+
+// findChange loads the change the :id parameter names, of orgID ("" — any
+// organization, for billing staff); anything else is a 404.
+func findChange(c *fiber.Ctx, s *Service, orgID string) (*models.SubscriptionChange, error) {
+	change, err := models.FindSubscriptionChange(c.UserContext(), s.DB, orgID, c.Params("id"))
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, web.NotFound("The subscription change")
+	}
+	return change, err
+}
+
 func (h *payments) listChanges(c *fiber.Ctx) error {
 	p, err := h.admin(c)
 	if err != nil {
 		return err
 	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	f := models.ChangeFilter{OrgID: p.OrgID, Status: strings.Clone(c.Query("status"))}
-	if err := f.Validate(); err != nil {
-		return err
-	}
-	rows, err := web.Paginate(models.SubscriptionChanges(h.s.DB.WithContext(c.UserContext()), f), page, "", changeCursor)
+	rows, err := pageOfChanges(c, h.s, p.OrgID)
 	if err != nil {
 		return err
 	}
@@ -259,10 +275,7 @@ func (h *payments) getChange(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	change, err := models.FindSubscriptionChange(c.UserContext(), h.s.DB, p.OrgID, c.Params("id"))
-	if errors.Is(err, models.ErrNotFound) {
-		return web.NotFound("The subscription change")
-	}
+	change, err := findChange(c, h.s, p.OrgID)
 	if err != nil {
 		return err
 	}
