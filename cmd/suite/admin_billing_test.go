@@ -12,20 +12,8 @@ import (
 func TestAdminBillingStaffAndRetries(t *testing.T) {
 	var out bytes.Buffer
 	stdout = &out
-	t.Setenv("SUITE_DATA_DIR", t.TempDir())
-	cfg, err := LoadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	if err := runMigrate(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	db, err := openDB(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer models.Close(db)
+	db := adminDB(t)
 	now := models.Now()
 	user := models.IdentityUser{ID: models.NewID(), Email: "billing@suite.example", Name: "Billing", PasswordHash: "x", CreatedAt: now, UpdatedAt: now}
 	org := models.Organization{ID: models.NewID(), Name: "Ops", Status: models.OrgActive, Plan: models.PlanFree, CreatedBy: models.NewID(),

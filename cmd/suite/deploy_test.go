@@ -40,16 +40,17 @@ var productionEnv = []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "IDENTITY_URL",
 // healthPaths are the probe endpoints of the api and worker processes.
 var healthPaths = []string{"/healthz", "/readyz"}
 
-// configVars is every environment variable the binary reads.
-func configVars(t *testing.T) map[string]bool {
+// configVars is every environment variable the binary reads, with its
+// default.
+func configVars(t *testing.T) map[string]string {
 	t.Helper()
 	params, err := env.GetFieldParams(&Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]bool{}
+	vars := map[string]string{}
 	for _, p := range params {
-		vars[p.Key] = true
+		vars[p.Key] = p.DefaultValue
 	}
 	return vars
 }
@@ -104,10 +105,10 @@ func checkRole(t *testing.T, where string, args []string) string {
 	return args[0]
 }
 
-func checkVars(t *testing.T, where string, known map[string]bool, names []string) {
+func checkVars(t *testing.T, where string, known map[string]string, names []string) {
 	t.Helper()
 	for _, n := range names {
-		if !known[n] {
+		if _, ok := known[n]; !ok {
 			t.Errorf("%s sets %s, which the binary never reads", where, n)
 		}
 	}
@@ -126,18 +127,9 @@ func portOf(t *testing.T, addr string) int {
 	return n
 }
 
-// listenAddr is the variable that sets the port a role serves its health
-// endpoints on, with its default.
-func listenAddr(role string) (name, def string) {
-	params, _ := env.GetFieldParams(&Config{})
-	want := map[string]string{"api": "SUITE_HTTP_ADDR", "worker": "SUITE_WORKER_HEALTH_ADDR"}[role]
-	for _, p := range params {
-		if p.Key == want {
-			return p.Key, p.DefaultValue
-		}
-	}
-	return "", ""
-}
+// listenVar is the variable that sets the address a role serves its
+// health endpoints on.
+var listenVar = map[string]string{"api": "SUITE_HTTP_ADDR", "worker": "SUITE_WORKER_HEALTH_ADDR"}
 
 func TestDeployFilesMatchTheBinary(t *testing.T) {
 	known := configVars(t)
@@ -172,7 +164,7 @@ func TestDeployFilesMatchTheBinary(t *testing.T) {
 					t.Errorf("%s: %s is not set", where, v)
 				}
 			}
-			port := composePort(t, svc, role)
+			port := composePort(t, svc, role, known)
 			checkComposeHealthcheck(t, where, svc.HealthCheck, img, port)
 		}
 		for _, role := range []string{"migrate", "api", "worker"} {
@@ -211,7 +203,7 @@ func TestDeployFilesMatchTheBinary(t *testing.T) {
 			for _, c := range pod.Containers {
 				role := checkRole(t, where, append(slices.Clone(c.Command), c.Args...))
 				started[role] = true
-				env := checkEnvFrom(t, where, c, config)
+				env := checkEnvFrom(t, where, c, config, known)
 				if sc := pod.SecurityContext; sc == nil || sc.RunAsUser == nil || *sc.RunAsUser != img.uid {
 					t.Errorf("%s: runAsUser must be the image's user %d", where, img.uid)
 				}
@@ -223,8 +215,8 @@ func TestDeployFilesMatchTheBinary(t *testing.T) {
 						t.Errorf("%s: %s is not set", where, v)
 					}
 				}
-				varName, def := listenAddr(role)
-				addr := cmpOr(env[varName], def)
+				varName := listenVar[role]
+				addr := cmpOr(env[varName], known[varName])
 				checkProbes(t, where, c, portOf(t, addr))
 			}
 		}
@@ -261,10 +253,10 @@ func mapKeys(m map[string]string) []string {
 
 // composePort is the port a compose service of the suite serves its health
 // endpoints on, from its environment or the binary's default.
-func composePort(t *testing.T, svc types.ServiceConfig, role string) int {
+func composePort(t *testing.T, svc types.ServiceConfig, role string, known map[string]string) int {
 	t.Helper()
-	name, def := listenAddr(role)
-	addr := def
+	name := listenVar[role]
+	addr := known[name]
 	if v := svc.Environment[name]; v != nil {
 		addr = *v
 	}
@@ -297,7 +289,7 @@ func checkComposeHealthcheck(t *testing.T, where string, hc *types.HealthCheckCo
 // checkEnvFrom returns the container's environment as Kubernetes assembles
 // it (config map values; secret keys marked "secret:") and fails on a
 // reference to a config map or secret that is not in the manifests.
-func checkEnvFrom(t *testing.T, where string, c corev1.Container, config map[string]map[string]string) map[string]string {
+func checkEnvFrom(t *testing.T, where string, c corev1.Container, config map[string]map[string]string, known map[string]string) map[string]string {
 	t.Helper()
 	env := map[string]string{}
 	for _, from := range c.EnvFrom {
@@ -326,7 +318,7 @@ func checkEnvFrom(t *testing.T, where string, c corev1.Container, config map[str
 		names = append(names, e.Name)
 		env[e.Name] = e.Value
 	}
-	checkVars(t, where, configVars(t), names)
+	checkVars(t, where, known, names)
 	return env
 }
 

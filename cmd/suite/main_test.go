@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/ports"
 )
@@ -253,23 +255,31 @@ func TestRunRejectsUnknownCommands(t *testing.T) {
 	}
 }
 
-func TestAdminSetPlanAndCreateKey(t *testing.T) {
-	var out bytes.Buffer
-	stdout = &out
+// adminDB is a migrated scratch SQLite database under a fresh
+// SUITE_DATA_DIR, the one the `suite admin` commands under test open.
+func adminDB(t *testing.T) *gorm.DB {
+	t.Helper()
 	t.Setenv("SUITE_DATA_DIR", t.TempDir())
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := runMigrate(ctx, cfg); err != nil {
+	if err := runMigrate(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	db, err := openDB(ctx, cfg)
+	db, err := openDB(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer models.Close(db)
+	t.Cleanup(func() { _ = models.Close(db) })
+	return db
+}
+
+func TestAdminSetPlanAndCreateKey(t *testing.T) {
+	var out bytes.Buffer
+	stdout = &out
+	ctx := context.Background()
+	db := adminDB(t)
 	org := models.Organization{ID: models.NewID(), Name: "Ops", Status: models.OrgActive, Plan: models.PlanFree, CreatedBy: models.NewID(),
 		CreatedAt: models.Now(), UpdatedAt: models.Now()}
 	if err := db.Create(&org).Error; err != nil {
