@@ -103,17 +103,11 @@ func Middleware(requestID func(c *fiber.Ctx) string) fiber.Handler {
 		// The route is known once routing has run; copy it, Fiber reuses it.
 		route := strings.Clone(c.Route().Path)
 		span.SetName(method + " " + route)
+		// The status is final: web.Observe, inside this middleware, has
+		// already written a returned error as its problem response.
 		status := c.Response().StatusCode()
-		if err != nil {
-			var fe *fiber.Error
-			if errors.As(err, &fe) {
-				status = fe.Code
-			} else {
-				status = fiber.StatusInternalServerError
-			}
-		}
 		span.SetAttributes(attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
-		if status >= 500 {
+		if status >= 500 || err != nil {
 			span.SetStatus(codes.Error, "")
 		}
 		return err
