@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +26,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/models"
@@ -251,38 +251,35 @@ func (s *Starter) DispatchDue(ctx context.Context) (int, error) {
 		byWorkflow[id] = append(byWorkflow[id], &due[i])
 	}
 
-	var (
-		started  atomic.Int64
-		firstErr error
-		errOnce  sync.Once
-		wg       sync.WaitGroup
-	)
-	slots := make(chan struct{}, max(1, s.Concurrency))
+	// One goroutine per workflow, Concurrency at a time; a failing
+	// workflow does not stop the others (no shared cancellation), and the
+	// first error is the pass's.
+	var started atomic.Int64
+	var g errgroup.Group
+	g.SetLimit(max(1, s.Concurrency))
 	for _, id := range order {
 		if ctx.Err() != nil {
 			break
 		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func(rows []*models.WorkflowStart) {
-			defer func() { <-slots; wg.Done() }()
+		rows := byWorkflow[id]
+		g.Go(func() error {
 			for _, row := range rows {
 				status, err := s.dispatch(ctx, row)
 				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					return
+					return err
 				}
 				if status == models.StartStarted || status == models.SignalDelivered {
 					started.Add(1)
 				}
 				if status == "" {
-					return // still pending (or another relay has it): the rest wait
+					return nil // still pending (or another relay has it): the rest wait
 				}
 			}
-		}(byWorkflow[id])
+			return nil
+		})
 	}
-	wg.Wait()
-	return int(started.Load()), firstErr
+	err = g.Wait()
+	return int(started.Load()), err
 }
 
 // dispatch claims one row and calls Temporal; it reports the row's final
