@@ -145,20 +145,8 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 // awaitJob polls the job until it finishes, d passes or the client goes.
 // The database, not Temporal, is the source of truth.
 func (h *handlers) awaitJob(ctx context.Context, orgID, id string, d time.Duration) (*models.AIJob, error) {
-	deadline := time.Now().Add(d)
-	pause := 20 * time.Millisecond
-	for {
-		job, err := models.FindAIJob(ctx, h.DB, orgID, id)
-		if err != nil || job.Finished() || !time.Now().Before(deadline) {
-			return job, err
-		}
-		select {
-		case <-ctx.Done():
-			return job, nil
-		case <-time.After(min(pause, time.Until(deadline))):
-		}
-		pause = min(pause*2, 250*time.Millisecond)
-	}
+	return web.Await(ctx, d, func(ctx context.Context) (*models.AIJob, error) { return models.FindAIJob(ctx, h.DB, orgID, id) },
+		(*models.AIJob).Finished)
 }
 
 func (h *handlers) getJob(c *fiber.Ctx) error {

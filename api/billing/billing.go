@@ -24,6 +24,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -39,8 +40,6 @@ type Service struct {
 	DB      *gorm.DB
 	Starter *outbox.Starter
 	Config  activities.BillingConfig
-	// PollInterval is how often Wait looks at the change (default 100 ms).
-	PollInterval time.Duration
 }
 
 // Configured tells whether billing is on (a Stripe secret key is set).
@@ -158,28 +157,11 @@ func (s *Service) ReceiveEvent(ctx context.Context, payload []byte, signature st
 // database, so it also answers while Temporal is down. Another
 // organization's change is not found.
 func (s *Service) Wait(ctx context.Context, orgID, changeID string, d time.Duration) (*models.SubscriptionChange, error) {
-	d = min(d, 30*time.Second)
-	poll := s.PollInterval
-	if poll <= 0 {
-		poll = 100 * time.Millisecond
-	}
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	for {
-		c, err := models.FindSubscriptionChange(ctx, s.DB, orgID, changeID)
-		if err != nil || c.Status != models.ChangePending {
-			return c, err
-		}
-		select {
-		case <-ctx.Done():
-			return c, nil
-		case <-deadline.C:
-			return c, nil
-		case <-ticker.C:
-		}
-	}
+	return web.Await(ctx, min(d, web.MaxPreferWait),
+		func(ctx context.Context) (*models.SubscriptionChange, error) {
+			return models.FindSubscriptionChange(ctx, s.DB, orgID, changeID)
+		},
+		func(c *models.SubscriptionChange) bool { return c.Status != models.ChangePending })
 }
 
 // IsBadWebhook tells whether ReceiveEvent's error is the sender's fault —

@@ -208,7 +208,6 @@ func TestWaitHoldsUntilTheWorkflowHasMoved(t *testing.T) {
 		ctx := context.Background()
 		org := seedOrg(t, db, models.PlanFree)
 		svc := service(t, db, configured)
-		svc.PollInterval = 10 * time.Millisecond
 		c, err := svc.Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
 		if err != nil {
 			t.Fatal(err)

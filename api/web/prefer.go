@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -41,4 +42,26 @@ func PreferWait(c *fiber.Ctx) (time.Duration, bool) {
 		c.Set("Preference-Applied", "wait="+strconv.Itoa(int(wait/time.Second)))
 	}
 	return wait, ok
+}
+
+// Await reloads a record with load until done says it has moved, d has
+// passed or ctx has ended, and returns the last one loaded (a load error
+// ends the wait with that error). It polls the database — the source of
+// truth that workflows write to — every 20 ms at first, backing off to
+// 250 ms.
+func Await[T any](ctx context.Context, d time.Duration, load func(context.Context) (T, error), done func(T) bool) (T, error) {
+	deadline := time.Now().Add(d)
+	pause := 20 * time.Millisecond
+	for {
+		v, err := load(ctx)
+		if err != nil || done(v) || !time.Now().Before(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, nil
+		case <-time.After(min(pause, time.Until(deadline))):
+		}
+		pause = min(pause*2, 250*time.Millisecond)
+	}
 }
