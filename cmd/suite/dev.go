@@ -8,14 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/worker/devserver"
 	"github.com/business-suite/suite/worker/mailsink"
 	"github.com/business-suite/suite/worker/ready"
-	"github.com/business-suite/suite/workflows"
 )
 
 // runDev is `suite dev`: the whole suite in one process with nothing to
@@ -41,18 +38,7 @@ func runDev(ctx context.Context, cfg Config) error {
 		return err
 	}
 
-	searchAttrs := map[string]enumspb.IndexedValueType{}
-	for _, name := range workflows.SearchAttributeNames {
-		searchAttrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	ts, err := devserver.Start(devserver.Options{
-		DBPath:           filepath.Join(cfg.DataDir, "temporal.db"),
-		FrontendAddr:     cfg.TemporalAddress,
-		Namespace:        cfg.TemporalNamespace,
-		SearchAttributes: searchAttrs,
-		UIAddr:           cfg.TemporalUIAddr,
-		LogFile:          filepath.Join(cfg.DataDir, "temporal-server.log"),
-	})
+	ts, err := startEmbeddedTemporal(cfg)
 	if err != nil {
 		return err
 	}
@@ -165,7 +151,7 @@ func printDevBanner(cfg Config, apiAddr, uiURL string, sink *mailsink.Sink, took
 	if uiURL != "" {
 		fmt.Fprintf(stdout, "  Temporal UI    %s   (namespace %s)\n", uiURL, cfg.TemporalNamespace)
 	}
-	fmt.Fprintf(stdout, "  Temporal gRPC  %s   (server log: %s)\n", cfg.TemporalAddress, filepath.Join(cfg.DataDir, "temporal-server.log"))
+	fmt.Fprintf(stdout, "  Temporal gRPC  %s   (server log: %s)\n", cfg.TemporalAddress, filepath.Join(cfg.DataDir, temporalLogFile))
 	fmt.Fprintf(stdout, "  Database       %s\n", redactURL(cfg.DatabaseDSN()))
 	if sink != nil {
 		fmt.Fprintf(stdout, "  Mail           not sent: kept in %s (dev mail sink on %s; set SMTP_URL to send)\n", filepath.Join(cfg.DataDir, "mail"), sink.Addr())

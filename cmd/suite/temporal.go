@@ -25,25 +25,13 @@ func runTemporal(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create SUITE_DATA_DIR: %w", err)
 	}
-	searchAttrs := map[string]enumspb.IndexedValueType{}
-	for _, name := range workflows.SearchAttributeNames {
-		searchAttrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
-	}
-	dbPath := filepath.Join(cfg.DataDir, "temporal.db")
-	logFile := filepath.Join(cfg.DataDir, "temporal-server.log")
-	ts, err := devserver.Start(devserver.Options{
-		DBPath:           dbPath,
-		FrontendAddr:     cfg.TemporalAddress,
-		Namespace:        cfg.TemporalNamespace,
-		SearchAttributes: searchAttrs,
-		UIAddr:           cfg.TemporalUIAddr,
-		LogFile:          logFile,
-	})
+	ts, err := startEmbeddedTemporal(cfg)
 	if err != nil {
 		return err
 	}
 	log.Info("temporal server running (development and tests only, not for production)",
-		"frontend", ts.FrontendAddr(), "ui", ts.UIURL(), "namespace", cfg.TemporalNamespace, "state", dbPath, "server_log", logFile)
+		"frontend", ts.FrontendAddr(), "ui", ts.UIURL(), "namespace", cfg.TemporalNamespace,
+		"state", filepath.Join(cfg.DataDir, temporalDBFile), "server_log", filepath.Join(cfg.DataDir, temporalLogFile))
 	<-ctx.Done()
 	log.Info("stopping")
 	if err := ts.Stop(5 * time.Second); err != nil {
@@ -51,4 +39,29 @@ func runTemporal(ctx context.Context, cfg Config) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// The embedded server's files under SUITE_DATA_DIR.
+const (
+	temporalDBFile  = "temporal.db"
+	temporalLogFile = "temporal-server.log"
+)
+
+// startEmbeddedTemporal starts the embedded Temporal server of `suite dev`
+// and `suite temporal`: state in SUITE_DATA_DIR, the frontend on
+// TEMPORAL_ADDRESS, the namespace with the suite's search attributes, and
+// the Web UI unless SUITE_TEMPORAL_UI_ADDR is empty.
+func startEmbeddedTemporal(cfg Config) (*devserver.Server, error) {
+	searchAttrs := map[string]enumspb.IndexedValueType{}
+	for _, name := range workflows.SearchAttributeNames {
+		searchAttrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	return devserver.Start(devserver.Options{
+		DBPath:           filepath.Join(cfg.DataDir, temporalDBFile),
+		FrontendAddr:     cfg.TemporalAddress,
+		Namespace:        cfg.TemporalNamespace,
+		SearchAttributes: searchAttrs,
+		UIAddr:           cfg.TemporalUIAddr,
+		LogFile:          filepath.Join(cfg.DataDir, temporalLogFile),
+	})
 }
