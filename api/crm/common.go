@@ -159,13 +159,18 @@ func list[T, R any](h *handlers, c *fiber.Ctx, l listing[T, R]) error {
 
 // fillFromQuery sets each string field of the struct filter points to
 // from the query parameter its json tag names (as c.Query reads it; an
-// absent parameter is "").
+// absent parameter is ""), trimmed of spaces when tagged query:"trim".
 func fillFromQuery(c *fiber.Ctx, filter any) {
 	v := reflect.ValueOf(filter).Elem()
 	for i := range v.NumField() {
-		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		field := v.Type().Field(i)
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
 		if f := v.Field(i); name != "" && f.Kind() == reflect.String {
-			f.SetString(c.Query(name))
+			value := c.Query(name)
+			if field.Tag.Get("query") == "trim" {
+				value = strings.TrimSpace(value)
+			}
+			f.SetString(value)
 		}
 	}
 }
@@ -180,7 +185,7 @@ func equal(q *gorm.DB, column, value string) *gorm.DB {
 
 // containing narrows q to rows with text in one of columns, when set.
 func containing(q *gorm.DB, text string, columns ...string) *gorm.DB {
-	if text = strings.TrimSpace(text); text == "" {
+	if text == "" {
 		return q
 	}
 	return web.ContainsText(q, text, columns...)

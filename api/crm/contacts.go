@@ -39,7 +39,7 @@ func contactCursor(ct *models.Contact) web.Cursor {
 func (h *handlers) listContacts(c *fiber.Ctx) error {
 	var f struct {
 		Type string `json:"type" validate:"omitempty,oneof=person company"`
-		Q    string `json:"q" validate:"max=200"`
+		Q    string `json:"q" query:"trim" validate:"max=200"`
 	}
 	return list(h, c, listing[models.Contact, contactResponse]{filter: &f, cursor: contactCursor, view: toContact,
 		narrow: func(q *gorm.DB) *gorm.DB {

@@ -323,6 +323,7 @@ func TestContactsFiltersAndPagination(t *testing.T) {
 			{"underscore is literal", "&q=e_c", names("Snake_Case")},
 			{"type and q", "&type=company&q=off", names("500 Off Inc", "50% Off Ltd")},
 			{"no match", "&q=zzz", nil},
+			{"spaces around q are dropped", "&q=" + url.QueryEscape("  Lovelace  "), names("Ada Lovelace")},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {

@@ -55,7 +55,7 @@ func (h *handlers) listLeads(c *fiber.Ctx) error {
 	var f struct {
 		Status       string `json:"status" validate:"omitempty,oneof=NEW CONTACTED QUALIFIED CONVERTED UNQUALIFIED"`
 		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
-		Q            string `json:"q" validate:"max=200"`
+		Q            string `json:"q" query:"trim" validate:"max=200"`
 	}
 	return list(h, c, listing[models.Lead, leadResponse]{assignee: "assigned_to_id", filter: &f, cursor: leadCursor, view: toLead,
 		narrow: func(q *gorm.DB) *gorm.DB {
