@@ -23,7 +23,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +37,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/business-suite/suite/cmd/internal/harness"
 	"github.com/business-suite/suite/worker/ports"
 )
 
@@ -55,7 +55,7 @@ type config struct {
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.binary, "binary", "bin/suite", "the suite binary to start")
-	flag.StringVar(&cfg.pgURL, "postgres", envOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+	flag.StringVar(&cfg.pgURL, "postgres", harness.EnvOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL server to create the bench database on")
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each load run")
 	flag.IntVar(&cfg.intakeRate, "intake-rate", 50, "steady web-form intake rate (leads/s)")
@@ -68,13 +68,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func run(cfg config) error {
@@ -93,7 +86,7 @@ func run(cfg config) error {
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+dbName); err != nil {
 		return fmt.Errorf("create the bench database: %w", err)
 	}
-	dbURL := withDatabase(cfg.pgURL, dbName)
+	dbURL := harness.WithDatabase(cfg.pgURL, dbName)
 	if !cfg.keep {
 		defer func() { _, _ = admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") }()
 	}
@@ -173,15 +166,6 @@ func run(cfg config) error {
 		return os.WriteFile(cfg.out, []byte(table), 0o644)
 	}
 	return nil
-}
-
-func withDatabase(raw, name string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 // suite is the running `suite dev` process.

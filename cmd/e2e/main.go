@@ -36,6 +36,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/business-suite/suite/cmd/internal/harness"
 	"github.com/business-suite/suite/worker/ports"
 )
 
@@ -54,7 +55,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.binary, "binary", "bin/suite", "the suite binary to start (make build)")
-	flag.StringVar(&o.postgres, "postgres", envOr("DATABASE_URL", defaultPostgres),
+	flag.StringVar(&o.postgres, "postgres", harness.EnvOr("DATABASE_URL", defaultPostgres),
 		"PostgreSQL server to create the test database on (default: DATABASE_URL, else "+defaultPostgres+")")
 	flag.IntVar(&o.intakes, "intakes", 1000, "web-form intakes sent while a worker is killed")
 	flag.DurationVar(&o.temporalDown, "temporal-down", 30*time.Second, "how long the Temporal server stays stopped")
@@ -67,13 +68,6 @@ func main() {
 	code := run(ctx, o)
 	stop()
 	os.Exit(code)
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 // run is the whole test; its deferred cleanup always runs.
@@ -173,7 +167,7 @@ func (t *e2e) setUp(ctx context.Context) error {
 	if _, err := t.admin.ExecContext(ctx, "CREATE DATABASE "+t.dbName); err != nil {
 		return fmt.Errorf("create database %s: %w", t.dbName, err)
 	}
-	t.dbURL = withDatabase(t.o.postgres, t.dbName)
+	t.dbURL = harness.WithDatabase(t.o.postgres, t.dbName)
 	t.step("database %s created", t.dbName)
 	if t.db, err = sql.Open("pgx", t.dbURL); err != nil {
 		return err
@@ -313,15 +307,6 @@ func (t *e2e) tearDown(failed bool) {
 		return
 	}
 	_ = os.RemoveAll(t.dir)
-}
-
-func withDatabase(raw, name string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 func redact(raw string) string {
