@@ -76,6 +76,10 @@ func Open(ctx context.Context, dsn string, opts DBOptions) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Statements made with a request transaction's context run in it
+	// (requesttx.go).
+	router := &txRouter{db: sqlDB}
+	db.ConnPool, db.Statement.ConnPool = router, router
 	maxOpen := opts.MaxOpenConns
 	if maxOpen <= 0 {
 		maxOpen = 20

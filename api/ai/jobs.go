@@ -129,6 +129,14 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 	}
 	c.Location("/v1/ai/jobs/" + job.ID)
 	if wait, ok := web.PreferWait(c); ok {
+		// The worker must see the job before the wait can end; a retry
+		// after a crash during the wait gets the job as created.
+		if err := c.Status(fiber.StatusAccepted).JSON(h.toJob(job)); err != nil {
+			return err
+		}
+		if err := web.CommitResponse(c); err != nil {
+			return err
+		}
 		// The job exists whatever the wait ends in: a failed wait (the
 		// request's context ended, the database hiccupped) still answers
 		// 202 with the job as created, never an error that invites a retry.

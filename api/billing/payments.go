@@ -173,12 +173,20 @@ func (h *payments) open(c *fiber.Ctx, req models.OpenChange) error {
 	if err != nil {
 		return downgradeProblem(err)
 	}
+	c.Location("/helpdesk/payments/changes/" + change.ID)
 	if wait, ok := web.PreferWait(c); ok && wait > 0 {
+		// The worker must see the change before the wait can end; a retry
+		// after a crash during the wait gets the change as opened.
+		if err := c.Status(fiber.StatusAccepted).JSON(toChange(change)); err != nil {
+			return err
+		}
+		if err := web.CommitResponse(c); err != nil {
+			return err
+		}
 		if waited, err := h.s.Wait(c.UserContext(), change.OrgID, change.ID, wait); err == nil {
 			change = waited
 		}
 	}
-	c.Location("/helpdesk/payments/changes/" + change.ID)
 	return c.Status(fiber.StatusAccepted).JSON(toChange(change))
 }
 

@@ -107,36 +107,30 @@ func (h *handlers) createOrg(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	org, err = h.awaitProvisioned(c.UserContext(), org.ID)
-	if err != nil {
+	// The provisional answer is committed first: the registration workflow
+	// must see the organization, and a retry after a crash during the wait
+	// replays this 202.
+	c.Location("/crm/organization/" + org.ID)
+	if err := c.Status(fiber.StatusAccepted).JSON(toOrg(org, models.RoleOwner)); err != nil {
 		return err
+	}
+	if err := web.CommitResponse(c); err != nil {
+		return err
+	}
+	// The database, not Temporal, is the source of truth, so this works
+	// even while Temporal is unreachable (→ 202). The organization exists
+	// whatever the wait ends in: a failed wait still answers 202.
+	waited, err := web.Await(c.UserContext(), registrationWait,
+		func(ctx context.Context) (*models.Organization, error) { return models.FindOrg(ctx, h.DB, org.ID) },
+		func(o *models.Organization) bool { return o.Status != models.OrgProvisioning })
+	if err == nil {
+		org = waited
 	}
 	status := fiber.StatusCreated
 	if org.Status == models.OrgProvisioning {
 		status = fiber.StatusAccepted
 	}
-	c.Location("/crm/organization/" + org.ID)
 	return c.Status(status).JSON(toOrg(org, models.RoleOwner))
-}
-
-// awaitProvisioned polls the organization until it leaves provisioning or
-// registrationWait passes. The database, not Temporal, is the source of
-// truth, so this works even while Temporal is unreachable (→ 202).
-func (h *handlers) awaitProvisioned(ctx context.Context, id string) (*models.Organization, error) {
-	deadline := time.Now().Add(registrationWait)
-	pause := 10 * time.Millisecond
-	for {
-		org, err := models.FindOrg(ctx, h.DB, id)
-		if err != nil || org.Status != models.OrgProvisioning || time.Now().After(deadline) {
-			return org, err
-		}
-		select {
-		case <-ctx.Done():
-			return org, nil
-		case <-time.After(pause):
-		}
-		pause = min(pause*2, 200*time.Millisecond)
-	}
 }
 
 type orgList struct {

@@ -172,9 +172,10 @@ func (tx *Tx) Signal(sig Signal) error {
 	return nil
 }
 
-// Transact runs fn in one database transaction. Workflow starts recorded
-// with tx.Start commit or roll back with the domain writes; after a commit
-// the relay is woken to dispatch them immediately.
+// Transact runs fn in one database transaction (a savepoint of the
+// request's, when ctx carries one: models.BeginRequestTx). Workflow starts
+// recorded with tx.Start commit or roll back with the domain writes; after
+// the commit the relay is woken to dispatch them immediately.
 func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 	var recorded int
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
@@ -186,7 +187,9 @@ func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 		return nil
 	})
 	if err == nil && recorded > 0 {
-		s.Wake()
+		// Inside a request transaction (an Idempotency-Key) the rows are
+		// visible to the relay only once that commits.
+		models.AfterCommit(ctx, s.Wake)
 	}
 	return err
 }

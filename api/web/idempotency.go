@@ -7,9 +7,11 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -112,52 +114,146 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 		}
 
 		stopHeartbeat := heartbeat(context.WithoutCancel(ctx), db, &row, opts)
-		handlerErr := c.Next()
-		stopHeartbeat()
-		if handlerErr != nil {
+		defer stopHeartbeat()
+		// The handler's writes and the outcome stored under the key commit
+		// in one transaction: a process that dies in between leaves neither,
+		// and the retry runs again once the claim's lease lapses.
+		reqCtx, tx, err := models.BeginRequestTx(ctx, db)
+		if err != nil {
+			release(ctx, db, &row)
+			return err
+		}
+		defer tx.Rollback()
+		c.SetUserContext(reqCtx)
+		c.Locals(localIdempotentRequest, &idempotentRequest{db: db, row: &row, ctx: reqCtx, tx: tx})
+
+		if handlerErr := c.Next(); handlerErr != nil {
 			if err := c.App().ErrorHandler(c, handlerErr); err != nil {
 				return err
 			}
 		}
-		// Record the outcome even if the client went away meanwhile.
-		store := db.WithContext(context.WithoutCancel(ctx)).Model(&models.IdempotencyKey{}).
-			Where("scope = ? AND key = ?", row.Scope, row.Key)
+		stopHeartbeat()
 		resp := c.Response()
-		status := resp.StatusCode()
-		if status >= 500 || status == fiber.StatusTooManyRequests {
-			// Not an outcome: the retry must run again.
-			return store.Delete(&models.IdempotencyKey{}).Error
+		if !storable(resp.StatusCode()) {
+			// Not an outcome: the retry must run again — unless the handler
+			// committed early (CommitResponse), whose stored answer stands.
+			if tx.Open() {
+				tx.Rollback()
+				release(ctx, db, &row)
+			}
+			return nil
 		}
-		if status < 300 && string(resp.Header.Peek(fiber.HeaderCacheControl)) == "no-store" {
-			// The response holds a secret (tokens, a new API key): it is
-			// never written down. The key still records that the request
-			// succeeded, so a retry cannot repeat it.
-			return store.Updates(map[string]any{"state": models.IdemDone, "status_code": status, "content_type": secretWithheld, "body": nil}).Error
+		if !tx.Open() {
+			// Committed early: replace the provisional answer with the final
+			// one. The request succeeded either way; a failure here only
+			// leaves the provisional answer for a retry to replay.
+			if err := storeOutcome(context.WithoutCancel(ctx), db, &row, resp); err != nil {
+				slog.ErrorContext(ctx, "storing an idempotent response failed", "key", row.Key, "error", err)
+			}
+			return nil
 		}
-		err = store.Updates(map[string]any{
-			"state":        models.IdemDone,
-			"status_code":  resp.StatusCode(),
-			"content_type": string(resp.Header.ContentType()),
-			"location":     string(resp.Header.Peek(fiber.HeaderLocation)),
-			"body":         append([]byte(nil), resp.Body()...),
-		}).Error
-		if err != nil {
-			// The request succeeded; keep its response. The key stays in
-			// flight and is taken over after its lease.
-			slog.ErrorContext(ctx, "storing an idempotent response failed", "key", row.Key, "error", err)
+		err = tx.Commit(func() error { return storeOutcome(reqCtx, db, &row, resp) })
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, errClaimLost):
+			return errClaimLost
+		case resp.StatusCode() >= 400:
+			// A refusal whose transaction could not commit (PostgreSQL
+			// aborts a transaction at its first failed statement, such as
+			// the insert that found a duplicate): it changed nothing, and
+			// its answer is stored on its own.
+			if err := storeOutcome(context.WithoutCancel(ctx), db, &row, resp); err != nil {
+				return err
+			}
+			return nil
+		default:
+			// The commit failed, or its acknowledgement was lost: the
+			// answer must not claim success. The claim stays in flight, so
+			// a retry replays the outcome if the commit did land, and runs
+			// again after the lease if it did not.
+			return err
 		}
-		return nil
 	}
 }
 
+// storable tells whether a response is an outcome to keep under its key:
+// a 5xx or a 429 is not, the client's retry must run again.
+func storable(status int) bool {
+	return status < 500 && status != fiber.StatusTooManyRequests
+}
+
+// errClaimLost: the request ran past its lease and another request with the
+// same key took the claim over; this one's writes are rolled back.
+var errClaimLost = NewProblem(fiber.StatusConflict, "idempotency_key_in_flight",
+	"A request with this Idempotency-Key is still being processed; retry shortly.").WithRetryAfter(1)
+
+// release gives up a claim whose request stored no outcome, so a retry runs
+// at once.
+func release(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey) {
+	err := db.WithContext(context.WithoutCancel(ctx)).
+		Where("scope = ? AND key = ? AND created_at = ?", row.Scope, row.Key, row.CreatedAt).
+		Delete(&models.IdempotencyKey{}).Error
+	if err != nil {
+		slog.WarnContext(ctx, "releasing an idempotency claim failed; it lapses with its lease", "key", row.Key, "error", err)
+	}
+}
+
+// storeOutcome records resp as the outcome of the request that holds row's
+// claim, with ctx (inside the request transaction, or after it). A
+// successful response marked Cache-Control: no-store holds a secret (tokens,
+// a new API key) and is never written down: the key records only that the
+// request succeeded, so a retry cannot repeat it.
+func storeOutcome(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, resp *fasthttp.Response) error {
+	status := resp.StatusCode()
+	outcome := map[string]any{"state": models.IdemDone, "status_code": status, "content_type": secretWithheld,
+		"location": "", "body": nil}
+	if status >= 300 || string(resp.Header.Peek(fiber.HeaderCacheControl)) != "no-store" {
+		outcome["content_type"] = string(resp.Header.ContentType())
+		outcome["location"] = string(resp.Header.Peek(fiber.HeaderLocation))
+		outcome["body"] = append([]byte(nil), resp.Body()...)
+	}
+	res := db.WithContext(ctx).Model(&models.IdempotencyKey{}).
+		Where("scope = ? AND key = ? AND created_at = ?", row.Scope, row.Key, row.CreatedAt).
+		Updates(outcome)
+	if res.Error == nil && res.RowsAffected == 0 {
+		return errClaimLost
+	}
+	return res.Error
+}
+
+const localIdempotentRequest = "idempotent-request"
+
+// idempotentRequest is what CommitResponse needs of the middleware's state.
+type idempotentRequest struct {
+	db  *gorm.DB
+	row *models.IdempotencyKey
+	ctx context.Context
+	tx  *models.RequestTx
+}
+
+// CommitResponse commits the request's writes now, with the response the
+// handler has written so far stored as its outcome. A handler that goes on
+// to wait for work its writes started (Prefer: wait) calls it first: the
+// worker must see those writes, and a retry after a crash during the wait
+// replays this answer. The final response replaces it once the handler
+// returns. Without an Idempotency-Key it does nothing.
+func CommitResponse(c *fiber.Ctx) error {
+	r, ok := c.Locals(localIdempotentRequest).(*idempotentRequest)
+	if !ok || !r.tx.Open() {
+		return nil
+	}
+	return r.tx.Commit(func() error { return storeOutcome(r.ctx, r.db, r.row, c.Response()) })
+}
+
 // heartbeat renews the claim on row every third of the lease until the
-// returned stop is called (which waits for it to finish). The renewal names
+// returned stop is called. Stop does not wait for a renewal under way: on
+// SQLite it may be queued behind the request's own transaction. The renewal names
 // the claim by its created_at, so a claim that was taken over meanwhile is
 // never extended by its former holder.
 func heartbeat(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, opts IdempotencyOptions) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
+	quit := make(chan struct{})
 	go func() {
-		defer close(done)
 		ticker := time.NewTicker(opts.Lease / 3)
 		defer ticker.Stop()
 		for {
@@ -174,7 +270,8 @@ func heartbeat(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, opt
 			}
 		}
 	}()
-	return func() { close(quit); <-done }
+	var once sync.Once
+	return func() { once.Do(func() { close(quit) }) }
 }
 
 // claimKey inserts the in-flight row. When the key already exists it loads

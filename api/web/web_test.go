@@ -659,3 +659,138 @@ func TestDeepPagesUseTheIndexRange(t *testing.T) {
 		t.Fatalf("the cursor is not in the index condition:\n%s", text)
 	}
 }
+
+// crashApp writes an order in the handler and then, when asked, dies the
+// way a killed process does: the panic unwinds past the middleware, which
+// neither commits nor stores an outcome. Before, a handler's writes were
+// committed on their own, and a retry after the lease created the order a
+// second time.
+func crashApp(t *testing.T, db *gorm.DB, now *atomic.Pointer[time.Time]) *fiber.App {
+	t.Helper()
+	if err := db.Exec("CREATE TABLE test_orders (id INTEGER PRIMARY KEY, sku TEXT NOT NULL)").Error; err != nil {
+		t.Fatal(err)
+	}
+	app := newApp()
+	app.Use(web.Idempotency(db, web.IdempotencyOptions{Now: func() time.Time { return *now.Load() }}))
+	var seq atomic.Int32
+	insert := func(c *fiber.Ctx) (int32, error) {
+		n := seq.Add(1)
+		return n, db.WithContext(c.UserContext()).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", n, "x").Error
+	}
+	app.Post("/orders", func(c *fiber.Ctx) error {
+		n, err := insert(c)
+		if err != nil {
+			return err
+		}
+		if c.Get("X-Crash") != "" {
+			panic("killed after the write")
+		}
+		return c.Status(201).JSON(fiber.Map{"order": n})
+	})
+	app.Post("/orders/wait", func(c *fiber.Ctx) error {
+		n, err := insert(c)
+		if err != nil {
+			return err
+		}
+		if err := c.Status(202).JSON(fiber.Map{"order": n, "status": "started"}); err != nil {
+			return err
+		}
+		if err := web.CommitResponse(c); err != nil {
+			return err
+		}
+		// What the worker sees while the handler waits: the committed order.
+		var seen int64
+		if err := db.Raw("SELECT COUNT(*) FROM test_orders WHERE id = ?", n).Scan(&seen).Error; err != nil || seen != 1 {
+			return fmt.Errorf("the order is not visible before the wait: %d %v", seen, err)
+		}
+		if c.Get("X-Crash") != "" {
+			panic("killed while waiting")
+		}
+		return c.Status(200).JSON(fiber.Map{"order": n, "status": "done"})
+	})
+	app.Post("/orders/duplicate", func(c *fiber.Ctx) error {
+		// A refusal after a failed statement (PostgreSQL aborts the
+		// transaction there) is still stored and replayed.
+		if err := db.WithContext(c.UserContext()).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", -1, "x").Error; err != nil {
+			return err
+		}
+		if err := db.WithContext(c.UserContext()).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", -1, "x").Error; err == nil {
+			return errors.New("the duplicate was inserted")
+		}
+		return web.NewProblem(409, "duplicate", "Already there.")
+	})
+	return app
+}
+
+func countOrders(t *testing.T, db *gorm.DB) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Raw("SELECT COUNT(*) FROM test_orders WHERE id > 0").Scan(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestIdempotentWritesCommitWithTheirOutcome(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now, start := testClock()
+		app := crashApp(t, db, now)
+		afterLease := func() { later := now.Load().Add(web.DefaultIdempotencyLease + time.Second); now.Store(&later) }
+
+		t.Run("killed after the handler's write", func(t *testing.T) {
+			key := []string{web.HeaderIdempotencyKey, "crash"}
+			if r := send(t, app, "POST", "/orders", `{"sku":"x"}`, append(key, "X-Crash", "1")...); r.status != 500 {
+				t.Fatalf("the crashing request: %d %s", r.status, r.body)
+			}
+			if n := countOrders(t, db); n != 0 {
+				t.Fatalf("the dead request's write survived it: %d orders", n)
+			}
+			if r := send(t, app, "POST", "/orders", `{"sku":"x"}`, key...); r.status != 409 {
+				t.Fatalf("retry within the lease: %d %s", r.status, r.body)
+			}
+			afterLease()
+			first := send(t, app, "POST", "/orders", `{"sku":"x"}`, key...)
+			again := send(t, app, "POST", "/orders", `{"sku":"x"}`, key...)
+			if first.status != 201 || again.body != first.body || again.header.Get(web.HeaderIdempotentReplayed) != "true" {
+				t.Fatalf("retries: %d %s / %d %s", first.status, first.body, again.status, again.body)
+			}
+			if n := countOrders(t, db); n != 1 {
+				t.Fatalf("%d orders after the retries, want 1", n)
+			}
+		})
+
+		t.Run("killed while waiting after an early commit", func(t *testing.T) {
+			now.Store(&start)
+			key := []string{web.HeaderIdempotencyKey, "wait-crash"}
+			before := countOrders(t, db)
+			if r := send(t, app, "POST", "/orders/wait", `{}`, append(key, "X-Crash", "1")...); r.status != 500 {
+				t.Fatalf("the crashing request: %d %s", r.status, r.body)
+			}
+			afterLease()
+			r := send(t, app, "POST", "/orders/wait", `{}`, key...)
+			if r.status != 202 || !strings.Contains(r.body, `"started"`) || r.header.Get(web.HeaderIdempotentReplayed) != "true" {
+				t.Fatalf("the retry does not replay the committed answer: %d %s", r.status, r.body)
+			}
+			if n := countOrders(t, db); n != before+1 {
+				t.Fatalf("%d orders, want %d", n, before+1)
+			}
+			// Not killed: the final answer replaces the provisional one.
+			key = []string{web.HeaderIdempotencyKey, "wait-ok"}
+			if r := send(t, app, "POST", "/orders/wait", `{}`, key...); r.status != 200 {
+				t.Fatalf("the waiting request: %d %s", r.status, r.body)
+			}
+			if r := send(t, app, "POST", "/orders/wait", `{}`, key...); r.status != 200 || !strings.Contains(r.body, `"done"`) {
+				t.Fatalf("replay of the final answer: %d %s", r.status, r.body)
+			}
+		})
+
+		t.Run("a refusal after a failed statement", func(t *testing.T) {
+			key := []string{web.HeaderIdempotencyKey, "dup"}
+			first := send(t, app, "POST", "/orders/duplicate", `{}`, key...)
+			again := send(t, app, "POST", "/orders/duplicate", `{}`, key...)
+			if first.status != 409 || again.status != 409 || again.header.Get(web.HeaderIdempotentReplayed) != "true" {
+				t.Fatalf("%d %s / %d %s", first.status, first.body, again.status, again.body)
+			}
+		})
+	})
+}
