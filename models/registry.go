@@ -46,5 +46,6 @@ func All() []any {
 		&ServerSecret{},
 		&Invitation{},
 		&CacheEpoch{},
+		&RateCounter{},
 	}
 }

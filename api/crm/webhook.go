@@ -38,14 +38,14 @@ func Webhook(d Deps) []fiber.Handler {
 	anonymous := func(c *fiber.Ctx) bool { return c.Get("X-Api-Key") == "" }
 	keyed := func(c *fiber.Ctx) bool { return !anonymous(c) }
 	return []fiber.Handler{
-		web.Limit{Name: "webhook-ip", Max: 120, Window: time.Minute, Only: anonymous}.Handler(),
+		web.Limit{Name: "webhook-ip", Max: 120, Window: time.Minute, Only: anonymous}.Handler(d.DB),
 		web.Limit{Name: "webhook-org-ip", Max: 30, Window: time.Minute, Only: anonymous,
-			Key: func(c *fiber.Ctx) string { return webhookScope(c) + "|" + c.IP() }}.Handler(),
-		web.Limit{Name: "webhook-key-failures-ip", Max: 120, Window: time.Minute, Only: keyed, FailuresOnly: true}.Handler(),
+			Key: func(c *fiber.Ctx) string { return webhookScope(c) + "|" + c.IP() }}.Handler(d.DB),
+		web.Limit{Name: "webhook-key-failures-ip", Max: 120, Window: time.Minute, Only: keyed, FailuresOnly: true}.Handler(d.DB),
 		web.ErrorsAsResponses,
 		h.webhookAuth, // before idempotency: a refused request stores nothing
 		web.Limit{Name: "webhook-key", Max: keyRate, Window: time.Minute, Only: keyed,
-			Key: func(c *fiber.Ctx) string { return c.Locals("webhookSender").(webhookSender).key.ID }}.Handler(),
+			Key: func(c *fiber.Ctx) string { return c.Locals("webhookSender").(webhookSender).key.ID }}.Handler(d.DB),
 		web.Idempotency(d.DB, web.IdempotencyOptions{}),
 		h.webhook,
 	}

@@ -42,7 +42,7 @@ type handlers struct{ Deps }
 // center and the VAPID key. They are rate-limited per client address.
 func PublicRoutes(r fiber.Router, d Deps) {
 	h := &handlers{d}
-	limit := web.RateLimit("public-helpdesk", 120, time.Minute, nil)
+	limit := web.RateLimit(d.DB, "public-helpdesk", 120, time.Minute, nil)
 	r.Get("/public/kb/:workspaceId/categories", limit, h.publicCategories)
 	r.Get("/public/kb/:workspaceId/search", limit, h.publicSearch)
 	r.Get("/public/kb/:workspaceId/articles/:slug", limit, h.publicArticle)

@@ -26,14 +26,14 @@ func Mount(app *fiber.App, s *Service, idem fiber.Handler) {
 		app.Get(prefix+"/.well-known/openid-configuration", s.discovery)
 	}
 	v1 := app.Group("/identity/v1")
-	v1.Post("/users", web.RateLimit("signup", 20, time.Minute, nil), idem, s.signUp)
+	v1.Post("/users", web.RateLimit(s.db, "signup", 20, time.Minute, nil), idem, s.signUp)
 	v1.Post("/token",
-		web.RateLimit("login-ip", 30, time.Minute, nil),
-		web.RateLimitFailures("login-email", 5, time.Minute, emailOf),
+		web.RateLimit(s.db, "login-ip", 30, time.Minute, nil),
+		web.RateLimitFailures(s.db, "login-email", 5, time.Minute, emailOf),
 		web.ErrorsAsResponses,
 		idem,
 		s.token)
-	v1.Post("/token/refresh", web.RateLimit("refresh-ip", 60, time.Minute, nil), idem, s.refresh)
+	v1.Post("/token/refresh", web.RateLimit(s.db, "refresh-ip", 60, time.Minute, nil), idem, s.refresh)
 	v1.Get("/me", s.me)
 
 	v1.Put("/orgs/:orgId", s.requireService, s.putOrg)

@@ -1,20 +1,27 @@
 package web
 
 import (
-	"strconv"
+	"math"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/limiter"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
 )
 
 // RateLimit limits requests per key (by default the client IP) to max per
 // window, answering 429 problem+json with Retry-After beyond it. Counters
-// are per process: with N API replicas the effective limit is N×max, which
-// is the intent for abuse protection of public endpoints (see
-// docs/decisions.md).
-func RateLimit(name string, max int, window time.Duration, key func(c *fiber.Ctx) string) fiber.Handler {
-	return Limit{Name: name, Max: max, Window: window, Key: key}.Handler()
+// live in db, so the limit holds across every API replica.
+func RateLimit(db *gorm.DB, name string, max int, window time.Duration, key func(c *fiber.Ctx) string) fiber.Handler {
+	return Limit{Name: name, Max: max, Window: window, Key: key}.Handler(db)
+}
+
+// RateLimitFailures is RateLimit counting only failed requests (status ≥
+// 400): e.g. wrong passwords per account, so that a user who signs in
+// successfully is never locked out by the limiter.
+func RateLimitFailures(db *gorm.DB, name string, max int, window time.Duration, key func(c *fiber.Ctx) string) fiber.Handler {
+	return Limit{Name: name, Max: max, Window: window, Key: key, FailuresOnly: true}.Handler(db)
 }
 
 // Limit is a rate limit with every option; RateLimit and RateLimitFailures
@@ -30,46 +37,64 @@ type Limit struct {
 	// FailuresOnly counts only requests answered with a status ≥ 400 (put
 	// ErrorsAsResponses after the limiter so that it sees the status).
 	FailuresOnly bool
+	// Now is the clock (tests move it; models.Now by default).
+	Now func() time.Time
 }
 
-// Handler is the limit as middleware.
-func (l Limit) Handler() fiber.Handler {
+// Handler is the limit as middleware, counting in db's rate_counters: the
+// requests of the sliding window that ends now are estimated from the
+// current fixed window's count and the previous one's, weighted by how much
+// of it is still inside (one statement per request). Refused requests count
+// too, so a client that keeps hammering stays refused. A database that
+// cannot count answers the request with its error (a 503 when it is gone):
+// a limit that guards sign-in does not open when the database fails.
+func (l Limit) Handler(db *gorm.DB) fiber.Handler {
 	key := l.Key
 	if key == nil {
 		key = func(c *fiber.Ctx) string { return c.IP() }
 	}
-	var skip func(c *fiber.Ctx) bool
-	if l.Only != nil {
-		skip = func(c *fiber.Ctx) bool { return !l.Only(c) }
+	now := l.Now
+	if now == nil {
+		now = models.Now
 	}
-	name := l.Name
-	return limiter.New(limiter.Config{
-		Next:                   skip,
-		Max:                    l.Max,
-		Expiration:             l.Window,
-		LimiterMiddleware:      limiter.SlidingWindow{},
-		SkipSuccessfulRequests: l.FailuresOnly,
-		KeyGenerator:           func(c *fiber.Ctx) string { return name + "\x00" + key(c) },
-		LimitReached:           limitReached(l.Window),
-	})
-}
-
-func limitReached(window time.Duration) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		retry, _ := strconv.Atoi(string(c.Response().Header.Peek(fiber.HeaderRetryAfter)))
-		if retry < 1 {
-			retry = int(window.Seconds())
+		if l.Only != nil && !l.Only(c) {
+			return c.Next()
 		}
-		return NewProblem(fiber.StatusTooManyRequests, "rate_limited",
-			"Too many requests; retry after the time in Retry-After.").WithRetryAfter(retry)
+		ctx, bucket, at := c.UserContext(), l.Name+"|"+key(c), now()
+		if !l.FailuresOnly {
+			rate, err := models.HitRate(ctx, db, bucket, l.Window, at)
+			if err != nil {
+				return err
+			}
+			if rate.Estimate() > float64(l.Max) {
+				return limitReached(rate, at)
+			}
+			return c.Next()
+		}
+		rate, err := models.PeekRate(ctx, db, bucket, l.Window, at)
+		if err != nil {
+			return err
+		}
+		if rate.Estimate()+1 > float64(l.Max) {
+			return limitReached(rate, at)
+		}
+		if err := c.Next(); err != nil {
+			return err
+		}
+		if c.Response().StatusCode() >= 400 {
+			_, err = models.HitRate(ctx, db, bucket, l.Window, at)
+		}
+		return err
 	}
 }
 
-// RateLimitFailures is RateLimit counting only failed requests (status ≥
-// 400): e.g. wrong passwords per account, so that a user who signs in
-// successfully is never locked out by the limiter.
-func RateLimitFailures(name string, max int, window time.Duration, key func(c *fiber.Ctx) string) fiber.Handler {
-	return Limit{Name: name, Max: max, Window: window, Key: key, FailuresOnly: true}.Handler()
+// limitReached is the 429, with Retry-After until the current fixed
+// window ends (when the estimate next drops by the previous window's share).
+func limitReached(rate models.Rate, now time.Time) error {
+	retry := max(1, int(math.Ceil(rate.WindowEnd.Sub(now).Seconds())))
+	return NewProblem(fiber.StatusTooManyRequests, "rate_limited",
+		"Too many requests; retry after the time in Retry-After.").WithRetryAfter(retry)
 }
 
 // ErrorsAsResponses writes a returned error as its problem response right

@@ -159,18 +159,75 @@ func TestRequestIDIsEchoedOrMinted(t *testing.T) {
 	}
 }
 
-func TestRateLimitAnswers429WithRetryAfter(t *testing.T) {
-	app := newApp()
-	app.Get("/public", web.RateLimit("test", 2, time.Minute, nil), func(c *fiber.Ctx) error { return c.SendString("ok") })
-	for i := range 2 {
-		if r := send(t, app, "GET", "/public", ""); r.status != 200 {
-			t.Fatalf("request %d: %d", i, r.status)
+// Limits are counted in the database: two replicas (two apps on one
+// database) share them, requests alternating between the two.
+func TestRateLimitsHoldAcrossReplicas(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now, start := testClock()
+		window := start.Truncate(time.Minute).Add(time.Minute) // a window's start
+		now.Store(&window)
+		clock := func() time.Time { return *now.Load() }
+		replica := func() *fiber.App {
+			app := newApp()
+			app.Get("/public", web.Limit{Name: "test", Max: 3, Window: time.Minute, Now: clock}.Handler(db),
+				func(c *fiber.Ctx) error { return c.SendString("ok") })
+			app.Post("/login", web.Limit{Name: "login", Max: 2, Window: time.Minute, Now: clock, FailuresOnly: true}.Handler(db),
+				web.ErrorsAsResponses, func(c *fiber.Ctx) error {
+					if c.Query("password") != "right" {
+						return web.NewProblem(401, "invalid_grant", "Wrong password.")
+					}
+					return c.SendString("ok")
+				})
+			return app
 		}
-	}
-	r := send(t, app, "GET", "/public", "")
-	if r.status != 429 || !strings.Contains(r.body, `"code":"rate_limited"`) || r.header.Get("Retry-After") == "" {
-		t.Fatalf("third request: %d %v %s", r.status, r.header, r.body)
-	}
+		apps := []*fiber.App{replica(), replica()}
+		at := func(d time.Duration) { t := window.Add(d); now.Store(&t) }
+
+		for i := range 3 {
+			if r := send(t, apps[i%2], "GET", "/public", ""); r.status != 200 {
+				t.Fatalf("request %d: %d %s", i+1, r.status, r.body)
+			}
+		}
+		r := send(t, apps[1], "GET", "/public", "")
+		if r.status != 429 || !strings.Contains(r.body, `"code":"rate_limited"`) || r.header.Get("Retry-After") != "60" {
+			t.Fatalf("the fourth request, on the other replica: %d %v %s", r.status, r.header, r.body)
+		}
+		// Half-way through the next window the previous one's 4 hits count
+		// for 2: one more request fits, the next does not.
+		at(90 * time.Second)
+		if r := send(t, apps[0], "GET", "/public", ""); r.status != 200 {
+			t.Fatalf("half a window later: %d %s", r.status, r.body)
+		}
+		if r := send(t, apps[1], "GET", "/public", ""); r.status != 429 || r.header.Get("Retry-After") != "30" {
+			t.Fatalf("over the sliding estimate: %d %v", r.status, r.header)
+		}
+		// Two windows later it has all gone.
+		at(3 * time.Minute)
+		if r := send(t, apps[1], "GET", "/public", ""); r.status != 200 {
+			t.Fatalf("two windows later: %d %s", r.status, r.body)
+		}
+
+		// Only failures count: successes never lock an account out, two
+		// failures on two replicas do.
+		for i := range 3 {
+			if r := send(t, apps[i%2], "POST", "/login?password=right", ""); r.status != 200 {
+				t.Fatalf("success %d: %d", i+1, r.status)
+			}
+		}
+		for i := range 2 {
+			if r := send(t, apps[i%2], "POST", "/login", ""); r.status != 401 {
+				t.Fatalf("failure %d: %d", i+1, r.status)
+			}
+		}
+		if r := send(t, apps[0], "POST", "/login?password=right", ""); r.status != 429 {
+			t.Fatalf("after two failures: %d %s", r.status, r.body)
+		}
+
+		later := window.Add(10 * time.Minute)
+		if n, err := models.PurgeRateCounters(t.Context(), db, later); err != nil || n == 0 {
+			t.Fatalf("purge: %d %v", n, err)
+		}
+	})
 }
 
 func idempotentApp(db *gorm.DB, now *atomic.Pointer[time.Time], hits *atomic.Int32, gate chan struct{}) *fiber.App {

@@ -22,6 +22,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		{"a helpdesk ticket solved and auto-closed", t.ticket},
 		{"an API key revoked through one API", t.revocation},
 		{"one Idempotency-Key on both APIs", t.idempotency},
+		{"a sign-in limit counted across both APIs", t.rateLimit},
 	}
 	faults := map[string]struct {
 		name string
@@ -320,6 +321,45 @@ func (t *e2e) idempotency(ctx context.Context) error {
 		return fmt.Errorf("one Idempotency-Key on api1 then api2: ids %s and %s, %d contacts in the database (want one)", first.ID, second.ID, n)
 	}
 	t.figure("idempotency: one key sent to api1 then api2 → one contact (api2 replayed api1's answer)")
+	return nil
+}
+
+// rateLimit: wrong passwords for one account, alternating between the two
+// APIs, are refused with 429 after the per-account limit (5 a minute) —
+// not after 5 on each API — and so is the right password then.
+func (t *e2e) rateLimit(ctx context.Context) error {
+	email := fmt.Sprintf("locked-%d@example.com", time.Now().UnixNano())
+	const password = "correct horse battery"
+	if err := expect(ctx, t.http, http.StatusCreated, nil, "POST", t.base(0)+"/identity/v1/users",
+		map[string]string{"email": email, "password": password, "name": "Locked Out"}); err != nil {
+		return err
+	}
+	signIn := func(i int, password string) (int, error) {
+		r, err := request(ctx, t.http, "POST", t.base(i)+"/identity/v1/token",
+			map[string]string{"grant_type": "password", "email": email, "password": password})
+		if err != nil {
+			return 0, err
+		}
+		return r.status, nil
+	}
+	var statuses []string
+	for attempt := range 6 {
+		st, err := signIn(attempt%2, "wrong password")
+		if err != nil {
+			return err
+		}
+		statuses = append(statuses, fmt.Sprintf("api%d:%d", attempt%2+1, st))
+	}
+	st, err := signIn(1, password)
+	if err != nil {
+		return err
+	}
+	statuses = append(statuses, fmt.Sprintf("api2 (right password):%d", st))
+	t.figure("rate limit: wrong passwords alternating between the APIs → %s", strings.Join(statuses, ", "))
+	want := "api1:401, api2:401, api1:401, api2:401, api1:401, api2:429, api2 (right password):429"
+	if got := strings.Join(statuses, ", "); got != want {
+		return fmt.Errorf("the per-account sign-in limit across two APIs: got %s, want %s", got, want)
+	}
 	return nil
 }
 

@@ -113,8 +113,9 @@ func newMetrics() *prometheus.Registry {
 }
 
 // runBackground runs the API replica's background loops until ctx ends: the
-// outbox relay and the purge of expired idempotency keys and of revoked
-// sessions whose access tokens have all expired.
+// outbox relay and the purge of expired idempotency keys, of revoked
+// sessions whose access tokens have all expired and of rate-limit counters
+// no limit reads any more.
 func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, log *slog.Logger) {
 	go starter.Run(ctx)
 	go func() {
@@ -128,6 +129,9 @@ func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, lo
 			}
 			if _, err := identity.PurgeRevokedSessions(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
 				log.Warn("purge revoked sessions", "error", err)
+			}
+			if _, err := models.PurgeRateCounters(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
+				log.Warn("purge rate-limit counters", "error", err)
 			}
 			select {
 			case <-ctx.Done():

@@ -1,0 +1,72 @@
+package models
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// RateCounter counts one rate-limit bucket's requests in one fixed window.
+// Counters live in the database, so that a limit holds across every API
+// replica; a window's row expires two windows after it began (the sliding
+// estimate reads the previous window).
+type RateCounter struct {
+	Bucket      string    `gorm:"primaryKey"`
+	WindowStart time.Time `gorm:"primaryKey"`
+	Hits        int
+	ExpiresAt   time.Time
+}
+
+// Rate is a bucket's request count over the last window, estimated the
+// sliding-window way: the current fixed window's hits plus the previous
+// window's weighted by how much of it the sliding window still covers.
+type Rate struct {
+	Current, Previous int
+	// Weight is the share of the previous window still covered (0..1].
+	Weight float64
+	// WindowEnd is when the current fixed window ends.
+	WindowEnd time.Time
+}
+
+// Estimate is the number of requests in the window ending now.
+func (r Rate) Estimate() float64 { return float64(r.Previous)*r.Weight + float64(r.Current) }
+
+func rateWindows(window time.Duration, now time.Time) (current, previous time.Time, weight float64) {
+	current = now.Truncate(window)
+	return current, current.Add(-window), 1 - float64(now.Sub(current))/float64(window)
+}
+
+// HitRate counts one request against bucket and returns its rate including
+// that request, in one statement.
+func HitRate(ctx context.Context, db *gorm.DB, bucket string, window time.Duration, now time.Time) (Rate, error) {
+	cur, prev, weight := rateWindows(window, now)
+	r := Rate{Weight: weight, WindowEnd: cur.Add(window)}
+	err := db.WithContext(ctx).Raw(`INSERT INTO rate_counters (bucket, window_start, hits, expires_at) VALUES (?, ?, 1, ?)
+ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_counters.hits + 1
+RETURNING hits, COALESCE((SELECT p.hits FROM rate_counters p WHERE p.bucket = ? AND p.window_start = ?), 0)`,
+		bucket, cur, cur.Add(2*window), bucket, prev).Row().Scan(&r.Current, &r.Previous)
+	return r, err
+}
+
+// PeekRate returns bucket's rate without counting a request.
+func PeekRate(ctx context.Context, db *gorm.DB, bucket string, window time.Duration, now time.Time) (Rate, error) {
+	cur, prev, weight := rateWindows(window, now)
+	r := Rate{Weight: weight, WindowEnd: cur.Add(window)}
+	var rows []RateCounter
+	err := db.WithContext(ctx).Where("bucket = ? AND window_start IN (?, ?)", bucket, cur, prev).Find(&rows).Error
+	for _, row := range rows {
+		if row.WindowStart.Equal(cur) {
+			r.Current = row.Hits
+		} else {
+			r.Previous = row.Hits
+		}
+	}
+	return r, err
+}
+
+// PurgeRateCounters deletes counters no estimate reads any more.
+func PurgeRateCounters(ctx context.Context, db *gorm.DB, now time.Time) (int64, error) {
+	res := db.WithContext(ctx).Where("expires_at < ?", now).Delete(&RateCounter{})
+	return res.RowsAffected, res.Error
+}
