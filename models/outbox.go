@@ -51,6 +51,9 @@ type WorkflowStart struct {
 	// TraceContext is the W3C traceparent of the request that recorded the
 	// row: the relay continues that trace when it calls Temporal.
 	TraceContext string
+	// RequestID is the id of the request that recorded the row; the
+	// workflow's and its activities' log lines carry it.
+	RequestID string
 }
 
 // InsertWorkflowStart records s inside tx. It reports false when a start with

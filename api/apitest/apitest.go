@@ -21,7 +21,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
+	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/temporaltest"
 	"gorm.io/gorm"
 
@@ -59,6 +61,7 @@ type Env struct {
 
 	workerDeps   worker.Deps
 	temporalAddr string
+	temporalLog  io.Writer
 	namespace    string
 	register     []func(sdkworker.Registry)
 }
@@ -79,6 +82,13 @@ type options struct {
 	billing        activities.BillingConfig
 	pushService    bool
 	mailReject     func(rcpt string) *smtp.SMTPError
+	temporalLog    io.Writer
+}
+
+// WithTemporalLog writes the log lines of the Env's Temporal clients and
+// worker (workflow.GetLogger, activity.GetLogger) to w, as JSON.
+func WithTemporalLog(w io.Writer) Option {
+	return func(o *options) { o.temporalLog = w }
 }
 
 // InviteURL is the accept-link template of every test Env.
@@ -151,7 +161,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e := &Env{T: t, Dialect: d, DB: dbtest.Open(t, d), Log: log}
+	e := &Env{T: t, Dialect: d, DB: dbtest.Open(t, d), Log: log, temporalLog: o.temporalLog}
 
 	// The app serves on a real loopback listener: the JWKS that verifies
 	// tokens and the identity service's HTTP API are reached over HTTP,
@@ -206,14 +216,14 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 			t.Fatal(err)
 		}
 		e.temporalAddr = addr
-		if e.Temporal, err = client.NewLazyClient(clientOptions(t, e.temporalAddr, "default")); err != nil {
+		if e.Temporal, err = client.NewLazyClient(clientOptions(t, e.temporalAddr, "default", o.temporalLog)); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(e.Temporal.Close)
 	} else {
 		// One Temporal server per Env: two Envs never share a task queue, so
 		// a workflow of one test can never run against another test's database.
-		ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(clientOptions(t, "", "")))
+		ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(clientOptions(t, "", "", o.temporalLog)))
 		e.Temporal = ts.GetDefaultClient()
 		e.namespace = ts.GetDefaultNamespace()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -245,12 +255,18 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 // production, they carry request traces into workflows (see package
 // telemetry; no spans are recorded unless a test installs a provider).
 // Empty hostPort and namespace are temporaltest's own.
-func clientOptions(t *testing.T, hostPort, namespace string) client.Options {
+func clientOptions(t *testing.T, hostPort, namespace string, logTo io.Writer) client.Options {
 	tracing, err := telemetry.Interceptor()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return client.Options{HostPort: hostPort, Namespace: namespace, Interceptors: []interceptor.ClientInterceptor{tracing}}
+	opts := client.Options{HostPort: hostPort, Namespace: namespace,
+		Interceptors:       []interceptor.ClientInterceptor{tracing, telemetry.LogInterceptor()},
+		ContextPropagators: []workflow.ContextPropagator{telemetry.RequestIDPropagator()}}
+	if logTo != nil {
+		opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(logTo, nil)))
+	}
+	return opts
 }
 
 func (e *Env) startWorker(c client.Client) {
@@ -278,7 +294,7 @@ func (e *Env) StartTemporal() {
 		e.T.Fatal(err)
 	}
 	e.T.Cleanup(func() { _ = srv.Stop(3 * time.Second) })
-	c, err := client.DialContext(e.T.Context(), clientOptions(e.T, e.temporalAddr, "default"))
+	c, err := client.DialContext(e.T.Context(), clientOptions(e.T, e.temporalAddr, "default", e.temporalLog))
 	if err != nil {
 		e.T.Fatal(err)
 	}

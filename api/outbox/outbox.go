@@ -122,6 +122,14 @@ func (tx *Tx) traceContext() string {
 	return telemetry.Inject(tx.Statement.Context)
 }
 
+// requestID is the id of the request the transaction serves.
+func (tx *Tx) requestID() string {
+	if tx.Statement == nil || tx.Statement.Context == nil {
+		return ""
+	}
+	return telemetry.RequestID(tx.Statement.Context)
+}
+
 // Start records s in the transaction. It is dispatched only if the
 // transaction commits.
 func (tx *Tx) Start(s Start) error {
@@ -136,7 +144,7 @@ func (tx *Tx) Start(s Start) error {
 		Input:        string(input),
 		OrgID:        s.OrgID,
 		Kind:         s.Kind,
-		TraceContext: tx.traceContext(),
+		TraceContext: tx.traceContext(), RequestID: tx.requestID(),
 	})
 	if err != nil {
 		return err
@@ -157,7 +165,7 @@ func (tx *Tx) Signal(sig Signal) error {
 		return fmt.Errorf("encode signal %s to %s: %w", sig.Name, sig.WorkflowID, err)
 	}
 	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: workflows.TaskQueue, SignalName: sig.Name, SignalInput: string(input),
-		TraceContext: tx.traceContext()}
+		TraceContext: tx.traceContext(), RequestID: tx.requestID()}
 	if sig.Start != nil {
 		startInput, err := json.Marshal(sig.Start.Input)
 		if err != nil {
@@ -298,7 +306,7 @@ func (s *Starter) dispatch(ctx context.Context, row *models.WorkflowStart) (stri
 	}
 	row.Attempts++
 
-	callCtx, cancel := context.WithTimeout(telemetry.Extract(ctx, row.TraceContext), s.DispatchTimeout)
+	callCtx, cancel := context.WithTimeout(telemetry.WithRequestID(telemetry.Extract(ctx, row.TraceContext), row.RequestID), s.DispatchTimeout)
 	defer cancel()
 	var update map[string]any
 	if row.SignalName != "" {

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/identity"
@@ -56,11 +57,13 @@ func temporalOptions(cfg Config, log *slog.Logger, reg *prometheus.Registry) (cl
 		return client.Options{}, err
 	}
 	opts := client.Options{
-		HostPort:       cfg.TemporalAddress,
-		Namespace:      cfg.TemporalNamespace,
-		Logger:         sdklog.NewStructuredLogger(log.With("component", "temporal-client")),
-		Interceptors:   []interceptor.ClientInterceptor{tracing},
-		MetricsHandler: sdkMetrics,
+		HostPort:     cfg.TemporalAddress,
+		Namespace:    cfg.TemporalNamespace,
+		Logger:       sdklog.NewStructuredLogger(log.With("component", "temporal-client")),
+		Interceptors: []interceptor.ClientInterceptor{tracing, telemetry.LogInterceptor()},
+		// The request id travels in the workflows' headers.
+		ContextPropagators: []workflow.ContextPropagator{telemetry.RequestIDPropagator()},
+		MetricsHandler:     sdkMetrics,
 	}
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)

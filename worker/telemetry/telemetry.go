@@ -81,9 +81,9 @@ func (lazyTracer) Start(ctx context.Context, name string, opts ...trace.SpanStar
 // Middleware starts a server span for each request, continuing a trace
 // the caller sent in traceparent, and makes it the request's context
 // (c.UserContext()), which handlers pass to the outbox. The span carries
-// the request's id (requestID), so a request log line, its trace and the
-// workflow and activity log lines of the work it caused (which carry the
-// TraceID) can be joined.
+// the request's id (requestID), which the context carries too: the outbox
+// stores it with the work it starts, and the work's log lines carry it
+// (RequestIDPropagator, LogInterceptor).
 func Middleware(requestID func(c *fiber.Ctx) string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		carrier := propagation.MapCarrier{}
@@ -98,7 +98,7 @@ func Middleware(requestID func(c *fiber.Ctx) string) fiber.Handler {
 			trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("url.path", strings.Clone(c.Path())),
 				attribute.String("request.id", strings.Clone(requestID(c)))))
 		defer span.End()
-		c.SetUserContext(ctx)
+		c.SetUserContext(WithRequestID(ctx, strings.Clone(requestID(c))))
 		err := c.Next()
 		// The route is known once routing has run; copy it, Fiber reuses it.
 		route := strings.Clone(c.Route().Path)
