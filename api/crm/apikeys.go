@@ -33,25 +33,8 @@ func toKey(k *models.APIKey) keyResponse {
 
 func keyCursor(k *models.APIKey) web.Cursor { return web.Cursor{CreatedAt: k.CreatedAt, ID: k.ID} }
 
-// keyAdmin resolves the organization for a key-management route: ADMIN
-// users only, never an API key.
-func (h *handlers) keyAdmin(c *fiber.Ctx) (*auth.Principal, error) {
-	id, err := pathID(c, "id", "The organization")
-	if err != nil {
-		return nil, err
-	}
-	p, err := h.Auth.ResolveOrg(c, id)
-	if err != nil {
-		return nil, err
-	}
-	return p, auth.RequireUserAdmin(p)
-}
-
 func (h *handlers) listKeys(c *fiber.Ctx) error {
-	p, err := h.keyAdmin(c)
-	if err != nil {
-		return err
-	}
+	p := auth.From(c)
 	page, err := web.ParsePage(c)
 	if err != nil {
 		return err
@@ -70,10 +53,7 @@ type createKeyRequest struct {
 
 // createKey generates a key; its text is in this response only.
 func (h *handlers) createKey(c *fiber.Ctx) error {
-	p, err := h.keyAdmin(c)
-	if err != nil {
-		return err
-	}
+	p := auth.From(c)
 	var req createKeyRequest
 	if err := web.Decode(c, &req); err != nil {
 		return err
@@ -91,10 +71,7 @@ func (h *handlers) createKey(c *fiber.Ctx) error {
 
 // revokeKey revokes a key at once (idempotent).
 func (h *handlers) revokeKey(c *fiber.Ctx) error {
-	p, err := h.keyAdmin(c)
-	if err != nil {
-		return err
-	}
+	p := auth.From(c)
 	keyID, err := pathID(c, "keyId", "The API key")
 	if err != nil {
 		return err

@@ -72,6 +72,39 @@ func findScoped[T any](c *fiber.Ctx, db *gorm.DB, p *auth.Principal, id, assigne
 	return &row, nil
 }
 
+// getScoped answers the row of T named by the :id parameter, seen as the
+// caller sees it (findScoped), shown by view.
+func getScoped[T, R any](h *handlers, c *fiber.Ctx, assigneeColumn, what string, view func(*T) R) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	row, err := findScoped[T](c, h.DB, p, c.Params("id"), assigneeColumn, what)
+	if err != nil {
+		return err
+	}
+	return c.JSON(view(row))
+}
+
+// updateScoped changes the row of T named by the :id parameter, seen as the
+// caller p sees it (findScoped), in one transaction: the row is locked,
+// change applies the request to it (or refuses, changing nothing) and the
+// row is saved. It returns the saved row.
+func updateScoped[T any](h *handlers, c *fiber.Ctx, p *auth.Principal, assigneeColumn, what string, change func(tx *gorm.DB, row *T) error) (*T, error) {
+	var row *T
+	err := h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		var err error
+		if row, err = findScoped[T](c, models.LockForUpdate(tx), p, c.Params("id"), assigneeColumn, what); err != nil {
+			return err
+		}
+		if err := change(tx, row); err != nil {
+			return err
+		}
+		return tx.Save(row).Error
+	})
+	return row, err
+}
+
 // deleteScoped deletes the row of T named by the :id parameter, seen as the
 // caller sees it (findScoped), and answers 204.
 func deleteScoped[T any](h *handlers, c *fiber.Ctx, assigneeColumn, what string) error {

@@ -103,15 +103,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 }
 
 func (h *handlers) getContact(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	ct, err := findScoped[models.Contact](c, h.DB, p, c.Params("id"), "", "The contact")
-	if err != nil {
-		return err
-	}
-	return c.JSON(toContact(ct))
+	return getScoped(h, c, "", "The contact", toContact)
 }
 
 type updateContactRequest struct {
@@ -128,18 +120,13 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var ct *models.Contact
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		if ct, err = findScoped[models.Contact](c, models.LockForUpdate(tx), p, c.Params("id"), "", "The contact"); err != nil {
-			return err
-		}
+	ct, err := updateScoped(h, c, p, "", "The contact", func(tx *gorm.DB, ct *models.Contact) error {
 		if req.Name != nil {
 			ct.Name = strings.TrimSpace(*req.Name)
 		}
 		req.apply(ct)
 		ct.UpdatedAt = models.Now()
-		return tx.Save(ct).Error
+		return nil
 	})
 	if err != nil {
 		return err

@@ -176,15 +176,7 @@ func (h *handlers) withHistory(c *fiber.Ctx, d *models.Deal) dealResponse {
 }
 
 func (h *handlers) getDeal(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	d, err := findScoped[models.Deal](c, h.DB, p, c.Params("id"), "assigned_to_id", "The deal")
-	if err != nil {
-		return err
-	}
-	return c.JSON(h.withHistory(c, d))
+	return getScoped(h, c, "assigned_to_id", "The deal", func(d *models.Deal) dealResponse { return h.withHistory(c, d) })
 }
 
 type updateDealRequest struct {
@@ -202,12 +194,7 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var d *models.Deal
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		if d, err = findScoped[models.Deal](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The deal"); err != nil {
-			return err
-		}
+	d, err := updateScoped(h, c, p, "assigned_to_id", "The deal", func(tx *gorm.DB, d *models.Deal) error {
 		from := d.Stage
 		if req.Title != nil {
 			d.Title = strings.TrimSpace(*req.Title)
@@ -237,7 +224,7 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 			return models.Invalid(models.FieldError{Field: "lostReason", Code: "required", Message: "A LOST deal needs a lostReason."})
 		}
 		d.UpdatedAt = now
-		return tx.Save(d).Error
+		return nil
 	})
 	if err != nil {
 		return err

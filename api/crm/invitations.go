@@ -122,7 +122,7 @@ type invitedMemberResponse struct {
 // resendInvitation replaces an invited member's invitation with a new one
 // (new token, new expiry, new e-mail); the old token stops working.
 func (h *handlers) resendInvitation(c *fiber.Ctx) error {
-	p, memberID, err := h.memberRoute(c)
+	p, memberID, err := pathMember(c)
 	if err != nil {
 		return err
 	}

@@ -156,15 +156,7 @@ func mustJSON(v any) string {
 }
 
 func (h *handlers) getLead(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	l, err := findScoped[models.Lead](c, h.DB, p, c.Params("id"), "assigned_to_id", "The lead")
-	if err != nil {
-		return err
-	}
-	return c.JSON(toLead(l))
+	return getScoped(h, c, "assigned_to_id", "The lead", toLead)
 }
 
 type updateLeadRequest struct {
@@ -189,12 +181,7 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var l *models.Lead
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		if l, err = findScoped[models.Lead](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The lead"); err != nil {
-			return err
-		}
+	l, err := updateScoped(h, c, p, "assigned_to_id", "The lead", func(tx *gorm.DB, l *models.Lead) error {
 		if req.Status != nil {
 			if err := models.CheckLeadMove(l.Status, *req.Status); err != nil {
 				return err
@@ -227,7 +214,7 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 			return err
 		}
 		l.UpdatedAt = now
-		return tx.Save(l).Error
+		return nil
 	})
 	if err != nil {
 		if models.IsUniqueViolation(err) {

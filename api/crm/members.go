@@ -42,14 +42,7 @@ func memberCursor(m *models.Member) web.Cursor { return web.Cursor{CreatedAt: m.
 
 // listMembers lists members and pending invites; any member may look.
 func (h *handlers) listMembers(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "The organization")
-	if err != nil {
-		return err
-	}
-	p, err := h.Auth.ResolveOrg(c, id)
-	if err != nil {
-		return err
-	}
+	p := auth.From(c)
 	page, err := web.ParsePage(c)
 	if err != nil {
 		return err
@@ -103,17 +96,7 @@ func canGrant(p *auth.Principal, roles ...string) error {
 // no-store); the InvitationEmail workflow, recorded in the same
 // transaction, e-mails it to the address.
 func (h *handlers) inviteMember(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "The organization")
-	if err != nil {
-		return err
-	}
-	p, err := h.Auth.ResolveOrg(c, id)
-	if err != nil {
-		return err
-	}
-	if err := auth.RequireUserAdmin(p); err != nil {
-		return err
-	}
+	p := auth.From(c)
 	var req inviteRequest
 	if err := web.Decode(c, &req); err != nil {
 		return err
@@ -129,7 +112,7 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 		m.Target = cents(*req.Target)
 	}
 	var invitation *invitationResponse
-	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
+	err := h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
 		org, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID)
 		if err != nil {
 			return err
@@ -176,7 +159,7 @@ type updateMemberRequest struct {
 
 // updateMember changes a member's role, name or sales target.
 func (h *handlers) updateMember(c *fiber.Ctx) error {
-	p, memberID, err := h.memberRoute(c)
+	p, memberID, err := pathMember(c)
 	if err != nil {
 		return err
 	}
@@ -228,7 +211,7 @@ func (h *handlers) updateMember(c *fiber.Ctx) error {
 // removeMember removes a member or withdraws an invite (its token stops
 // working), freeing the seat.
 func (h *handlers) removeMember(c *fiber.Ctx) error {
-	p, memberID, err := h.memberRoute(c)
+	p, memberID, err := pathMember(c)
 	if err != nil {
 		return err
 	}
@@ -266,21 +249,11 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
-// memberRoute resolves /organization/:id/members/:memberId for an admin.
-func (h *handlers) memberRoute(c *fiber.Ctx) (*auth.Principal, string, error) {
-	id, err := pathID(c, "id", "The organization")
-	if err != nil {
-		return nil, "", err
-	}
-	p, err := h.Auth.ResolveOrg(c, id)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := auth.RequireUserAdmin(p); err != nil {
-		return nil, "", err
-	}
+// pathMember is the :memberId of an /organization/:id/members/:memberId
+// route (the organization is resolved by inPathOrg).
+func pathMember(c *fiber.Ctx) (*auth.Principal, string, error) {
 	memberID, err := pathID(c, "memberId", "The member")
-	return p, memberID, err
+	return auth.From(c), memberID, err
 }
 
 func memberNotFound(err error) error {

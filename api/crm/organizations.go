@@ -231,14 +231,7 @@ func startOrgSync(tx *outbox.Tx, orgID string) error {
 }
 
 func (h *handlers) getOrg(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "The organization")
-	if err != nil {
-		return err
-	}
-	p, err := h.Auth.ResolveOrg(c, id)
-	if err != nil {
-		return err
-	}
+	p := auth.From(c)
 	org, err := models.FindOrg(c.UserContext(), h.DB, p.OrgID)
 	if err != nil {
 		return err
@@ -252,25 +245,15 @@ type updateOrgRequest struct {
 }
 
 func (h *handlers) updateOrg(c *fiber.Ctx) error {
-	id, err := pathID(c, "id", "The organization")
-	if err != nil {
-		return err
-	}
-	p, err := h.Auth.ResolveOrg(c, id)
-	if err != nil {
-		return err
-	}
-	if err := auth.RequireUserAdmin(p); err != nil {
-		return err
-	}
+	p := auth.From(c)
 	var req updateOrgRequest
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
 	var org *models.Organization
-	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
+	err := h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
 		var err error
-		if org, err = models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), id); err != nil {
+		if org, err = models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
 			return err
 		}
 		renamed := req.Name != nil && strings.TrimSpace(*req.Name) != org.Name

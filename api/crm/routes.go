@@ -69,17 +69,42 @@ func Routes(r fiber.Router, d Deps) {
 
 	r.Get("/organization", h.listOrgs)
 	r.Post("/organization", h.createOrg)
-	r.Get("/organization/:id", h.getOrg)
-	r.Put("/organization/:id", h.updateOrg)
-	r.Get("/organization/:id/members", h.listMembers)
-	r.Post("/organization/:id/members", h.inviteMember)
-	r.Put("/organization/:id/members/:memberId", h.updateMember)
-	r.Delete("/organization/:id/members/:memberId", h.removeMember)
-	r.Post("/organization/:id/members/:memberId/invitation", h.resendInvitation)
+	// The routes under /organization/:id act in that organization: any
+	// member may read it and its members; the rest is for ADMIN users
+	// (never an API key). The handlers find the caller's role there with
+	// auth.From.
+	r.Get("/organization/:id", h.inPathOrg, h.getOrg)
+	r.Put("/organization/:id", h.inPathOrg, requireUserAdmin, h.updateOrg)
+	r.Get("/organization/:id/members", h.inPathOrg, h.listMembers)
+	r.Post("/organization/:id/members", h.inPathOrg, requireUserAdmin, h.inviteMember)
+	r.Put("/organization/:id/members/:memberId", h.inPathOrg, requireUserAdmin, h.updateMember)
+	r.Delete("/organization/:id/members/:memberId", h.inPathOrg, requireUserAdmin, h.removeMember)
+	r.Post("/organization/:id/members/:memberId/invitation", h.inPathOrg, requireUserAdmin, h.resendInvitation)
 	r.Post("/invitations/accept", h.acceptInvitation)
-	r.Get("/organization/:id/apikeys", h.listKeys)
-	r.Post("/organization/:id/apikeys", h.createKey)
-	r.Delete("/organization/:id/apikeys/:keyId", h.revokeKey)
+	r.Get("/organization/:id/apikeys", h.inPathOrg, requireUserAdmin, h.listKeys)
+	r.Post("/organization/:id/apikeys", h.inPathOrg, requireUserAdmin, h.createKey)
+	r.Delete("/organization/:id/apikeys/:keyId", h.inPathOrg, requireUserAdmin, h.revokeKey)
+}
+
+// inPathOrg resolves the organization the path's :id names for the caller
+// (404 when it is not theirs, as when it does not exist).
+func (h *handlers) inPathOrg(c *fiber.Ctx) error {
+	id, err := pathID(c, "id", "The organization")
+	if err != nil {
+		return err
+	}
+	if _, err := h.Auth.ResolveOrg(c, id); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+// requireUserAdmin lets only ADMIN and OWNER users through.
+func requireUserAdmin(c *fiber.Ctx) error {
+	if err := auth.RequireUserAdmin(auth.From(c)); err != nil {
+		return err
+	}
+	return c.Next()
 }
 
 // pathID reads an id path parameter; a malformed id is simply not found.

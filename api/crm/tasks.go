@@ -168,19 +168,14 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var t *models.Task
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		if t, err = findScoped[models.Task](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The task"); err != nil {
-			return err
-		}
+	t, err := updateScoped(h, c, p, "assigned_to_id", "The task", func(tx *gorm.DB, t *models.Task) error {
 		if req.Title != nil {
 			t.Title = strings.TrimSpace(*req.Title)
 		}
 		now := models.Now()
 		req.apply(t, now)
 		t.UpdatedAt = now
-		return tx.Save(t).Error
+		return nil
 	})
 	if err != nil {
 		return err
@@ -189,15 +184,7 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 }
 
 func (h *handlers) getTask(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	t, err := findScoped[models.Task](c, h.DB, p, c.Params("id"), "assigned_to_id", "The task")
-	if err != nil {
-		return err
-	}
-	return c.JSON(toTask(t))
+	return getScoped(h, c, "assigned_to_id", "The task", toTask)
 }
 
 func (h *handlers) deleteTask(c *fiber.Ctx) error {
