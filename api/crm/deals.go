@@ -195,33 +195,18 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 		return err
 	}
 	d, err := updateScoped(h, c, p, "assigned_to_id", "The deal", func(tx *gorm.DB, d *models.Deal) error {
-		from := d.Stage
 		if req.Title != nil {
 			d.Title = strings.TrimSpace(*req.Title)
 		}
 		req.apply(d)
 		now := models.Now()
-		if req.Stage != nil && *req.Stage != from {
-			if err := models.CheckStageMove(from, *req.Stage, p.IsAdmin(), d.LostReason); err != nil {
-				return err
-			}
-			d.Stage, d.StageChangedAt = *req.Stage, now
-			switch {
-			case d.Stage == models.StageWon:
-				d.WonAt = &now
-			case from == models.StageWon:
-				d.WonAt = nil
-			}
-			if d.Stage != models.StageLost {
-				d.LostReason = ""
-			}
-			if err := tx.Create(&models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: from,
-				ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now}).Error; err != nil {
+		if req.Stage != nil {
+			if err := models.MoveDealStage(tx, d, *req.Stage, p.IsAdmin(), p.Actor(), now); err != nil {
 				return err
 			}
 		}
-		if d.Stage == models.StageLost && d.LostReason == "" {
-			return models.Invalid(models.FieldError{Field: "lostReason", Code: "required", Message: "A LOST deal needs a lostReason."})
+		if err := models.CheckDeal(d); err != nil {
+			return err
 		}
 		d.UpdatedAt = now
 		return nil

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
@@ -125,95 +124,11 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 		Description: req.Description, Status: models.TicketNew, Priority: cmp.Or(req.Priority, "normal"),
 		Channel: cmp.Or(req.Channel, "web"), RequesterEmail: models.NormalizeEmail(req.Email),
 		Tags: tagsJSON(req.Tags), CreatedAt: now, UpdatedAt: now}
-	err = h.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		number, err := takeTicketSlot(tx, org, now)
-		if err != nil {
-			return err
-		}
-		t.Number = number
-		cust, created, err := customerFor(tx, p.OrgID, t.RequesterEmail, strings.TrimSpace(req.Name))
-		if err != nil {
-			return err
-		}
-		t.CustomerID = &cust.ID
-		if created {
-			if err := models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_created", "Customer created from a ticket", p.Actor()); err != nil {
-				return err
-			}
-		}
-		if err := tx.Create(t).Error; err != nil {
-			return err
-		}
-		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, &t.ID, "ticket_created",
-			"Ticket #"+models.Itoa(t.Number)+" opened: "+t.Subject, p.Actor())
-	})
-	if err != nil {
+	if err := models.OpenTicket(ctx, h.DB, org, t, strings.TrimSpace(req.Name), p.Actor()); err != nil {
 		return err
 	}
 	c.Location("/helpdesk/tickets/" + t.ID)
 	return c.Status(fiber.StatusCreated).JSON(toTicket(t))
-}
-
-// takeTicketSlot locks the workspace's counter, checks the plan's seat and
-// monthly ticket limits, and returns the next ticket number.
-func takeTicketSlot(tx *gorm.DB, org *models.Organization, now time.Time) (int, error) {
-	month := now.In(org.Location()).Format("2006-01")
-	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&models.TicketCounter{
-		OrgID: org.ID, LastNumber: models.FirstTicketNumber - 1, Month: month, UpdatedAt: now}).Error; err != nil {
-		return 0, err
-	}
-	var counter models.TicketCounter
-	if err := models.LockForUpdate(tx).Take(&counter, "org_id = ?", org.ID).Error; err != nil {
-		return 0, err
-	}
-	if counter.Month != month {
-		counter.Month, counter.MonthCount = month, 0
-	}
-	plan, err := models.FindPlan(tx.Statement.Context, tx, org.Plan)
-	if err != nil {
-		return 0, err
-	}
-	if plan.Seats != nil {
-		used, err := models.SeatsInUse(tx, org.ID)
-		if err != nil {
-			return 0, err
-		}
-		if used > int64(*plan.Seats) {
-			return 0, models.Err(models.ErrLimit, "seat_limit_reached",
-				"%d seats are in use but the %s plan has %d; remove members or upgrade to open tickets.", used, plan.Name, *plan.Seats)
-		}
-	}
-	if plan.TicketsPerMonth != nil && counter.MonthCount >= *plan.TicketsPerMonth {
-		return 0, models.Err(models.ErrLimit, "ticket_limit_reached",
-			"The %s plan allows %d tickets a month and they are used; upgrade for more.", plan.Name, *plan.TicketsPerMonth)
-	}
-	counter.LastNumber++
-	counter.MonthCount++
-	counter.UpdatedAt = now
-	return counter.LastNumber, tx.Save(&counter).Error
-}
-
-// customerFor finds the workspace's customer with email, or creates one.
-func customerFor(tx *gorm.DB, orgID, email, name string) (*models.Customer, bool, error) {
-	var cust models.Customer
-	err := tx.Take(&cust, "org_id = ? AND email = ?", orgID, email).Error
-	if err == nil {
-		return &cust, false, nil
-	}
-	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, false, err
-	}
-	now := models.Now()
-	if name == "" {
-		name, _, _ = strings.Cut(email, "@")
-	}
-	cust = models.Customer{ID: models.NewID(), OrgID: orgID, Name: name, Email: email, CreatedAt: now, UpdatedAt: now}
-	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "email"}}, DoNothing: true}).Create(&cust)
-	if res.Error != nil || res.RowsAffected == 1 {
-		return &cust, res.Error == nil, res.Error
-	}
-	// Created concurrently (e.g. POST /customers): use that one.
-	return &cust, false, tx.Take(&cust, "org_id = ? AND email = ?", orgID, email).Error
 }
 
 func tagsJSON(tags []string) string {
