@@ -21,17 +21,6 @@ type Leads struct {
 	DB *gorm.DB
 }
 
-// IntakePayload is what a web form (or POST /leads) submitted.
-type IntakePayload struct {
-	Name    string  `json:"name"`
-	Email   string  `json:"email"`
-	Phone   string  `json:"phone"`
-	Company string  `json:"company"`
-	Value   float64 `json:"value"`
-	Source  string  `json:"source"`
-	Channel string  `json:"channel"` // "webhook" or "api"
-}
-
 // LeadOutcome is the result of UpsertLead.
 type LeadOutcome struct {
 	LeadID    string `json:"leadId"`
@@ -69,7 +58,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		if err != nil {
 			return err
 		}
-		var p IntakePayload
+		var p models.IntakePayload
 		if err := json.Unmarshal([]byte(in.Payload), &p); err != nil {
 			return temporal.NewNonRetryableApplicationError("intake payload is not JSON", ErrTypeBadPayload, err)
 		}
@@ -152,7 +141,7 @@ func missing(what string, err error) error {
 
 // anonymousSubmission is the timeline entry of an anonymous submission
 // for an existing lead: what was sent, for a person to judge.
-func anonymousSubmission(p IntakePayload) string {
+func anonymousSubmission(p models.IntakePayload) string {
 	var sent []string
 	for _, f := range []struct{ name, value string }{
 		{"name", p.Name}, {"phone", p.Phone}, {"company", p.Company}, {"source", p.Source},
@@ -171,7 +160,7 @@ func anonymousSubmission(p IntakePayload) string {
 	return body
 }
 
-func mergeInto(l *models.Lead, p IntakePayload) {
+func mergeInto(l *models.Lead, p models.IntakePayload) {
 	fill := func(dst *string, v string) {
 		if *dst == "" {
 			*dst = strings.TrimSpace(v)
@@ -198,7 +187,7 @@ func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) 
 		if err := models.LockForUpdate(tx).Take(&lead, "id = ?", leadID).Error; err != nil {
 			return missing("lead "+leadID, err)
 		}
-		var p IntakePayload
+		var p models.IntakePayload
 		_ = json.Unmarshal([]byte(in.Payload), &p)
 		body := "Lead received through the web-form intake"
 		if p.Channel == "api" {
@@ -239,8 +228,11 @@ func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
 }
 
 // NotifyAssignee tells the member a lead was assigned to them (once per
-// intake and member) and returns the notification's id, "" when none is
-// due (they created the lead themselves).
+// intake and member) and returns the id of the notification to push to
+// their browsers: "" when none is due (they created the lead themselves) or
+// when they have no push subscription — then the workflow schedules no push
+// at all, one activity task fewer per lead for the many agents who never
+// subscribed (the notification is stored and listed either way).
 func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID string) (string, error) {
 	db := a.DB.WithContext(ctx)
 	var lead models.Lead
@@ -259,9 +251,20 @@ func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID s
 		body += " (" + lead.Company + ")"
 	}
 	id := models.DerivedID(intakeID, "notify", memberID)
-	return id, models.Notify(db, &models.Notification{ID: id, OrgID: lead.OrgID,
+	_, err := models.Notify(db, &models.Notification{ID: id, OrgID: lead.OrgID,
 		MemberID: memberID, Type: "lead_assigned", Title: title, Body: body, ResourceType: "lead", ResourceID: lead.ID,
 		CreatedAt: models.Now()})
+	if err != nil {
+		return "", err
+	}
+	var subscribed int64
+	if err := db.Model(&models.PushSubscription{}).Where("org_id = ? AND member_id = ?", lead.OrgID, memberID).Limit(1).Count(&subscribed).Error; err != nil {
+		return "", err
+	}
+	if subscribed == 0 {
+		return "", nil
+	}
+	return id, nil
 }
 
 // CompleteIntake marks the intake processed.

@@ -36,12 +36,12 @@ func seedOrg(t *testing.T, db *gorm.DB, roles ...string) (string, []string) {
 }
 
 // intake stores an authenticated intake (crm_ key or API) of p.
-func intake(t *testing.T, db *gorm.DB, orgID string, p activities.IntakePayload) string {
+func intake(t *testing.T, db *gorm.DB, orgID string, p models.IntakePayload) string {
 	t.Helper()
 	return storeIntake(t, db, orgID, p, true)
 }
 
-func storeIntake(t *testing.T, db *gorm.DB, orgID string, p activities.IntakePayload, authenticated bool) string {
+func storeIntake(t *testing.T, db *gorm.DB, orgID string, p models.IntakePayload, authenticated bool) string {
 	t.Helper()
 	b, _ := json.Marshal(p)
 	in := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: models.NewID(), LeadID: models.NewID(),
@@ -58,10 +58,13 @@ func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
 		a := &activities.Leads{DB: db}
 		orgID, members := seedOrg(t, db, models.RoleOwner, models.RoleAgent, models.RoleAgent, models.RoleAgent)
 		agents := members[1:]
+		for _, m := range agents {
+			subscribe(t, db, orgID, m)
+		}
 
 		var assignees []string
 		for i, email := range []string{"a@x.io", "b@x.io", "c@x.io", "d@x.io"} {
-			id := intake(t, db, orgID, activities.IntakePayload{Name: "Lead", Email: email, Company: "X", Source: "referral"})
+			id := intake(t, db, orgID, models.IntakePayload{Name: "Lead", Email: email, Company: "X", Source: "referral"})
 			out, err := a.UpsertLead(ctx, id)
 			if err != nil || out.Duplicate {
 				t.Fatalf("intake %d: %+v %v", i, out, err)
@@ -100,7 +103,7 @@ func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
 		}
 
 		// The same e-mail again (any case) merges into the existing lead.
-		id := intake(t, db, orgID, activities.IntakePayload{Email: "A@X.io", Phone: "+14155552671", Value: 20000, Source: "event"})
+		id := intake(t, db, orgID, models.IntakePayload{Email: "A@X.io", Phone: "+14155552671", Value: 20000, Source: "event"})
 		out, err := a.UpsertLead(ctx, id)
 		if err != nil || !out.Duplicate {
 			t.Fatalf("duplicate: %+v %v", out, err)
@@ -118,7 +121,7 @@ func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
 		}
 		// The API flags a duplicate it can see at submission time and gives
 		// the existing lead's id; the merge still happens, once.
-		b, _ := json.Marshal(activities.IntakePayload{Email: "b@x.io", Company: "Bee"})
+		b, _ := json.Marshal(models.IntakePayload{Email: "b@x.io", Company: "Bee"})
 		flagged := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: "flagged", Payload: string(b),
 			Status: models.IntakeReceived, Duplicate: true, Authenticated: true, CreatedAt: models.Now()}
 		db.Model(&models.Lead{}).Select("id").Where("org_id = ? AND email = ?", orgID, "b@x.io").Scan(&flagged.LeadID)
@@ -136,7 +139,7 @@ func TestIntakeDedupesAssignsRoundRobinAndIsIdempotent(t *testing.T) {
 		}
 		// The duplicated lead changed its e-mail before the intake ran: the
 		// submission still merges into it (no endless retry on its id).
-		b2, _ := json.Marshal(activities.IntakePayload{Email: "c@x.io", Phone: "+14155552671"})
+		b2, _ := json.Marshal(models.IntakePayload{Email: "c@x.io", Phone: "+14155552671"})
 		var cLead models.Lead
 		db.Take(&cLead, "org_id = ? AND email = ?", orgID, "c@x.io")
 		moved := models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: "moved", LeadID: cLead.ID, Payload: string(b2),
@@ -164,7 +167,7 @@ func TestAssignLeadWithoutAgentsLeavesItUnassigned(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		orgID, _ := seedOrg(t, db, models.RoleOwner, models.RoleAdmin)
 		a := &activities.Leads{DB: db}
-		out, err := a.UpsertLead(context.Background(), intake(t, db, orgID, activities.IntakePayload{Name: "Solo"}))
+		out, err := a.UpsertLead(context.Background(), intake(t, db, orgID, models.IntakePayload{Name: "Solo"}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,14 +186,14 @@ func TestAnonymousDuplicateIsOnlyRecorded(t *testing.T) {
 		ctx := context.Background()
 		a := &activities.Leads{DB: db}
 		orgID, _ := seedOrg(t, db, models.RoleOwner, models.RoleAgent)
-		first, err := a.UpsertLead(ctx, intake(t, db, orgID, activities.IntakePayload{Name: "Vic", Email: "cfo@victim.example", Value: 5000, Source: "referral"}))
+		first, err := a.UpsertLead(ctx, intake(t, db, orgID, models.IntakePayload{Name: "Vic", Email: "cfo@victim.example", Value: 5000, Source: "referral"}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var before models.Lead
 		db.Take(&before, "id = ?", first.LeadID)
 
-		id := storeIntake(t, db, orgID, activities.IntakePayload{Name: "Mallory", Email: "CFO@victim.example", Phone: "+14155552671",
+		id := storeIntake(t, db, orgID, models.IntakePayload{Name: "Mallory", Email: "CFO@victim.example", Phone: "+14155552671",
 			Company: "Evil", Value: 999999999999, Source: "attack"}, false)
 		for range 2 { // a retried activity records once
 			out, err := a.UpsertLead(ctx, id)
@@ -235,12 +238,33 @@ func TestNoAssignmentNoticeForTheLeadsCreator(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := &activities.Leads{DB: db}
-		id := intake(t, db, orgID, activities.IntakePayload{Name: "Ada", Email: "ada@x.io"})
+		id := intake(t, db, orgID, models.IntakePayload{Name: "Ada", Email: "ada@x.io"})
 		if n, err := a.NotifyAssignee(ctx, id, lead.ID, creator); err != nil || n != "" {
 			t.Fatalf("the creator was notified: %q %v", n, err)
 		}
+		// Another member is notified; without a push subscription there is
+		// nothing to push, so no id comes back (no push activity follows).
+		if n, err := a.NotifyAssignee(ctx, id, lead.ID, other); err != nil || n != "" {
+			t.Fatalf("a push is due for a member without subscriptions: %q %v", n, err)
+		}
+		var notes int64
+		db.Model(&models.Notification{}).Where("member_id = ? AND resource_id = ?", other, lead.ID).Count(&notes)
+		if notes != 1 {
+			t.Fatalf("%d notifications for the other member, want 1", notes)
+		}
+		subscribe(t, db, orgID, other)
 		if n, err := a.NotifyAssignee(ctx, id, lead.ID, other); err != nil || n == "" {
-			t.Fatalf("another member was not notified: %q %v", n, err)
+			t.Fatalf("no push for a subscribed member: %q %v", n, err)
 		}
 	})
+}
+
+// subscribe registers a browser push subscription for member.
+func subscribe(t *testing.T, db *gorm.DB, orgID, memberID string) {
+	t.Helper()
+	now := models.Now()
+	if err := db.Create(&models.PushSubscription{ID: models.NewID(), OrgID: orgID, MemberID: memberID,
+		Endpoint: "https://push.example.com/" + models.NewID(), P256dh: "key", Auth: "auth", CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -183,6 +183,19 @@ const (
 	IntakeProcessed = "processed"
 )
 
+// IntakePayload is what a web form (or POST /leads) submitted: the JSON
+// stored in LeadIntake.Payload, written by the API and read by the intake
+// workflow's activities.
+type IntakePayload struct {
+	Name    string  `json:"name"`
+	Email   string  `json:"email"`
+	Phone   string  `json:"phone"`
+	Company string  `json:"company"`
+	Value   float64 `json:"value"`
+	Source  string  `json:"source"`
+	Channel string  `json:"channel"` // "webhook" or "api"
+}
+
 // LeadIntake is one accepted web-form submission, processed by the
 // LeadIntake workflow.
 type LeadIntake struct {

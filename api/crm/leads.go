@@ -11,7 +11,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
@@ -84,8 +83,8 @@ func (f *leadFields) reachable() error {
 	return nil
 }
 
-func (f *leadFields) payload(channel string) activities.IntakePayload {
-	return activities.IntakePayload{Name: strings.TrimSpace(f.Name), Email: models.NormalizeEmail(f.Email),
+func (f *leadFields) payload(channel string) models.IntakePayload {
+	return models.IntakePayload{Name: strings.TrimSpace(f.Name), Email: models.NormalizeEmail(f.Email),
 		Phone: strings.TrimSpace(f.Phone), Company: strings.TrimSpace(f.Company), Value: cents(f.Value),
 		Source: strings.TrimSpace(f.Source), Channel: channel}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/api/auth"
@@ -34,11 +33,11 @@ func RecordNotification(tx *outbox.Tx, n *models.Notification) error {
 	if n.CreatedAt.IsZero() {
 		n.CreatedAt = models.Now()
 	}
-	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(n)
-	if res.Error != nil || res.RowsAffected == 0 {
-		return res.Error
+	created, err := models.Notify(tx.DB, n)
+	if err != nil || !created {
+		return err
 	}
-	err := tx.Start(outbox.Start{WorkflowID: workflows.NotificationDeliveryID(n.ID), Workflow: workflows.NotificationDeliveryWorkflow,
+	err = tx.Start(outbox.Start{WorkflowID: workflows.NotificationDeliveryID(n.ID), Workflow: workflows.NotificationDeliveryWorkflow,
 		Input: workflows.NotificationDeliveryInput{NotificationID: n.ID, OrgID: n.OrgID}, OrgID: n.OrgID,
 		Kind: workflows.KindNotificationDelivery})
 	if errors.Is(err, outbox.ErrDuplicate) {
