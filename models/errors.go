@@ -45,6 +45,12 @@ func Err(kind error, code, format string, args ...any) *DomainError {
 	return &DomainError{Kind: kind, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// NotFound is the 404 of a thing the caller may not see, or that does not
+// exist (the two are never told apart): what names it, "The contact".
+func NotFound(what string) *DomainError {
+	return Err(ErrNotFound, "not_found", "%s was not found.", what)
+}
+
 // Invalid builds a validation error listing the bad fields.
 func Invalid(fields ...FieldError) *DomainError {
 	return &DomainError{Kind: ErrInvalid, Code: "validation_failed", Message: "The request has invalid fields.", Fields: fields}

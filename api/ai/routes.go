@@ -85,7 +85,7 @@ func param(c *fiber.Ctx, name string) string { return string([]byte(c.Params(nam
 // organization's (or does not exist: the two are never told apart).
 func notFound(what string, err error) error {
 	if errors.Is(err, models.ErrNotFound) {
-		return web.NotFound(what)
+		return models.NotFound(what)
 	}
 	return err
 }

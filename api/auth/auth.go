@@ -138,13 +138,13 @@ func (a *Authenticator) verifyUser(ctx context.Context, token string) (*UserClai
 }
 
 var (
-	errNoCredential   = web.Unauthorized("Send a credential.")
+	errNoCredential   = models.Err(models.ErrUnauthorized, "unauthorized", "Send a credential.")
 	errInvalidKey     = models.Err(models.ErrUnauthorized, "invalid_api_key", "The API key is not valid.")
 	errRevokedKey     = models.Err(models.ErrUnauthorized, "api_key_revoked", "The API key was revoked.")
 	errInvalidToken   = models.Err(models.ErrUnauthorized, "invalid_token", "The access token is not valid or has expired.")
 	errSessionRevoked = models.Err(models.ErrUnauthorized, "session_revoked",
 		"This sign-in was revoked (its refresh token was used twice); sign in again.")
-	errNotAMember = web.NotFound("The organization")
+	errNotAMember = models.NotFound("The organization")
 )
 
 func bearer(c *fiber.Ctx) (string, bool) { return web.BearerToken(c) }
@@ -156,9 +156,9 @@ func (a *Authenticator) CRM() fiber.Handler {
 		token, present := bearer(c)
 		if token == "" {
 			if present {
-				return web.Unauthorized("Use Authorization: Bearer <access token or crm_ API key>.")
+				return models.Err(models.ErrUnauthorized, "unauthorized", "Use Authorization: Bearer <access token or crm_ API key>.")
 			}
-			return web.Unauthorized("Send Authorization: Bearer <access token or crm_ API key>.")
+			return models.Err(models.ErrUnauthorized, "unauthorized", "Send Authorization: Bearer <access token or crm_ API key>.")
 		}
 		p, err := a.fromBearer(c, token, "crm")
 		if err != nil {
@@ -185,9 +185,9 @@ func (a *Authenticator) Helpdesk() fiber.Handler {
 			token, present := bearer(c)
 			if token == "" {
 				if present {
-					return web.Unauthorized("Use Authorization: Bearer <access token>, or x-api-key with x-workspace-id.")
+					return models.Err(models.ErrUnauthorized, "unauthorized", "Use Authorization: Bearer <access token>, or x-api-key with x-workspace-id.")
 				}
-				return web.Unauthorized("Send x-api-key: <hd_ key> with x-workspace-id, or Authorization: Bearer <access token> with x-workspace-id.")
+				return models.Err(models.ErrUnauthorized, "unauthorized", "Send x-api-key: <hd_ key> with x-workspace-id, or Authorization: Bearer <access token> with x-workspace-id.")
 			}
 			if models.ServiceOfKey(token) != "" {
 				return models.Err(models.ErrUnauthorized, "api_key_in_authorization",
@@ -223,7 +223,7 @@ func (a *Authenticator) Staff() fiber.Handler {
 			if c.Get("X-Api-Key") != "" {
 				return errStaffRequired
 			}
-			return web.Unauthorized("Send Authorization: Bearer <access token of a billing-staff user>.")
+			return models.Err(models.ErrUnauthorized, "unauthorized", "Send Authorization: Bearer <access token of a billing-staff user>.")
 		}
 		if models.ServiceOfKey(token) != "" {
 			return errStaffRequired
@@ -249,10 +249,10 @@ func (a *Authenticator) AI() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		token, _ := bearer(c)
 		if token == "" {
-			return web.Unauthorized("Send Authorization: Bearer <ai_ API key>.")
+			return models.Err(models.ErrUnauthorized, "unauthorized", "Send Authorization: Bearer <ai_ API key>.")
 		}
 		if models.ServiceOfKey(token) == "" {
-			return web.Unauthorized("The AI interface takes an ai_ API key, not a user token.")
+			return models.Err(models.ErrUnauthorized, "unauthorized", "The AI interface takes an ai_ API key, not a user token.")
 		}
 		k, err := a.key(c, token, "ai")
 		if err != nil {

@@ -129,7 +129,7 @@ func (h *ops) retry(c *fiber.Ctx) error {
 	}
 	change, _, err := h.s.Retry(c.UserContext(), found.ID, by)
 	if errors.Is(err, models.ErrNotFound) {
-		return web.NotFound("The subscription change")
+		return models.NotFound("The subscription change")
 	}
 	if err != nil {
 		return downgradeProblem(err)

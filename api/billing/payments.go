@@ -261,7 +261,7 @@ func pageOfChanges(c *fiber.Ctx, s *Service, orgID string) (web.Page[models.Subs
 func findChange(c *fiber.Ctx, s *Service, orgID string) (*models.SubscriptionChange, error) {
 	change, err := models.FindSubscriptionChange(c.UserContext(), s.DB, orgID, c.Params("id"))
 	if errors.Is(err, models.ErrNotFound) {
-		return nil, web.NotFound("The subscription change")
+		return nil, models.NotFound("The subscription change")
 	}
 	return change, err
 }

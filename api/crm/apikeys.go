@@ -83,7 +83,7 @@ func (h *handlers) revokeKey(c *fiber.Ctx) error {
 		return res.Error
 	}
 	if res.RowsAffected == 0 {
-		return web.NotFound("The API key")
+		return models.NotFound("The API key")
 	}
 	h.Auth.ForgetKeys() // the other processes see the epoch move
 	return c.SendStatus(fiber.StatusNoContent)

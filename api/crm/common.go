@@ -56,7 +56,7 @@ func checkLinked(db *gorm.DB, model any, orgID, field string, id *string) error 
 // column is set, assigned to them); anything else is a 404.
 func findScoped[T any](c *fiber.Ctx, db *gorm.DB, p *auth.Principal, id, assigneeColumn, what string) (*T, error) {
 	if !models.ValidID(id) {
-		return nil, models.Err(models.ErrNotFound, "not_found", "%s was not found.", what)
+		return nil, models.NotFound(what)
 	}
 	var row T
 	q := db.WithContext(c.UserContext()).Where("id = ? AND org_id = ?", id, p.OrgID)
@@ -65,7 +65,7 @@ func findScoped[T any](c *fiber.Ctx, db *gorm.DB, p *auth.Principal, id, assigne
 	}
 	if err := q.Take(&row).Error; err != nil {
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, models.Err(models.ErrNotFound, "not_found", "%s was not found.", what)
+			return nil, models.NotFound(what)
 		}
 		return nil, err
 	}

@@ -111,7 +111,7 @@ func requireUserAdmin(c *fiber.Ctx) error {
 func pathID(c *fiber.Ctx, name, what string) (string, error) {
 	id := c.Params(name)
 	if !models.ValidID(id) {
-		return "", models.Err(models.ErrNotFound, "not_found", "%s was not found.", what)
+		return "", models.NotFound(what)
 	}
 	return string([]byte(id)), nil
 }

@@ -183,11 +183,11 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 			return err
 		}
 		if orgID != "" && orgID != k.OrgID {
-			return web.NotFound("The organization")
+			return models.NotFound("The organization")
 		}
 		orgID, key = k.OrgID, k
 	} else if orgID == "" {
-		return web.Unauthorized("Send x-api-key: <crm_ key>, or the organization's orgId in the body.")
+		return models.Err(models.ErrUnauthorized, "unauthorized", "Send x-api-key: <crm_ key>, or the organization's orgId in the body.")
 	}
 	if err := req.reachable(); err != nil {
 		return err
@@ -197,7 +197,7 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 		return err // a database failure is not "no such organization"
 	}
 	if err != nil || org.Status != models.OrgActive {
-		return web.NotFound("The organization")
+		return models.NotFound("The organization")
 	}
 	c.Locals("webhookRequest", &req)
 	c.Locals("webhookSender", webhookSender{orgID: orgID, key: key})

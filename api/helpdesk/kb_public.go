@@ -19,7 +19,7 @@ import (
 // unknown or malformed workspace id, an unknown slug and a draft all get
 // the same 404, so a reader learns nothing about what is not published.
 
-var errHelpCenterNotFound = web.NotFound("The help-center page")
+var errHelpCenterNotFound = models.NotFound("The help-center page")
 
 // Search limits.
 const (

@@ -192,7 +192,7 @@ func (h *handlers) readNotifications(c *fiber.Ctx) error {
 		}
 		return c.JSON(readNotificationsResponse{Updated: res.RowsAffected})
 	}
-	errNotFound := web.NotFound("The notification")
+	errNotFound := models.NotFound("The notification")
 	if !models.ValidID(*req.ID) {
 		return errNotFound
 	}

@@ -93,7 +93,7 @@ func Routes(r fiber.Router, d Deps) {
 // findIn loads one row of the workspace by id; a malformed id and another
 // workspace's id are the same 404.
 func findIn[T any](ctx context.Context, db *gorm.DB, orgID, id, what string) (*T, error) {
-	notFound := models.Err(models.ErrNotFound, "not_found", "%s was not found.", what)
+	notFound := models.NotFound(what)
 	if !models.ValidID(id) {
 		return nil, notFound
 	}

@@ -72,15 +72,6 @@ func (p *Problem) WithRetryAfter(seconds int) *Problem { p.retryAfter = seconds;
 // WithErrors attaches field errors.
 func (p *Problem) WithErrors(errs []models.FieldError) *Problem { p.Errors = errs; return p }
 
-// Common problems.
-func Unauthorized(detail string) *Problem {
-	return NewProblem(fiber.StatusUnauthorized, "unauthorized", detail)
-}
-func Forbidden(detail string) *Problem { return NewProblem(fiber.StatusForbidden, "forbidden", detail) }
-func NotFound(what string) *Problem {
-	return NewProblem(fiber.StatusNotFound, "not_found", what+" was not found.")
-}
-
 // kindStatus is the one table from domain error kinds to HTTP status and the
 // default problem code used when the error carries none of its own.
 var kindStatus = []struct {
