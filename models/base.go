@@ -1,9 +1,11 @@
 package models
 
 import (
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 )
 
 // NewID returns a new UUIDv7 string: unique, and ordered by creation time,
@@ -19,4 +21,22 @@ func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 func ValidID(s string) bool {
 	_, err := uuid.Parse(s)
 	return err == nil && len(s) == 36
+}
+
+// FindInOrg loads the row of T with id in organization orgID through q (a
+// query that may narrow further, e.g. to the caller's own rows); a
+// malformed id, another organization's row or a missing one are the same
+// NotFound(what), never told apart.
+func FindInOrg[T any](q *gorm.DB, orgID, id, what string) (*T, error) {
+	if !ValidID(id) {
+		return nil, NotFound(what)
+	}
+	var row T
+	if err := q.Where("id = ? AND org_id = ?", id, orgID).Take(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, NotFound(what)
+		}
+		return nil, err
+	}
+	return &row, nil
 }

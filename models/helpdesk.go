@@ -141,19 +141,6 @@ type CustomerEvent struct {
 	CreatedAt  time.Time
 }
 
-// TimeEntry is time spent for a customer on one of their tickets.
-type TimeEntry struct {
-	ID          string `gorm:"primaryKey"`
-	OrgID       string
-	CustomerID  string
-	TicketID    string
-	MemberID    *string
-	Minutes     int
-	Description string
-	Billable    bool
-	CreatedAt   time.Time
-}
-
 // Knowledge-base article states.
 const (
 	ArticleDraft     = "draft"

@@ -1,7 +1,6 @@
 package crm
 
 import (
-	"errors"
 	"reflect"
 	"strings"
 
@@ -55,21 +54,11 @@ func checkLinked(db *gorm.DB, model any, orgID, field string, id *string) error 
 // findScoped loads one row of the organization (and, for AGENTs when
 // column is set, assigned to them); anything else is a 404.
 func findScoped[T any](c *fiber.Ctx, db *gorm.DB, p *auth.Principal, id, assigneeColumn, what string) (*T, error) {
-	if !models.ValidID(id) {
-		return nil, models.NotFound(what)
-	}
-	var row T
-	q := db.WithContext(c.UserContext()).Where("id = ? AND org_id = ?", id, p.OrgID)
+	q := db.WithContext(c.UserContext())
 	if assigneeColumn != "" {
 		q = scope(q, p, assigneeColumn)
 	}
-	if err := q.Take(&row).Error; err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, models.NotFound(what)
-		}
-		return nil, err
-	}
-	return &row, nil
+	return models.FindInOrg[T](q, p.OrgID, id, what)
 }
 
 // getScoped answers the row of T named by the :id parameter, seen as the

@@ -1,9 +1,7 @@
 package helpdesk
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"strings"
 	"time"
 
@@ -114,11 +112,7 @@ func findCustomer(ctx context.Context, db *gorm.DB, orgID, id string) (*models.C
 }
 
 func (h *handlers) getCustomer(c *fiber.Ctx) error {
-	cust, err := findCustomer(c.UserContext(), h.DB, auth.From(c).OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(toCustomer(cust))
+	return getIn(c, h.DB, auth.From(c).OrgID, "The customer", toCustomer)
 }
 
 type updateCustomerRequest struct {
@@ -260,100 +254,4 @@ func (h *handlers) customerActivity(c *fiber.Ctx) error {
 	return c.JSON(web.MapPage(rows, func(e *models.CustomerEvent) eventResponse {
 		return eventResponse{ID: e.ID, Type: e.Type, Summary: e.Summary, TicketID: e.TicketID, Actor: string(e.Actor), CreatedAt: e.CreatedAt}
 	}))
-}
-
-type timeEntryResponse struct {
-	ID          string    `json:"id"`
-	CustomerID  string    `json:"customerId"`
-	TicketID    string    `json:"ticketId"`
-	MemberID    *string   `json:"memberId"`
-	Minutes     int       `json:"minutes"`
-	Description string    `json:"description"`
-	Billable    bool      `json:"billable"`
-	CreatedAt   time.Time `json:"createdAt"`
-}
-
-func toTimeEntry(t *models.TimeEntry) timeEntryResponse {
-	return timeEntryResponse{ID: t.ID, CustomerID: t.CustomerID, TicketID: t.TicketID, MemberID: t.MemberID,
-		Minutes: t.Minutes, Description: t.Description, Billable: t.Billable, CreatedAt: t.CreatedAt}
-}
-
-type timeEntryPage struct {
-	web.Page[timeEntryResponse]
-	TotalMinutes    int64 `json:"totalMinutes"`
-	BillableMinutes int64 `json:"billableMinutes"`
-}
-
-// listTimeEntries pages through the entries and adds the customer's totals
-// (all entries, not just the page), summed in SQL.
-func (h *handlers) listTimeEntries(c *fiber.Ctx) error {
-	p, cust, page, err := h.customerList(c)
-	if err != nil {
-		return err
-	}
-	db := h.DB.WithContext(c.UserContext())
-	scoped := func() *gorm.DB {
-		return db.Model(&models.TimeEntry{}).Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID)
-	}
-	rows, err := web.Paginate(scoped(), page, "", func(t *models.TimeEntry) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} })
-	if err != nil {
-		return err
-	}
-	var totals struct{ Total, Billable int64 }
-	if err := scoped().Select("COALESCE(SUM(minutes), 0) AS total, COALESCE(SUM(CASE WHEN billable THEN minutes ELSE 0 END), 0) AS billable").
-		Scan(&totals).Error; err != nil {
-		return err
-	}
-	return c.JSON(timeEntryPage{Page: web.MapPage(rows, toTimeEntry), TotalMinutes: totals.Total, BillableMinutes: totals.Billable})
-}
-
-type addTimeEntryRequest struct {
-	Minutes     int    `json:"minutes" validate:"required,gte=1,lte=1440"`
-	Description string `json:"description" validate:"max=2000"`
-	TicketID    string `json:"ticketId" validate:"required,uuid"`
-	Billable    *bool  `json:"billable"`
-}
-
-// addTimeEntry logs time on one of the customer's tickets.
-func (h *handlers) addTimeEntry(c *fiber.Ctx) error {
-	p := auth.From(c)
-	var req addTimeEntryRequest
-	ctx := c.UserContext()
-	// The ticket is checked against the customer, so the customer is
-	// looked up first; a bad body is still reported before a 404.
-	err := web.Decode(c, &req)
-	if err != nil && !errors.Is(err, models.ErrInvalid) {
-		return err
-	}
-	cust, custErr := findCustomer(ctx, h.DB, p.OrgID, c.Params("id"))
-	if custErr != nil {
-		return cmp.Or(err, custErr)
-	}
-	t, ticketErr := findTicket(ctx, h.DB, p.OrgID, req.TicketID)
-	if ticketErr != nil && !errors.Is(ticketErr, models.ErrNotFound) {
-		return ticketErr
-	}
-	if ticketErr != nil || t.CustomerID == nil || *t.CustomerID != cust.ID {
-		err = web.MergeInvalid(err, models.Invalid(models.FieldError{Field: "ticketId", Code: "not_customer_ticket", Message: "Must be one of this customer's tickets."}))
-	}
-	if err != nil {
-		return err
-	}
-	entry := &models.TimeEntry{ID: models.NewID(), OrgID: p.OrgID, CustomerID: cust.ID, TicketID: t.ID,
-		Minutes: req.Minutes, Description: strings.TrimSpace(req.Description), Billable: req.Billable == nil || *req.Billable,
-		CreatedAt: models.Now()}
-	if !p.IsKey() {
-		entry.MemberID = &p.MemberID
-	}
-	err = h.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(entry).Error; err != nil {
-			return err
-		}
-		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, &t.ID, "time_logged",
-			models.Itoa(entry.Minutes)+" minutes logged on ticket #"+models.Itoa(t.Number), p.Actor())
-	})
-	if err != nil {
-		return err
-	}
-	return c.Status(fiber.StatusCreated).JSON(toTimeEntry(entry))
 }

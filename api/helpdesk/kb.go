@@ -214,11 +214,7 @@ func (h *handlers) getCategory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	k, err := findIn[models.KBCategory](c.UserContext(), h.DB, p.OrgID, c.Params("id"), "The category")
-	if err != nil {
-		return err
-	}
-	return c.JSON(toCategory(k))
+	return getIn(c, h.DB, p.OrgID, "The category", toCategory)
 }
 
 // deleteCategory deletes a category; its articles keep existing without a
@@ -376,11 +372,7 @@ func (h *handlers) getArticle(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	a, err := findIn[models.KBArticle](c.UserContext(), h.DB, p.OrgID, c.Params("id"), "The article")
-	if err != nil {
-		return err
-	}
-	return c.JSON(toArticle(a))
+	return getIn(c, h.DB, p.OrgID, "The article", toArticle)
 }
 
 // updateArticle changes the fields sent; absent or null fields keep their

@@ -6,7 +6,6 @@ package helpdesk
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -93,16 +92,15 @@ func Routes(r fiber.Router, d Deps) {
 // findIn loads one row of the workspace by id; a malformed id and another
 // workspace's id are the same 404.
 func findIn[T any](ctx context.Context, db *gorm.DB, orgID, id, what string) (*T, error) {
-	notFound := models.NotFound(what)
-	if !models.ValidID(id) {
-		return nil, notFound
+	return models.FindInOrg[T](db.WithContext(ctx), orgID, id, what)
+}
+
+// getIn answers the workspace's row of T named by the :id parameter,
+// shown by view.
+func getIn[T, R any](c *fiber.Ctx, db *gorm.DB, orgID, what string, view func(*T) R) error {
+	row, err := findIn[T](c.UserContext(), db, orgID, c.Params("id"), what)
+	if err != nil {
+		return err
 	}
-	var row T
-	if err := db.WithContext(ctx).Where("id = ? AND org_id = ?", id, orgID).Take(&row).Error; err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, notFound
-		}
-		return nil, err
-	}
-	return &row, nil
+	return c.JSON(view(row))
 }

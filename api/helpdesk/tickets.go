@@ -148,11 +148,7 @@ func findTicket(ctx context.Context, db *gorm.DB, orgID, id string) (*models.Tic
 }
 
 func (h *handlers) getTicket(c *fiber.Ctx) error {
-	t, err := findTicket(c.UserContext(), h.DB, auth.From(c).OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	return c.JSON(toTicket(t))
+	return getIn(c, h.DB, auth.From(c).OrgID, "The ticket", toTicket)
 }
 
 type updateTicketRequest struct {
