@@ -340,20 +340,29 @@ wrk.path = "/crm/contacts?limit=25"
 	},
 }
 
-var postContact = workload{
-	wrkScript: func(b *bencher) string {
-		return fmt.Sprintf(`wrk.method = "POST"
+// postScript is a wrk script that POSTs JSON to path with one header, each
+// request a new body: body is a Lua string.format pattern whose three %d
+// are the thread's request count, the thread and the count again (so
+// e-mail addresses never repeat).
+func postScript(path, header, value, body string) string {
+	return fmt.Sprintf(`wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Authorization"] = "Bearer %s"
-wrk.path = "/crm/contacts"
+wrk.headers[%q] = %q
+wrk.path = %q
 local n = 0
 local tid = 0
 function setup(thread) tid = tid + 1; thread:set("tid", tid) end
 request = function()
   n = n + 1
-  return wrk.format(nil, nil, nil, string.format('{"name":"Ada %%d","email":"ada-%%d-%%d@engines.io","phone":"+1 415 555 2671","company":"Engines","designation":"CTO","type":"person"}', n, tid, n))
+  return wrk.format(nil, nil, nil, string.format('%s', n, tid, n))
 end
-`, b.key)
+`, header, value, path, body)
+}
+
+var postContact = workload{
+	wrkScript: func(b *bencher) string {
+		return postScript("/crm/contacts", "Authorization", "Bearer "+b.key,
+			`{"name":"Ada %d","email":"ada-%d-%d@engines.io","phone":"+1 415 555 2671","company":"Engines","designation":"CTO","type":"person"}`)
 	},
 	pgScript: func(b *bencher) string {
 		return fmt.Sprintf(`\set n random(1, 1000000000)
@@ -364,18 +373,8 @@ INSERT INTO contacts (id, org_id, name, email, phone, company, designation, type
 
 var postWebhook = workload{
 	wrkScript: func(b *bencher) string {
-		return fmt.Sprintf(`wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["x-api-key"] = "%s"
-wrk.path = "/crm/leads/webhook"
-local n = 0
-local tid = 0
-function setup(thread) tid = tid + 1; thread:set("tid", tid) end
-request = function()
-  n = n + 1
-  return wrk.format(nil, nil, nil, string.format('{"name":"Grace %%d","email":"grace-%%d-%%d@navy.mil","phone":"+1 415 555 2671","company":"Navy","value":25000,"source":"bench"}', n, tid, n))
-end
-`, b.key)
+		return postScript("/crm/leads/webhook", "x-api-key", b.key,
+			`{"name":"Grace %d","email":"grace-%d-%d@navy.mil","phone":"+1 415 555 2671","company":"Navy","value":25000,"source":"bench"}`)
 	},
 	pgScript: func(b *bencher) string {
 		return fmt.Sprintf(`\set n random(1, 1000000000)

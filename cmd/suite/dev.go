@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/mailsink"
 	"github.com/business-suite/suite/worker/ready"
@@ -49,15 +47,9 @@ func runDev(ctx context.Context, cfg Config) error {
 		}
 	}()
 
-	opts, err := temporalOptions(cfg, log, reg)
+	tc, err := dialTemporal(ctx, cfg, log, reg, "the embedded Temporal server")
 	if err != nil {
 		return err
-	}
-	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	tc, err := client.DialContext(dialCtx, opts)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("connect to the embedded Temporal server: %w", err)
 	}
 	defer tc.Close()
 	log.Debug("temporal client connected", "after", time.Since(started).String())

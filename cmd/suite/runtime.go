@@ -43,6 +43,22 @@ func requireCurrentSchema(ctx context.Context, db *gorm.DB) error {
 	return nil
 }
 
+// dialTemporal connects to the Temporal server cfg names (temporalOptions;
+// server names it in the error), giving up after 30 seconds.
+func dialTemporal(ctx context.Context, cfg Config, log *slog.Logger, reg *prometheus.Registry, server string) (client.Client, error) {
+	opts, err := temporalOptions(cfg, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tc, err := client.DialContext(dialCtx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", server, err)
+	}
+	return tc, nil
+}
+
 // temporalOptions builds client options from the configuration: address,
 // namespace, and either an API key (Temporal Cloud) or mTLS files. The
 // client (and workers made from it) continue request traces into

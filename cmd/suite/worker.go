@@ -48,15 +48,9 @@ func runWorker(ctx context.Context, cfg Config) error {
 	if err := requireCurrentSchema(ctx, db); err != nil {
 		return err
 	}
-	opts, err := temporalOptions(cfg, log, reg)
+	tc, err := dialTemporal(ctx, cfg, log, reg, "Temporal at "+cfg.TemporalAddress)
 	if err != nil {
 		return err
-	}
-	dialCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	tc, err := client.DialContext(dialCtx, opts)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
 	}
 	defer tc.Close()
 	if cfg.IdentityURL == "" {
