@@ -274,7 +274,7 @@ func (t *e2e) faultTemporalDown(ctx context.Context) error {
 	restarted := time.Now()
 	down.Store(false)
 	downFor := restarted.Sub(stopping)
-	if err := t.awaitTemporal(ctx, time.Minute); err != nil {
+	if err := awaitListening(ctx, t.temporal, t.temporalAddr, time.Minute); err != nil {
 		return err
 	}
 	listening := time.Since(restarted)

@@ -30,6 +30,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -124,6 +125,8 @@ type e2e struct {
 	dbURL        string
 	serviceToken string
 	temporalAddr string
+	stripe       *proc
+	stripeAddr   string
 
 	temporal *proc
 	apis     [2]*proc
@@ -176,12 +179,22 @@ func (t *e2e) setUp(ctx context.Context) error {
 	_, _ = rand.Read(raw)
 	t.serviceToken = hex.EncodeToString(raw)
 
-	free, err := ports.Free("127.0.0.1", 5)
+	free, err := ports.Free("127.0.0.1", 7)
 	if err != nil {
 		return err
 	}
 	addr := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(free[i])) }
 	t.temporalAddr = addr(0)
+	// Stripe's official mock server, at the version go.mod pins, stands in
+	// for Stripe (it keeps no state; the e2e plays Stripe's webhook).
+	mockBin, err := exec.CommandContext(ctx, "go", "tool", "-n", "stripe-mock").Output()
+	if err != nil {
+		return fmt.Errorf("locate stripe-mock (go tool -n stripe-mock): %w", err)
+	}
+	t.stripeAddr = addr(5)
+	t.stripe = &proc{name: "stripe-mock", binary: strings.TrimSpace(string(mockBin)),
+		args: []string{"-http-addr", t.stripeAddr, "-https-addr", addr(6)}, logPath: filepath.Join(t.dir, "stripe-mock.log")}
+	t.procs = append(t.procs, t.stripe)
 	t.temporal = t.newProc("temporal", "", "temporal",
 		"SUITE_DATA_DIR="+filepath.Join(t.dir, "temporal"),
 		"TEMPORAL_ADDRESS="+t.temporalAddr,
@@ -196,10 +209,16 @@ func (t *e2e) setUp(ctx context.Context) error {
 	}
 
 	begun := time.Now()
+	if err := t.stripe.start(); err != nil {
+		return err
+	}
+	if err := awaitListening(ctx, t.stripe, t.stripeAddr, time.Minute); err != nil {
+		return err
+	}
 	if err := t.temporal.start(); err != nil {
 		return err
 	}
-	if err := t.awaitTemporal(ctx, 2*time.Minute); err != nil {
+	if err := awaitListening(ctx, t.temporal, t.temporalAddr, 2*time.Minute); err != nil {
 		return err
 	}
 	t.step("suite temporal (pid %d) serves on %s after %s", t.temporal.pid(), t.temporalAddr, time.Since(begun).Round(time.Millisecond))
@@ -242,6 +261,13 @@ func (t *e2e) suiteEnv() []string {
 		"SUITE_DB_MAX_OPEN_CONNS=8",
 		"SUITE_SHUTDOWN_TIMEOUT=5s",
 		"SUITE_DATA_DIR=" + filepath.Join(t.dir, "data"),
+		// Billing against stripe-mock, as the README's walkthrough runs it.
+		"STRIPE_SECRET_KEY=sk_test_e2e",
+		"STRIPE_WEBHOOK_SECRET=" + stripeWebhookSecret,
+		"STRIPE_API_BASE=http://" + t.stripeAddr,
+		"STRIPE_PRICE_STARTER=price_starter",
+		"STRIPE_PRICE_BUSINESS=price_business",
+		"STRIPE_PRICE_ENTERPRISE=price_enterprise",
 	}
 }
 
@@ -252,20 +278,20 @@ func (t *e2e) newProc(name, readyz, role string, env ...string) *proc {
 	return p
 }
 
-// awaitTemporal waits until the Temporal frontend accepts connections.
-func (t *e2e) awaitTemporal(ctx context.Context, timeout time.Duration) error {
+// awaitListening waits until p accepts connections on addr.
+func awaitListening(ctx context.Context, p *proc, addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		if !t.temporal.alive() {
-			return fmt.Errorf("suite temporal exited (%s); its log ends:\n%s", t.temporal.exitText, t.temporal.logTail(20))
+		if !p.alive() {
+			return fmt.Errorf("%s exited (%s); its log ends:\n%s", p.name, p.exitText, p.logTail(20))
 		}
-		c, err := net.DialTimeout("tcp", t.temporalAddr, time.Second)
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			_ = c.Close()
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("suite temporal does not listen on %s after %s", t.temporalAddr, timeout)
+			return fmt.Errorf("%s does not listen on %s after %s", p.name, addr, timeout)
 		}
 		select {
 		case <-ctx.Done():

@@ -23,6 +23,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		{"an API key revoked through one API", t.revocation},
 		{"one Idempotency-Key on both APIs", t.idempotency},
 		{"a sign-in limit counted across both APIs", t.rateLimit},
+		{"billing (stripe-mock) and the AI interface across both APIs", t.billingAndAI},
 	}
 	faults := map[string]struct {
 		name string
