@@ -47,7 +47,7 @@ func (t *e2e) billingAndAI(ctx context.Context) error {
 	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: event, Secret: stripeWebhookSecret, Timestamp: time.Now()})
 	if err := expect(ctx, t.http, http.StatusOK, nil, "POST", t.base(1)+"/helpdesk/payments/webhook", json.RawMessage(event),
 		"Stripe-Signature", signed.Header); err != nil {
-		return fmt.Errorf("Stripe's invoice.paid on api2: %w", err)
+		return fmt.Errorf("the signed invoice.paid from Stripe on api2: %w", err)
 	}
 	for {
 		var change struct{ Status, Step string }
