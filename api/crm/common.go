@@ -64,15 +64,21 @@ func findScoped[T any](c *fiber.Ctx, db *gorm.DB, p *auth.Principal, id, assigne
 // getScoped answers the row of T named by the :id parameter, seen as the
 // caller sees it (findScoped), shown by view.
 func getScoped[T, R any](h *handlers, c *fiber.Ctx, assigneeColumn, what string, view func(*T) R) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	row, err := findScoped[T](c, h.DB, p, c.Params("id"), assigneeColumn, what)
+	row, err := pathRow[T](h, c, assigneeColumn, what)
 	if err != nil {
 		return err
 	}
 	return c.JSON(view(row))
+}
+
+// pathRow is the row of T named by the :id parameter in the organization
+// the query names (orgOf), seen as the caller sees it (findScoped).
+func pathRow[T any](h *handlers, c *fiber.Ctx, assigneeColumn, what string) (*T, error) {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return nil, err
+	}
+	return findScoped[T](c, h.DB, p, c.Params("id"), assigneeColumn, what)
 }
 
 // updateScoped changes the row of T named by the :id parameter, seen as the
@@ -97,11 +103,7 @@ func updateScoped[T any](h *handlers, c *fiber.Ctx, p *auth.Principal, assigneeC
 // deleteScoped deletes the row of T named by the :id parameter, seen as the
 // caller sees it (findScoped), and answers 204.
 func deleteScoped[T any](h *handlers, c *fiber.Ctx, assigneeColumn, what string) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	row, err := findScoped[T](c, h.DB, p, c.Params("id"), assigneeColumn, what)
+	row, err := pathRow[T](h, c, assigneeColumn, what)
 	if err != nil {
 		return err
 	}

@@ -245,11 +245,7 @@ func toActivity(a *models.LeadActivity) activityResponse {
 
 // listLeadActivities is the lead's timeline, most recent occurrence first.
 func (h *handlers) listLeadActivities(c *fiber.Ctx) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	l, err := findScoped[models.Lead](c, h.DB, p, c.Params("id"), "assigned_to_id", "The lead")
+	l, err := pathRow[models.Lead](h, c, "assigned_to_id", "The lead")
 	if err != nil {
 		return err
 	}
