@@ -131,10 +131,7 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 	if wait, ok := web.PreferWait(c); ok {
 		// The worker must see the job before the wait can end; a retry
 		// after a crash during the wait gets the job as created.
-		if err := c.Status(fiber.StatusAccepted).JSON(h.toJob(job)); err != nil {
-			return err
-		}
-		if err := web.CommitResponse(c); err != nil {
+		if err := web.CommitAccepted(c, h.toJob(job)); err != nil {
 			return err
 		}
 		// The job exists whatever the wait ends in: a failed wait (the

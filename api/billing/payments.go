@@ -177,10 +177,7 @@ func (h *payments) open(c *fiber.Ctx, req models.OpenChange) error {
 	if wait, ok := web.PreferWait(c); ok && wait > 0 {
 		// The worker must see the change before the wait can end; a retry
 		// after a crash during the wait gets the change as opened.
-		if err := c.Status(fiber.StatusAccepted).JSON(toChange(change)); err != nil {
-			return err
-		}
-		if err := web.CommitResponse(c); err != nil {
+		if err := web.CommitAccepted(c, toChange(change)); err != nil {
 			return err
 		}
 		if waited, err := h.s.Wait(c.UserContext(), change.OrgID, change.ID, wait); err == nil {

@@ -111,10 +111,7 @@ func (h *handlers) createOrg(c *fiber.Ctx) error {
 	// must see the organization, and a retry after a crash during the wait
 	// replays this 202.
 	c.Location("/crm/organization/" + org.ID)
-	if err := c.Status(fiber.StatusAccepted).JSON(toOrg(org, models.RoleOwner)); err != nil {
-		return err
-	}
-	if err := web.CommitResponse(c); err != nil {
+	if err := web.CommitAccepted(c, toOrg(org, models.RoleOwner)); err != nil {
 		return err
 	}
 	// The database, not Temporal, is the source of truth, so this works

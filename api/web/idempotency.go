@@ -136,7 +136,7 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 		resp := c.Response()
 		if !storable(resp.StatusCode()) {
 			// Not an outcome: the retry must run again — unless the handler
-			// committed early (CommitResponse), whose stored answer stands.
+			// committed early (CommitAccepted), whose stored answer stands.
 			if tx.Open() {
 				tx.Rollback()
 				release(ctx, db, &row)
@@ -156,8 +156,8 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 		switch {
 		case err == nil:
 			return nil
-		case errors.Is(err, errClaimLost):
-			return errClaimLost
+		case errors.Is(err, errKeyInFlight):
+			return errKeyInFlight
 		case resp.StatusCode() >= 400:
 			// A refusal whose transaction could not commit (PostgreSQL
 			// aborts a transaction at its first failed statement, such as
@@ -183,17 +183,23 @@ func storable(status int) bool {
 	return status < 500 && status != fiber.StatusTooManyRequests
 }
 
-// errClaimLost: the request ran past its lease and another request with the
-// same key took the claim over; this one's writes are rolled back.
-var errClaimLost = NewProblem(fiber.StatusConflict, "idempotency_key_in_flight",
+// errKeyInFlight answers a request whose key another request holds: a retry
+// while the first is still running, and a request that ran past its lease
+// and lost the claim to such a retry (its writes are rolled back).
+var errKeyInFlight = NewProblem(fiber.StatusConflict, "idempotency_key_in_flight",
 	"A request with this Idempotency-Key is still being processed; retry shortly.").WithRetryAfter(1)
+
+// claimOf narrows q to the key row while it is row's claim: a claim taken
+// over since (a new created_at) is never touched by its former holder.
+func claimOf(q *gorm.DB, row *models.IdempotencyKey) *gorm.DB {
+	return q.Model(&models.IdempotencyKey{}).
+		Where("scope = ? AND key = ? AND created_at = ?", row.Scope, row.Key, row.CreatedAt)
+}
 
 // release gives up a claim whose request stored no outcome, so a retry runs
 // at once.
 func release(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey) {
-	err := db.WithContext(context.WithoutCancel(ctx)).
-		Where("scope = ? AND key = ? AND created_at = ?", row.Scope, row.Key, row.CreatedAt).
-		Delete(&models.IdempotencyKey{}).Error
+	err := claimOf(db.WithContext(context.WithoutCancel(ctx)), row).Delete(&models.IdempotencyKey{}).Error
 	if err != nil {
 		slog.WarnContext(ctx, "releasing an idempotency claim failed; it lapses with its lease", "key", row.Key, "error", err)
 	}
@@ -213,18 +219,16 @@ func storeOutcome(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, 
 		outcome["location"] = string(resp.Header.Peek(fiber.HeaderLocation))
 		outcome["body"] = append([]byte(nil), resp.Body()...)
 	}
-	res := db.WithContext(ctx).Model(&models.IdempotencyKey{}).
-		Where("scope = ? AND key = ? AND created_at = ?", row.Scope, row.Key, row.CreatedAt).
-		Updates(outcome)
+	res := claimOf(db.WithContext(ctx), row).Updates(outcome)
 	if res.Error == nil && res.RowsAffected == 0 {
-		return errClaimLost
+		return errKeyInFlight
 	}
 	return res.Error
 }
 
 const localIdempotentRequest = "idempotent-request"
 
-// idempotentRequest is what CommitResponse needs of the middleware's state.
+// idempotentRequest is what CommitAccepted needs of the middleware's state.
 type idempotentRequest struct {
 	db  *gorm.DB
 	row *models.IdempotencyKey
@@ -232,13 +236,16 @@ type idempotentRequest struct {
 	tx  *models.RequestTx
 }
 
-// CommitResponse commits the request's writes now, with the response the
-// handler has written so far stored as its outcome. A handler that goes on
-// to wait for work its writes started (Prefer: wait) calls it first: the
+// CommitAccepted answers 202 with body and commits the request's writes
+// now, with that answer stored as its outcome. A handler that goes on to
+// wait for work its writes started (Prefer: wait) calls it first: the
 // worker must see those writes, and a retry after a crash during the wait
 // replays this answer. The final response replaces it once the handler
-// returns. Without an Idempotency-Key it does nothing.
-func CommitResponse(c *fiber.Ctx) error {
+// returns. Without an Idempotency-Key there is nothing to commit.
+func CommitAccepted(c *fiber.Ctx, body any) error {
+	if err := c.Status(fiber.StatusAccepted).JSON(body); err != nil {
+		return err
+	}
 	r, ok := c.Locals(localIdempotentRequest).(*idempotentRequest)
 	if !ok || !r.tx.Open() {
 		return nil
@@ -261,8 +268,7 @@ func heartbeat(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, opt
 			case <-quit:
 				return
 			case <-ticker.C:
-				err := db.WithContext(ctx).Model(&models.IdempotencyKey{}).
-					Where("scope = ? AND key = ? AND created_at = ? AND state = ?", row.Scope, row.Key, row.CreatedAt, models.IdemInFlight).
+				err := claimOf(db.WithContext(ctx), row).Where("state = ?", models.IdemInFlight).
 					Update("locked_until", opts.Now().Add(opts.Lease)).Error
 				if err != nil {
 					slog.WarnContext(ctx, "renewing an idempotency claim failed", "key", row.Key, "error", err)
@@ -294,8 +300,7 @@ func claimKey(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, now 
 	stale := existing.ExpiresAt.Before(now) ||
 		(existing.State == models.IdemInFlight && existing.LockedUntil.Before(now))
 	if stale {
-		res := q.Model(&models.IdempotencyKey{}).
-			Where("scope = ? AND key = ? AND created_at = ?", existing.Scope, existing.Key, existing.CreatedAt).
+		res := claimOf(q, &existing).
 			Updates(map[string]any{"request_hash": row.RequestHash, "state": models.IdemInFlight, "status_code": 0,
 				"content_type": "", "location": "", "body": nil, "created_at": row.CreatedAt, "expires_at": row.ExpiresAt,
 				"locked_until": row.LockedUntil})
@@ -321,8 +326,7 @@ func replay(c *fiber.Ctx, row *models.IdempotencyKey) error {
 		return NewProblem(fiber.StatusUnprocessableEntity, "idempotency_key_reused",
 			"This Idempotency-Key was used with a different request; use a new key for a new request.")
 	case models.IdemInFlight:
-		return NewProblem(fiber.StatusConflict, "idempotency_key_in_flight",
-			"A request with this Idempotency-Key is still being processed; retry shortly.").WithRetryAfter(1)
+		return errKeyInFlight
 	}
 	if row.ContentType == secretWithheld {
 		return NewProblem(fiber.StatusConflict, "idempotent_response_withheld",

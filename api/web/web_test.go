@@ -749,10 +749,7 @@ func crashApp(t *testing.T, db *gorm.DB, now *atomic.Pointer[time.Time]) *fiber.
 		if err != nil {
 			return err
 		}
-		if err := c.Status(202).JSON(fiber.Map{"order": n, "status": "started"}); err != nil {
-			return err
-		}
-		if err := web.CommitResponse(c); err != nil {
+		if err := web.CommitAccepted(c, fiber.Map{"order": n, "status": "started"}); err != nil {
 			return err
 		}
 		// What the worker sees while the handler waits: the committed order.
