@@ -350,41 +350,28 @@ func titleFromText(s string) string {
 
 // FindAIDocument loads one of orgID's documents.
 func FindAIDocument(ctx context.Context, db *gorm.DB, orgID, id string) (*AIDocument, error) {
-	var d AIDocument
-	return &d, findInOrg(ctx, db, &d, orgID, id)
+	return FindInOrg[AIDocument](db.WithContext(ctx), orgID, id, "The document")
 }
 
 // DeleteAIDocument deletes one of orgID's documents. Its jobs keep the text
 // they processed; a job still queued for it fails with source_not_found.
 func DeleteAIDocument(ctx context.Context, db *gorm.DB, orgID, id string) error {
 	if !ValidID(id) {
-		return ErrNotFound
+		return NotFound("The document")
 	}
 	res := db.WithContext(ctx).Where("id = ? AND org_id = ?", id, orgID).Delete(&AIDocument{})
 	if res.Error != nil {
 		return res.Error
 	}
 	if res.RowsAffected == 0 {
-		return ErrNotFound
+		return NotFound("The document")
 	}
 	return nil
 }
 
 // FindAIJob loads one of orgID's jobs.
 func FindAIJob(ctx context.Context, db *gorm.DB, orgID, id string) (*AIJob, error) {
-	var j AIJob
-	return &j, findInOrg(ctx, db, &j, orgID, id)
-}
-
-func findInOrg(ctx context.Context, db *gorm.DB, dest any, orgID, id string) error {
-	if !ValidID(id) {
-		return ErrNotFound
-	}
-	err := db.WithContext(ctx).Take(dest, "id = ? AND org_id = ?", id, orgID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return ErrNotFound
-	}
-	return err
+	return FindInOrg[AIJob](db.WithContext(ctx), orgID, id, "The job")
 }
 
 // NewAIJob is a requested job.

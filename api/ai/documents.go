@@ -138,7 +138,7 @@ func (h *handlers) getDocument(c *fiber.Ctx) error {
 	p := auth.From(c)
 	doc, err := models.FindAIDocument(c.UserContext(), h.DB, p.OrgID, param(c, "id"))
 	if err != nil {
-		return notFound("The document", err)
+		return err
 	}
 	out := toDocument(doc)
 	if doc.Source == "" {
@@ -152,7 +152,7 @@ func (h *handlers) getDocument(c *fiber.Ctx) error {
 func (h *handlers) deleteDocument(c *fiber.Ctx) error {
 	p := auth.From(c)
 	if err := models.DeleteAIDocument(c.UserContext(), h.DB, p.OrgID, param(c, "id")); err != nil {
-		return notFound("The document", err)
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

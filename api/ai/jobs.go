@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -158,7 +157,7 @@ func (h *handlers) getJob(c *fiber.Ctx) error {
 	p := auth.From(c)
 	job, err := models.FindAIJob(c.UserContext(), h.DB, p.OrgID, param(c, "id"))
 	if err != nil {
-		return notFound("The job", err)
+		return err
 	}
 	return c.JSON(h.toJob(job))
 }
@@ -181,9 +180,9 @@ func (h *handlers) listJobs(c *fiber.Ctx) error {
 		return err
 	}
 	q := h.DB.WithContext(c.UserContext()).Model(&models.AIJob{}).Select(jobListColumns).Where("org_id = ?", p.OrgID)
-	for col, v := range map[string]string{"status": filter.Status, "kind": filter.Kind, "document_id": filter.DocumentID} {
-		if v != "" {
-			q = q.Where(col+" = ?", v)
+	for _, f := range [...]struct{ col, v string }{{"status", filter.Status}, {"kind", filter.Kind}, {"document_id", filter.DocumentID}} {
+		if f.v != "" {
+			q = q.Where(f.col+" = ?", f.v)
 		}
 	}
 	rows, err := web.Paginate(q, pg, "", jobCursor)
@@ -200,7 +199,7 @@ func (h *handlers) cancelJob(c *fiber.Ctx) error {
 	p := auth.From(c)
 	job, err := models.CancelAIJob(c.UserContext(), h.DB, p.OrgID, param(c, "id"))
 	if err != nil {
-		return notFound("The job", err)
+		return err
 	}
 	if h.Temporal != nil {
 		// Best effort: the workflow checks the job's status before every
@@ -298,12 +297,8 @@ func (h *handlers) toJob(j *models.AIJob) jobResponse {
 	if j.ErrorCode != "" {
 		out.Error = &jobError{Code: j.ErrorCode, Message: j.ErrorMessage}
 	}
-	if h.TemporalUI != "" {
-		ns := h.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		u := strings.TrimRight(h.TemporalUI, "/") + "/namespaces/" + url.PathEscape(ns) + "/workflows/" + url.PathEscape(out.WorkflowID)
+	if h.workflowLinks != "" {
+		u := h.workflowLinks + url.PathEscape(out.WorkflowID)
 		out.WorkflowURL = &u
 	}
 	return out

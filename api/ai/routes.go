@@ -14,8 +14,10 @@
 package ai
 
 import (
-	"errors"
+	"cmp"
 	"log/slog"
+	"net/url"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"go.temporal.io/sdk/client"
@@ -23,7 +25,6 @@ import (
 
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/models"
 )
 
 // Deps are the AI interface's dependencies.
@@ -41,7 +42,12 @@ type Deps struct {
 	Namespace  string
 }
 
-type handlers struct{ Deps }
+type handlers struct {
+	Deps
+	// workflowLinks is where a job's workflow id is appended to link to
+	// it in the Temporal Web UI ("" — no links).
+	workflowLinks string
+}
 
 // Routes mounts the AI interface on r (the /v1/ai group, behind the ai_
 // key check and the idempotency layer).
@@ -49,7 +55,10 @@ func Routes(r fiber.Router, d Deps) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	h := &handlers{d}
+	h := &handlers{Deps: d}
+	if d.TemporalUI != "" {
+		h.workflowLinks = strings.TrimRight(d.TemporalUI, "/") + "/namespaces/" + url.PathEscape(cmp.Or(d.Namespace, "default")) + "/workflows/"
+	}
 	r.Get("/documents", h.listDocuments)
 	r.Post("/documents", h.createDocument)
 	r.Get("/documents/:id", h.getDocument)
@@ -80,12 +89,3 @@ func toPage[T, R any](p web.Page[T], f func(*T) R) page[R] {
 
 // param copies a path parameter: Fiber reuses its buffer after the handler.
 func param(c *fiber.Ctx, name string) string { return string([]byte(c.Params(name))) }
-
-// notFound is the 404 of a document or job that is not the caller's
-// organization's (or does not exist: the two are never told apart).
-func notFound(what string, err error) error {
-	if errors.Is(err, models.ErrNotFound) {
-		return models.NotFound(what)
-	}
-	return err
-}
