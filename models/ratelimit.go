@@ -32,16 +32,18 @@ type Rate struct {
 // Estimate is the number of requests in the window ending now.
 func (r Rate) Estimate() float64 { return float64(r.Previous)*r.Weight + float64(r.Current) }
 
-func rateWindows(window time.Duration, now time.Time) (current, previous time.Time, weight float64) {
+// newRate is the empty rate of the window ending at now, with the starts of
+// the current and previous fixed windows its counts come from.
+func newRate(window time.Duration, now time.Time) (r Rate, current, previous time.Time) {
 	current = now.Truncate(window)
-	return current, current.Add(-window), 1 - float64(now.Sub(current))/float64(window)
+	r = Rate{Weight: 1 - float64(now.Sub(current))/float64(window), WindowEnd: current.Add(window)}
+	return r, current, current.Add(-window)
 }
 
 // HitRate counts one request against bucket and returns its rate including
 // that request, in one statement.
 func HitRate(ctx context.Context, db *gorm.DB, bucket string, window time.Duration, now time.Time) (Rate, error) {
-	cur, prev, weight := rateWindows(window, now)
-	r := Rate{Weight: weight, WindowEnd: cur.Add(window)}
+	r, cur, prev := newRate(window, now)
 	err := db.WithContext(ctx).Raw(`INSERT INTO rate_counters (bucket, window_start, hits, expires_at) VALUES (?, ?, 1, ?)
 ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_counters.hits + 1
 RETURNING hits, COALESCE((SELECT p.hits FROM rate_counters p WHERE p.bucket = ? AND p.window_start = ?), 0)`,
@@ -51,8 +53,7 @@ RETURNING hits, COALESCE((SELECT p.hits FROM rate_counters p WHERE p.bucket = ? 
 
 // PeekRate returns bucket's rate without counting a request.
 func PeekRate(ctx context.Context, db *gorm.DB, bucket string, window time.Duration, now time.Time) (Rate, error) {
-	cur, prev, weight := rateWindows(window, now)
-	r := Rate{Weight: weight, WindowEnd: cur.Add(window)}
+	r, cur, prev := newRate(window, now)
 	var rows []RateCounter
 	err := db.WithContext(ctx).Where("bucket = ? AND window_start IN (?, ?)", bucket, cur, prev).Find(&rows).Error
 	for _, row := range rows {

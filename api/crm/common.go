@@ -26,9 +26,10 @@ func (h *handlers) orgOf(c *fiber.Ctx, bodyOrgID string) (*auth.Principal, error
 // AGENTs do; ADMINs, OWNERs and API keys see everything.
 func agentScoped(p *auth.Principal) bool { return !p.IsKey() && p.Role == models.RoleAgent }
 
-// scope restricts q to rows assigned to the caller when agentScoped.
+// scope restricts q to rows assigned to the caller when agentScoped and
+// the rows have an assignee column ("" — everyone sees every row).
 func scope(q *gorm.DB, p *auth.Principal, column string) *gorm.DB {
-	if agentScoped(p) {
+	if column != "" && agentScoped(p) {
 		return q.Where(column+" = ?", p.MemberID)
 	}
 	return q
@@ -54,11 +55,7 @@ func checkLinked(db *gorm.DB, model any, orgID, field string, id *string) error 
 // findScoped loads one row of the organization (and, for AGENTs when
 // column is set, assigned to them); anything else is a 404.
 func findScoped[T any](c *fiber.Ctx, db *gorm.DB, p *auth.Principal, id, assigneeColumn, what string) (*T, error) {
-	q := db.WithContext(c.UserContext())
-	if assigneeColumn != "" {
-		q = scope(q, p, assigneeColumn)
-	}
-	return models.FindInOrg[T](q, p.OrgID, id, what)
+	return models.FindInOrg[T](scope(db.WithContext(c.UserContext()), p, assigneeColumn), p.OrgID, id, what)
 }
 
 // getScoped answers the row of T named by the :id parameter, seen as the
@@ -167,10 +164,7 @@ func list[T, R any](h *handlers, c *fiber.Ctx, l listing[T, R]) error {
 			return err
 		}
 	}
-	q := h.DB.WithContext(c.UserContext()).Model(new(T)).Where("org_id = ?", p.OrgID)
-	if l.assignee != "" {
-		q = scope(q, p, l.assignee)
-	}
+	q := scope(h.DB.WithContext(c.UserContext()).Model(new(T)).Where("org_id = ?", p.OrgID), p, l.assignee)
 	if l.narrow != nil {
 		q = l.narrow(q)
 	}
