@@ -555,9 +555,8 @@ func RetrySubscriptionChange(tx *gorm.DB, changeID, requestedBy string) (*Subscr
 
 // SubscriptionChangeRetries lists a change's retries, oldest first.
 func SubscriptionChangeRetries(ctx context.Context, db *gorm.DB, changeID string) ([]SubscriptionChangeRetry, error) {
-	var out []SubscriptionChangeRetry
-	err := db.WithContext(ctx).Where("change_id = ?", changeID).Order("number").Find(&out).Error
-	return out, err
+	retries, err := RetriesOfChanges(ctx, db, []string{changeID})
+	return retries[changeID], err
 }
 
 // ChangeProgress is what a workflow step learned, written on the change.

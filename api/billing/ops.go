@@ -123,11 +123,7 @@ func (h *ops) retry(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	by := p.Email
-	if by == "" {
-		by = p.UserID
-	}
-	change, _, err := h.s.Retry(c.UserContext(), found.ID, by)
+	change, _, err := h.s.Retry(c.UserContext(), found.ID, requester(p))
 	if errors.Is(err, models.ErrNotFound) {
 		return models.NotFound("The subscription change")
 	}
