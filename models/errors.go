@@ -51,6 +51,12 @@ func NotFound(what string) *DomainError {
 	return Err(ErrNotFound, "not_found", "%s was not found.", what)
 }
 
+// Unauthorized is the 401 of a request without a credential this route
+// takes; detail says which one to send.
+func Unauthorized(detail string) *DomainError {
+	return Err(ErrUnauthorized, "unauthorized", "%s", detail)
+}
+
 // Invalid builds a validation error listing the bad fields.
 func Invalid(fields ...FieldError) *DomainError {
 	return &DomainError{Kind: ErrInvalid, Code: "validation_failed", Message: "The request has invalid fields.", Fields: fields}

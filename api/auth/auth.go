@@ -29,8 +29,6 @@ type Principal struct {
 	UserID string
 	Email  string
 	Name   string
-	// Staff: the token says the user is billing staff.
-	Staff bool
 	// …or an API key.
 	Key *models.APIKey
 
@@ -138,7 +136,7 @@ func (a *Authenticator) verifyUser(ctx context.Context, token string) (*UserClai
 }
 
 var (
-	errNoCredential   = models.Err(models.ErrUnauthorized, "unauthorized", "Send a credential.")
+	errNoCredential   = models.Unauthorized("Send a credential.")
 	errInvalidKey     = models.Err(models.ErrUnauthorized, "invalid_api_key", "The API key is not valid.")
 	errRevokedKey     = models.Err(models.ErrUnauthorized, "api_key_revoked", "The API key was revoked.")
 	errInvalidToken   = models.Err(models.ErrUnauthorized, "invalid_token", "The access token is not valid or has expired.")
@@ -156,9 +154,9 @@ func (a *Authenticator) CRM() fiber.Handler {
 		token, present := bearer(c)
 		if token == "" {
 			if present {
-				return models.Err(models.ErrUnauthorized, "unauthorized", "Use Authorization: Bearer <access token or crm_ API key>.")
+				return models.Unauthorized("Use Authorization: Bearer <access token or crm_ API key>.")
 			}
-			return models.Err(models.ErrUnauthorized, "unauthorized", "Send Authorization: Bearer <access token or crm_ API key>.")
+			return models.Unauthorized("Send Authorization: Bearer <access token or crm_ API key>.")
 		}
 		p, err := a.fromBearer(c, token, "crm")
 		if err != nil {
@@ -185,9 +183,9 @@ func (a *Authenticator) Helpdesk() fiber.Handler {
 			token, present := bearer(c)
 			if token == "" {
 				if present {
-					return models.Err(models.ErrUnauthorized, "unauthorized", "Use Authorization: Bearer <access token>, or x-api-key with x-workspace-id.")
+					return models.Unauthorized("Use Authorization: Bearer <access token>, or x-api-key with x-workspace-id.")
 				}
-				return models.Err(models.ErrUnauthorized, "unauthorized", "Send x-api-key: <hd_ key> with x-workspace-id, or Authorization: Bearer <access token> with x-workspace-id.")
+				return models.Unauthorized("Send x-api-key: <hd_ key> with x-workspace-id, or Authorization: Bearer <access token> with x-workspace-id.")
 			}
 			if models.ServiceOfKey(token) != "" {
 				return models.Err(models.ErrUnauthorized, "api_key_in_authorization",
@@ -223,7 +221,7 @@ func (a *Authenticator) Staff() fiber.Handler {
 			if c.Get("X-Api-Key") != "" {
 				return errStaffRequired
 			}
-			return models.Err(models.ErrUnauthorized, "unauthorized", "Send Authorization: Bearer <access token of a billing-staff user>.")
+			return models.Unauthorized("Send Authorization: Bearer <access token of a billing-staff user>.")
 		}
 		if models.ServiceOfKey(token) != "" {
 			return errStaffRequired
@@ -235,7 +233,7 @@ func (a *Authenticator) Staff() fiber.Handler {
 		if !claims.Staff {
 			return errStaffRequired
 		}
-		setPrincipal(c, &Principal{UserID: claims.Subject, Email: claims.Email, Name: claims.Name, Staff: true})
+		setPrincipal(c, &Principal{UserID: claims.Subject, Email: claims.Email, Name: claims.Name})
 		return c.Next()
 	}
 }
@@ -249,10 +247,10 @@ func (a *Authenticator) AI() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		token, _ := bearer(c)
 		if token == "" {
-			return models.Err(models.ErrUnauthorized, "unauthorized", "Send Authorization: Bearer <ai_ API key>.")
+			return models.Unauthorized("Send Authorization: Bearer <ai_ API key>.")
 		}
 		if models.ServiceOfKey(token) == "" {
-			return models.Err(models.ErrUnauthorized, "unauthorized", "The AI interface takes an ai_ API key, not a user token.")
+			return models.Unauthorized("The AI interface takes an ai_ API key, not a user token.")
 		}
 		k, err := a.key(c, token, "ai")
 		if err != nil {

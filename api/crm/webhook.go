@@ -52,7 +52,7 @@ func Webhook(d Deps) []fiber.Handler {
 }
 
 // DefaultWebhookKeyRate is the intake submissions a minute one crm_ key may
-// send to one API process (SUITE_WEBHOOK_KEY_RATE).
+// send, counted across every API process (SUITE_WEBHOOK_KEY_RATE).
 const DefaultWebhookKeyRate = 6000
 
 // intakeDedupeWindow is how long an identical submission counts as a resend
@@ -187,7 +187,7 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 		}
 		orgID, key = k.OrgID, k
 	} else if orgID == "" {
-		return models.Err(models.ErrUnauthorized, "unauthorized", "Send x-api-key: <crm_ key>, or the organization's orgId in the body.")
+		return models.Unauthorized("Send x-api-key: <crm_ key>, or the organization's orgId in the body.")
 	}
 	if err := req.reachable(); err != nil {
 		return err

@@ -63,7 +63,7 @@ func articleCursor(a *models.KBArticle) web.Cursor {
 func kbPrincipal(c *fiber.Ctx) (*auth.Principal, error) {
 	p := auth.From(c)
 	if p == nil || p.OrgID == "" {
-		return nil, models.Err(models.ErrUnauthorized, "unauthorized", "Send a credential with x-workspace-id.")
+		return nil, models.Unauthorized("Send a credential with x-workspace-id.")
 	}
 	return p, nil
 }

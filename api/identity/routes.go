@@ -121,7 +121,7 @@ func (s *Service) refresh(c *fiber.Ctx) error {
 func (s *Service) me(c *fiber.Ctx) error {
 	token, _ := web.BearerToken(c)
 	if token == "" {
-		return models.Err(models.ErrUnauthorized, "unauthorized", "Send Authorization: Bearer <access token>.")
+		return models.Unauthorized("Send Authorization: Bearer <access token>.")
 	}
 	claims, err := s.Verify(token)
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Service) me(c *fiber.Ctx) error {
 	}
 	u, err := s.User(c.UserContext(), claims.Subject)
 	if err != nil {
-		return models.Err(models.ErrUnauthorized, "unauthorized", "The account no longer exists.")
+		return models.Unauthorized("The account no longer exists.")
 	}
 	return c.JSON(toUser(u))
 }
@@ -166,7 +166,7 @@ func (s *Service) discovery(c *fiber.Ctx) error {
 func (s *Service) requireService(c *fiber.Ctx) error {
 	token, _ := web.BearerToken(c)
 	if token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.ServiceToken)) != 1 {
-		return models.Err(models.ErrUnauthorized, "unauthorized", "Service-to-service endpoints need the identity service token.")
+		return models.Unauthorized("Service-to-service endpoints need the identity service token.")
 	}
 	return c.Next()
 }

@@ -52,8 +52,9 @@ type Config struct {
 	OTLPEndpoint       string `env:"OTEL_EXPORTER_OTLP_ENDPOINT"`
 	OTLPTracesEndpoint string `env:"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"`
 
-	// WebhookKeyRate is how many lead intakes a minute one crm_ key may send
-	// to one API process (anonymous forms have fixed per-IP limits).
+	// WebhookKeyRate is how many lead intakes a minute one crm_ key may send,
+	// counted across every API process (anonymous forms have fixed per-IP
+	// limits).
 	WebhookKeyRate int `env:"SUITE_WEBHOOK_KEY_RATE" envDefault:"6000"`
 
 	// Demo seeds the demo organization; defaults to true under `suite dev`.
