@@ -112,22 +112,9 @@ func New(db *gorm.DB, c client.Client, log *slog.Logger, reg prometheus.Register
 type Tx struct {
 	*gorm.DB
 	recorded int
-}
-
-// traceContext is the trace of the request the transaction serves.
-func (tx *Tx) traceContext() string {
-	if tx.Statement == nil || tx.Statement.Context == nil {
-		return ""
-	}
-	return telemetry.Inject(tx.Statement.Context)
-}
-
-// requestID is the id of the request the transaction serves.
-func (tx *Tx) requestID() string {
-	if tx.Statement == nil || tx.Statement.Context == nil {
-		return ""
-	}
-	return telemetry.RequestID(tx.Statement.Context)
+	// traceContext and requestID are the trace and the id of the request
+	// the transaction serves, stored with every row it records.
+	traceContext, requestID string
 }
 
 // Start records s in the transaction. It is dispatched only if the
@@ -144,7 +131,7 @@ func (tx *Tx) Start(s Start) error {
 		Input:        string(input),
 		OrgID:        s.OrgID,
 		Kind:         s.Kind,
-		TraceContext: tx.traceContext(), RequestID: tx.requestID(),
+		TraceContext: tx.traceContext, RequestID: tx.requestID,
 	})
 	if err != nil {
 		return err
@@ -165,7 +152,7 @@ func (tx *Tx) Signal(sig Signal) error {
 		return fmt.Errorf("encode signal %s to %s: %w", sig.Name, sig.WorkflowID, err)
 	}
 	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: workflows.TaskQueue, SignalName: sig.Name, SignalInput: string(input),
-		TraceContext: tx.traceContext(), RequestID: tx.requestID()}
+		TraceContext: tx.traceContext, RequestID: tx.requestID}
 	if sig.Start != nil {
 		startInput, err := json.Marshal(sig.Start.Input)
 		if err != nil {
@@ -187,7 +174,7 @@ func (tx *Tx) Signal(sig Signal) error {
 func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 	var recorded int
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
-		tx := &Tx{DB: gtx}
+		tx := &Tx{DB: gtx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx)}
 		if err := fn(tx); err != nil {
 			return err
 		}

@@ -92,13 +92,13 @@ func Middleware(requestID func(c *fiber.Ctx) string) fiber.Handler {
 			carrier["tracestate"] = strings.Clone(c.Get("tracestate"))
 		}
 		ctx := propagator.Extract(c.UserContext(), carrier)
-		method := strings.Clone(c.Method())
+		method, id := strings.Clone(c.Method()), strings.Clone(requestID(c))
 		ctx, span := otel.Tracer("business-suite/http").Start(ctx, method,
 			trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("url.path", strings.Clone(c.Path())),
-				attribute.String("request.id", strings.Clone(requestID(c)))))
+				attribute.String("request.id", id)))
 		defer span.End()
-		c.SetUserContext(WithRequestID(ctx, strings.Clone(requestID(c))))
+		c.SetUserContext(WithRequestID(ctx, id))
 		err := c.Next()
 		// The route is known once routing has run; copy it, Fiber reuses it.
 		route := strings.Clone(c.Route().Path)
