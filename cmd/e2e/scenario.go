@@ -45,7 +45,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		}
 		steps = append(steps, f)
 	}
-	var failed []string
+	var failed []error
 	for i, s := range steps {
 		fmt.Println()
 		t.step("== %s", s.name)
@@ -58,20 +58,12 @@ func (t *e2e) scenario(ctx context.Context) error {
 		// leaves the topology running (each restores what it broke), so
 		// the next faults still run and report their figures.
 		if i < walkthrough || ctx.Err() != nil || !t.intact() {
-			return errors.Join(append(toErrors(failed), err)...)
+			return errors.Join(append(failed, err)...)
 		}
 		fmt.Printf("  FAILED: %v\n", err)
-		failed = append(failed, err.Error())
+		failed = append(failed, err)
 	}
-	return errors.Join(toErrors(failed)...)
-}
-
-func toErrors(msgs []string) []error {
-	var errs []error
-	for _, m := range msgs {
-		errs = append(errs, errors.New(m))
-	}
-	return errs
+	return errors.Join(failed...)
 }
 
 // intact tells whether every process of the topology runs.
