@@ -2,8 +2,10 @@ package devserver_test
 
 import (
 	"context"
+	"database/sql"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +114,57 @@ func TestStateSurvivesRestart(t *testing.T) {
 	}
 	if !strings.HasPrefix(srv.UIURL(), "http://") {
 		t.Fatalf("UI URL %q", srv.UIURL())
+	}
+}
+
+// TestFileIsWALWithLeanVisibility: the state file runs in WAL mode (the
+// server's connection attributes become PRAGMAs, and a misspelt one is
+// ignored without a word), and its visibility table keeps only the indexes
+// the UI's usual filters and the search attributes in use need.
+// TestStateSurvivesRestart shows filtering by OrgId and Kind still works.
+func TestFileIsWALWithLeanVisibility(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "temporal.db")
+	srv, err := devserver.Start(devserver.Options{
+		DBPath: dbPath, FrontendAddr: freeAddr(t),
+		SearchAttributes: map[string]enumspb.IndexedValueType{"OrgId": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "Kind": enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.Stop(3 * time.Second)
+
+	db, err := sql.Open("sqlite", "file:"+dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal mode %q (%v), want wal", mode, err)
+	}
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility' AND sql IS NOT NULL ORDER BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	keywords := 0
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		if strings.HasPrefix(name, "by_keyword_") {
+			keywords++
+		}
+	}
+	for _, want := range []string{"default_idx", "by_workflow_id", "by_workflow_type", "by_status"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("index %s was dropped: %v", want, names)
+		}
+	}
+	if len(names) != 8 || keywords != 2 {
+		t.Fatalf("visibility indexes %v: want the UI's six and one per search attribute (two)", names)
 	}
 }
