@@ -110,8 +110,8 @@ func PaginateBy[T any](q *gorm.DB, p PageRequest, table, timeColumn string, key 
 		// supports row values too.
 		q = q.Where("("+col(timeColumn)+", "+col("id")+") < (?, ?)", p.After.CreatedAt, p.After.ID)
 	}
-	var rows []T
-	if err := q.Order(col(timeColumn) + " DESC").Order(col("id") + " DESC").Limit(p.Limit + 1).Find(&rows).Error; err != nil {
+	rows, err := models.FindAll[T](q.Order(col(timeColumn) + " DESC").Order(col("id") + " DESC").Limit(p.Limit + 1))
+	if err != nil {
 		return Page[T]{}, err
 	}
 	page := Page[T]{Data: rows}
