@@ -50,6 +50,8 @@ type config struct {
 	burst      int
 	keep       bool
 	out        string
+	only       *regexp.Regexp
+	profileDir string
 }
 
 func main() {
@@ -63,7 +65,20 @@ func main() {
 	flag.IntVar(&cfg.burst, "burst", 5000, "size of the intake burst")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the bench database and data directory")
 	flag.StringVar(&cfg.out, "out", "", "also write the table (Markdown) to this file")
+	only := flag.String("only", "", "run only the loads whose name matches this regular expression (e.g. 'GET', 'intake')")
+	flag.StringVar(&cfg.profileDir, "profile", "", "write a CPU profile of the suite during each API load to this directory (go tool pprof FILE)")
 	flag.Parse()
+	if cfg.profileDir != "" {
+		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -profile:", err)
+			os.Exit(2)
+		}
+	}
+	var err error
+	if cfg.only, err = regexp.Compile(*only); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -only:", err)
+		os.Exit(2)
+	}
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -98,7 +113,7 @@ func run(cfg config) error {
 		defer os.RemoveAll(dataDir)
 	}
 
-	s, err := startSuite(cfg.binary, dbURL, dataDir)
+	s, err := startSuite(cfg, dbURL, dataDir)
 	if err != nil {
 		return err
 	}
@@ -131,31 +146,38 @@ func run(cfg config) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid}
-	if err := add(b.pair("GET /crm/contacts?limit=25 (10k in org)", 16, getContacts)); err != nil {
+	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof}
+	pair := func(name string, conns int, w workload) error {
+		if !cfg.only.MatchString(name) {
+			return nil
+		}
+		return add(b.pair(name, conns, w))
+	}
+	if err := pair("GET /crm/contacts?limit=25 (10k in org)", 16, getContacts); err != nil {
 		return err
 	}
-	if err := add(b.pair("GET /crm/contacts?limit=25 (10k in org)", 64, getContacts)); err != nil {
+	if err := pair("GET /crm/contacts?limit=25 (10k in org)", 64, getContacts); err != nil {
 		return err
 	}
-	if err := add(b.pair("POST /crm/contacts", 16, postContact)); err != nil {
+	if err := pair("POST /crm/contacts", 16, postContact); err != nil {
 		return err
 	}
 	// The intake pipeline is measured before the webhook's accept run,
 	// whose ten thousand or so accepted intakes would otherwise still be
 	// queued ahead of the steady run's (the pipeline drains far slower
 	// than the API accepts).
-	steady, err := b.steadyIntake(ctx, db)
-	if err != nil {
-		return err
+	var steady, burst intakeResult
+	if cfg.only.MatchString("web-form intake") {
+		if steady, err = b.steadyIntake(ctx, db); err != nil {
+			return err
+		}
+		fmt.Println(steady)
+		if burst, err = b.burstIntake(ctx, db); err != nil {
+			return err
+		}
+		fmt.Println(burst)
 	}
-	fmt.Println(steady)
-	burst, err := b.burstIntake(ctx, db)
-	if err != nil {
-		return err
-	}
-	fmt.Println(burst)
-	if err := add(b.pair("POST /crm/leads/webhook (202)", 16, postWebhook)); err != nil {
+	if err := pair("POST /crm/leads/webhook (202)", 16, postWebhook); err != nil {
 		return err
 	}
 
@@ -170,16 +192,17 @@ func run(cfg config) error {
 
 // suite is the running `suite dev` process.
 type suite struct {
-	cmd  *exec.Cmd
-	base string
-	log  *os.File
+	cmd   *exec.Cmd
+	base  string
+	pprof string
+	log   *os.File
 }
 
 // freePort is a port for the suite under test (see ports.Addr for
 // why not port 0).
 func freePort() (int, error) { return ports.Port("127.0.0.1") }
 
-func startSuite(binary, dbURL, dataDir string) (*suite, error) {
+func startSuite(cfg config, dbURL, dataDir string) (*suite, error) {
 	httpPort, err := freePort()
 	if err != nil {
 		return nil, err
@@ -192,7 +215,15 @@ func startSuite(binary, dbURL, dataDir string) (*suite, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(binary, "dev")
+	var pprofAddr string
+	if cfg.profileDir != "" {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	cmd := exec.Command(cfg.binary, "dev")
 	cmd.Env = append(os.Environ(),
 		"DATABASE_URL="+dbURL,
 		"SUITE_DATA_DIR="+dataDir,
@@ -205,12 +236,13 @@ func startSuite(binary, dbURL, dataDir string) (*suite, error) {
 		// pipeline, not the limiter, as an integration configured for its
 		// volume would see it.
 		"SUITE_WEBHOOK_KEY_RATE=100000000",
+		"SUITE_PPROF_ADDR="+pprofAddr,
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &suite{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), log: logFile}
+	s := &suite{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), pprof: pprofAddr, log: logFile}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := http.Get(s.base + "/readyz")
@@ -391,6 +423,7 @@ type bencher struct {
 	org   string
 	key   string
 	pid   int
+	pprof string // the suite's SUITE_PPROF_ADDR, with -profile
 }
 
 // row is one line of the table.
@@ -445,6 +478,7 @@ func (b *bencher) pair(name string, conns int, w workload) (row, error) {
 	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
 		return r, err
 	}
+	profiled := b.profile(fmt.Sprintf("%s c%d", name, conns), b.cfg.duration-time.Second)
 	cpuBefore, _ := processCPU(b.pid)
 	out, err = exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(conns), "-d", b.cfg.duration.String(), "--latency",
 		"-s", luaFile, b.base).CombinedOutput()
@@ -453,7 +487,43 @@ func (b *bencher) pair(name string, conns int, w workload) (row, error) {
 	}
 	cpuAfter, _ := processCPU(b.pid)
 	r.suiteCPU = cpuAfter - cpuBefore
+	if err := profiled(); err != nil {
+		return r, err
+	}
 	return r, parseWrk(out, &r)
+}
+
+// profile starts taking a CPU profile of the suite for d (a load run's
+// length), when -profile is set, and returns the function that waits for
+// it and writes it to the profile directory.
+func (b *bencher) profile(name string, d time.Duration) (wait func() error) {
+	if b.pprof == "" {
+		return func() error { return nil }
+	}
+	slug := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(name), "-"), "-")
+	file := filepath.Join(b.cfg.profileDir, slug+".pprof")
+	seconds := max(1, int(d.Seconds()))
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.pprof, seconds))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("CPU profile: %s: %s", resp.Status, data)
+		}
+		if err == nil {
+			err = os.WriteFile(file, data, 0o644)
+		}
+		if err == nil {
+			fmt.Printf("CPU profile of the suite: go tool pprof %s\n", file)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
 }
 
 var (
@@ -557,6 +627,7 @@ func (b *bencher) steadyIntake(ctx context.Context, db *sql.DB) (intakeResult, e
 	client := &http.Client{Timeout: 10 * time.Second}
 	var accepted atomic.Int64
 	var wg sync.WaitGroup
+	profiled := b.profile("web-form intake steady", b.cfg.intakeFor)
 	tick := time.NewTicker(time.Second / time.Duration(b.cfg.intakeRate))
 	end := time.Now().Add(b.cfg.intakeFor)
 	for n := 0; time.Now().Before(end); n++ {
@@ -573,7 +644,10 @@ func (b *bencher) steadyIntake(ctx context.Context, db *sql.DB) (intakeResult, e
 	tick.Stop()
 	wg.Wait()
 	res.accepted = int(accepted.Load())
-	return res, b.awaitLeads(ctx, db, source, &res)
+	if err := b.awaitLeads(ctx, db, source, &res); err != nil {
+		return res, err
+	}
+	return res, profiled()
 }
 
 // burstIntake sends burst submissions as fast as 16 connections allow and
@@ -603,7 +677,11 @@ func (b *bencher) burstIntake(ctx context.Context, db *sql.DB) (intakeResult, er
 	wg.Wait()
 	res.acceptTime = time.Since(start)
 	res.sent, res.accepted = b.cfg.burst, int(accepted.Load())
+	profiled := b.profile("web-form intake burst drain", 20*time.Second)
 	if err := b.awaitLeads(ctx, db, source, &res); err != nil {
+		return res, err
+	}
+	if err := profiled(); err != nil {
 		return res, err
 	}
 	var first, last sql.NullTime // NULL when no lead was made
@@ -672,7 +750,9 @@ func renderTable(rows []row, steady, burst intakeResult, each time.Duration) str
 	}
 	b.WriteString("\n")
 	for _, r := range []intakeResult{steady, burst} {
-		fmt.Fprintf(&b, "- %s\n", r)
+		if r.label != "" { // not skipped by -only
+			fmt.Fprintf(&b, "- %s\n", r)
+		}
 	}
 	return b.String()
 }

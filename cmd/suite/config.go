@@ -42,8 +42,12 @@ type Config struct {
 	TemporalUIURL string `env:"SUITE_TEMPORAL_UI_URL"`
 
 	// WorkerHealthAddr is where `suite worker` serves /healthz, /readyz, /metrics.
-	WorkerHealthAddr string        `env:"SUITE_WORKER_HEALTH_ADDR" envDefault:":8081"`
-	ShutdownTimeout  time.Duration `env:"SUITE_SHUTDOWN_TIMEOUT" envDefault:"25s"`
+	WorkerHealthAddr string `env:"SUITE_WORKER_HEALTH_ADDR" envDefault:":8081"`
+	// PprofAddr serves Go's runtime profiles (net/http/pprof) on a listener
+	// of its own; empty (the default) serves none. Bind it to a private
+	// address: profiles show the program's internals.
+	PprofAddr       string        `env:"SUITE_PPROF_ADDR"`
+	ShutdownTimeout time.Duration `env:"SUITE_SHUTDOWN_TIMEOUT" envDefault:"25s"`
 
 	// TicketAutoCloseAfter closes a solved ticket after this long.
 	TicketAutoCloseAfter time.Duration `env:"SUITE_TICKET_AUTOCLOSE_AFTER" envDefault:"96h"`

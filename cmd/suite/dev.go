@@ -25,6 +25,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	}
 	logStart(log, cfg)
 	defer startTracing(ctx, cfg, "dev", log)()
+	serveProfiles(ctx, cfg.PprofAddr, log)
 	reg := newMetrics()
 
 	db, err := openDB(ctx, cfg)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -182,4 +183,31 @@ func healthcheck(ctx context.Context, args []string) error {
 		return fmt.Errorf("%s answered %d", args[0], resp.StatusCode)
 	}
 	return nil
+}
+
+// serveProfiles serves Go's runtime profiles (net/http/pprof) on addr until
+// ctx ends, when addr is set (SUITE_PPROF_ADDR). The handlers are mounted on
+// a mux of their own: nothing else is served there, and the API's listener
+// never serves them.
+func serveProfiles(ctx context.Context, addr string, log *slog.Logger) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		log.Info("serving runtime profiles", "addr", addr)
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("runtime profiles", "addr", addr, "error", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
 }

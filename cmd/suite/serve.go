@@ -118,6 +118,7 @@ func runAPI(ctx context.Context, cfg Config) error {
 	log := newLogger(cfg.LogLevel).With("process", "api")
 	logStart(log, cfg)
 	defer startTracing(ctx, cfg, "api", log)()
+	serveProfiles(ctx, cfg.PprofAddr, log)
 	reg := newMetrics()
 	db, err := openDB(ctx, cfg)
 	if err != nil {

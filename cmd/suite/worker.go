@@ -39,6 +39,7 @@ func runWorker(ctx context.Context, cfg Config) error {
 	log := newLogger(cfg.LogLevel).With("process", "worker")
 	logStart(log, cfg)
 	defer startTracing(ctx, cfg, "worker", log)()
+	serveProfiles(ctx, cfg.PprofAddr, log)
 	reg := newMetrics()
 	db, err := openDB(ctx, cfg)
 	if err != nil {
