@@ -1,0 +1,63 @@
+package models_test
+
+import (
+	"reflect"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+)
+
+// FindAll reads what GORM's Find reads: named columns (column:last4),
+// embedded structs, NULL and set pointers, numbers, Actor — and drops a
+// column its type has no field for.
+func TestFindAllScansAsFind(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		orgID := billingOrg(t, db, models.PlanFree, 1, 0, false)
+		now := models.Now()
+		var assignee string
+		if err := db.Model(&models.Member{}).Where("org_id = ? AND status = ?", orgID, models.MemberActive).Limit(1).Pluck("id", &assignee).Error; err != nil {
+			t.Fatal(err)
+		}
+		later := now.Add(90)
+		leads := []models.Lead{
+			{ID: models.NewID(), OrgID: orgID, Name: "Ada", Email: "ada@example.com", Value: 1234.5, Score: 71, Probability: 0.25,
+				ScoreFactors: `[{"f":1}]`, AssignedToID: &assignee, LastActivityAt: &later, CreatedBy: models.ActorIntake, CreatedAt: now, UpdatedAt: now},
+			{ID: models.NewID(), OrgID: orgID, Name: "Bob", CreatedBy: models.MemberActor("m-2"), CreatedAt: now, UpdatedAt: now},
+		}
+		keys := []models.APIKey{
+			{ID: models.NewID(), OrgID: orgID, Name: "k", Service: "crm", Prefix: "crm_", Last4: "wxyz", Hash: "h", CreatedBy: "u", CreatedAt: now, RevokedAt: &later},
+		}
+		changes := []models.SubscriptionChange{
+			{ID: models.NewID(), OrgID: orgID, Kind: "create", FromPlan: "free", ToPlan: "business", Interval: "month", Status: "pending",
+				Attempts: 2, StripeRefs: models.StripeRefs{StripeCustomerID: "cus_1", StripeInvoiceID: "in_1"}, EffectiveAt: &later, CreatedAt: now, UpdatedAt: now},
+		}
+		for _, rows := range []any{&leads, &keys, &changes} {
+			if err := db.Create(rows).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		sameAsFind[models.Lead](t, db.Model(&models.Lead{}).Where("org_id = ?", orgID).Order("name"))
+		sameAsFind[models.APIKey](t, db.Model(&models.APIKey{}).Where("org_id = ?", orgID))
+		sameAsFind[models.SubscriptionChange](t, db.Model(&models.SubscriptionChange{}).Where("org_id = ?", orgID))
+		// A column with no field is read and dropped.
+		sameAsFind[models.Lead](t, db.Model(&models.Lead{}).Select("leads.*, 42 AS extra").Where("org_id = ?", orgID).Order("name"))
+	})
+}
+
+func sameAsFind[T any](t *testing.T, q *gorm.DB) {
+	t.Helper()
+	var want []T
+	if err := q.Session(&gorm.Session{}).Find(&want).Error; err != nil {
+		t.Fatal(err)
+	}
+	got, err := models.FindAll[T](q.Session(&gorm.Session{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("FindAll read\n%+v\nFind read\n%+v", got, want)
+	}
+}
