@@ -24,6 +24,10 @@ import (
 // numbers, bools, times, pointers to them, sql.Scanner) — true of every
 // model here, none of which uses GORM serializers.
 func FindAll[T any](q *gorm.DB) ([]T, error) {
+	if q.DryRun { // db.ToSQL: build the statement Find would run, run nothing
+		var rows []T
+		return rows, q.Find(&rows).Error
+	}
 	rows, err := q.Rows()
 	if err != nil {
 		return nil, err
