@@ -96,6 +96,16 @@ type AIDocument struct {
 	UpdatedAt   time.Time
 }
 
+// ContentBytesSQL is the SQL expression for the byte size of a document's
+// content in db's dialect: octet_length in PostgreSQL; SQLite's length
+// counts bytes only of a blob.
+func ContentBytesSQL(db *gorm.DB) string {
+	if DialectFor(db) == SQLite {
+		return "length(CAST(content AS BLOB))"
+	}
+	return "octet_length(content)"
+}
+
 // TableName is ai_documents.
 func (AIDocument) TableName() string { return "ai_documents" }
 
@@ -560,6 +570,8 @@ func AIMonth(org *Organization, t time.Time) string { return t.In(org.Location()
 // AIUsageReport is an organization's token use in one month against its
 // plan's quota (nil: unlimited).
 type AIUsageReport struct {
+	// Plan is the organization's plan, whose quota this is.
+	Plan             string
 	Month            string
 	PromptTokens     int64
 	CompletionTokens int64
@@ -586,7 +598,7 @@ func aiUsageReport(tx *gorm.DB, org *Organization, now time.Time) (*AIUsageRepor
 		return nil, err
 	}
 	local := now.In(org.Location())
-	r := &AIUsageReport{Month: AIMonth(org, now),
+	r := &AIUsageReport{Plan: org.Plan, Month: AIMonth(org, now),
 		ResetsAt: time.Date(local.Year(), local.Month()+1, 1, 0, 0, 0, 0, local.Location()).UTC()}
 	var u AIUsage
 	err = tx.Take(&u, "org_id = ? AND month = ?", org.ID, r.Month).Error

@@ -24,15 +24,10 @@ type usageResponse struct {
 }
 
 func (h *handlers) usage(c *fiber.Ctx) error {
-	p := auth.From(c)
-	org, err := models.FindOrg(c.UserContext(), h.DB, p.OrgID)
+	r, err := models.AIUsageFor(c.UserContext(), h.DB, auth.From(c).OrgID, models.Now())
 	if err != nil {
 		return err
 	}
-	r, err := models.AIUsageFor(c.UserContext(), h.DB, p.OrgID, models.Now())
-	if err != nil {
-		return err
-	}
-	return c.JSON(usageResponse{Plan: org.Plan, Month: r.Month, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+	return c.JSON(usageResponse{Plan: r.Plan, Month: r.Month, PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
 		TotalTokens: r.TotalTokens, Jobs: r.Jobs, Quota: r.Quota, Remaining: r.Remaining, ResetsAt: r.ResetsAt})
 }
