@@ -82,7 +82,8 @@ func (h *handlers) listDocuments(c *fiber.Ctx) error {
 	}
 	// Lists never read the content (up to 1 MiB a row), only its size.
 	q := h.DB.WithContext(c.UserContext()).Model(&models.AIDocument{}).
-		Select("id, org_id, title, content_type, source, source_id, created_by, created_at, updated_at").
+		Select("id, org_id, title, content_type, source, source_id, created_by, created_at, updated_at, "+
+			models.ContentBytesSQL(h.DB)+" AS content_bytes").
 		Where("org_id = ?", p.OrgID)
 	switch filter.Source {
 	case "":
@@ -91,47 +92,22 @@ func (h *handlers) listDocuments(c *fiber.Ctx) error {
 	default:
 		q = q.Where("source = ?", filter.Source)
 	}
-	rows, err := web.Paginate(q, pg, "", documentCursor)
+	rows, err := web.Paginate(q, pg, "", func(d *documentRow) web.Cursor { return documentCursor(&d.AIDocument) })
 	if err != nil {
 		return err
 	}
-	sizes, err := h.contentSizes(c, p.OrgID, rows.Data)
-	if err != nil {
-		return err
-	}
-	return c.JSON(toPage(rows, func(d *models.AIDocument) documentResponse {
-		out := toDocument(d)
-		out.ContentBytes = sizes[d.ID]
+	return c.JSON(toPage(rows, func(d *documentRow) documentResponse {
+		out := toDocument(&d.AIDocument)
+		out.ContentBytes = d.ContentBytes
 		return out
 	}))
 }
 
-// contentSizes reads the byte size of each document's content
-// (octet_length counts bytes in PostgreSQL; SQLite's length of a blob
-// does).
-func (h *handlers) contentSizes(c *fiber.Ctx, orgID string, docs []models.AIDocument) (map[string]int, error) {
-	sizes := make(map[string]int, len(docs))
-	if len(docs) == 0 {
-		return sizes, nil
-	}
-	ids := make([]string, len(docs))
-	for i := range docs {
-		ids[i] = docs[i].ID
-	}
-	expr := "octet_length(content)"
-	if models.DialectFor(h.DB) == models.SQLite {
-		expr = "length(CAST(content AS BLOB))"
-	}
-	var rows []struct {
-		ID   string
-		Size int
-	}
-	err := h.DB.WithContext(c.UserContext()).Model(&models.AIDocument{}).Select("id, "+expr+" AS size").
-		Where("org_id = ? AND id IN ?", orgID, ids).Scan(&rows).Error
-	for _, r := range rows {
-		sizes[r.ID] = r.Size
-	}
-	return sizes, err
+// documentRow is a listed document: every column but the content, and the
+// content's size in bytes.
+type documentRow struct {
+	models.AIDocument `gorm:"embedded"`
+	ContentBytes      int
 }
 
 func (h *handlers) getDocument(c *fiber.Ctx) error {

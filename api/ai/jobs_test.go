@@ -190,7 +190,7 @@ func TestAIJobsEndToEnd(t *testing.T) {
 			HasMore bool `json:"has_more"`
 		}
 		call(e, o.key, "GET", "/v1/ai/documents?limit=2", nil).Expect(200).JSON(&docs)
-		if len(docs.Data) != 2 || !docs.HasMore || docs.Data[0].ID != ref["id"] || docs.Data[1].ID != meeting || docs.Data[1].ContentBytes == 0 {
+		if len(docs.Data) != 2 || !docs.HasMore || docs.Data[0].ID != ref["id"] || docs.Data[1].ID != meeting || docs.Data[1].ContentBytes != len(testdata(t, "meeting_transcript.txt")) {
 			t.Errorf("documents page: %+v", docs)
 		}
 		call(e, o.key, "GET", "/v1/ai/documents?source=ticket", nil).Expect(200).JSON(&docs)
