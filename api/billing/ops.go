@@ -118,12 +118,9 @@ func (h *ops) retry(c *fiber.Ctx) error {
 	if err := h.configured(); err != nil {
 		return err
 	}
-	p := auth.From(c)
-	found, err := findChange(c, h.s, "")
-	if err != nil {
-		return err
-	}
-	change, _, err := h.s.Retry(c.UserContext(), found.ID, requester(p))
+	// Retry reads the change under a row lock, and a malformed or unknown
+	// id is not found there either.
+	change, _, err := h.s.Retry(c.UserContext(), c.Params("id"), requester(auth.From(c)))
 	if errors.Is(err, models.ErrNotFound) {
 		return models.NotFound("The subscription change")
 	}

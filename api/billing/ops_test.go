@@ -67,6 +67,7 @@ func TestOpsBillingAPI(t *testing.T) {
 
 		e.Do(apitest.Request{Method: "POST", Path: "/ops/v1/billing/changes/" + applied + "/retry", Headers: staff.Auth()}).ExpectProblem(409, "change_applied")
 		e.Do(apitest.Request{Method: "POST", Path: "/ops/v1/billing/changes/" + models.NewID() + "/retry", Headers: staff.Auth()}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "POST", Path: "/ops/v1/billing/changes/not-an-id/retry", Headers: staff.Auth()}).ExpectProblem(404, "not_found")
 		if n := count(t, e.DB, &models.SubscriptionChangeRetry{}, "change_id = ?", applied); n != 0 {
 			t.Fatalf("a refused retry was recorded (%d)", n)
 		}
