@@ -19,14 +19,11 @@ import (
 // workflow history survive a restart.
 func runDev(ctx context.Context, cfg Config) error {
 	started := time.Now()
-	log := newLogger(cfg.LogLevel).With("process", "dev")
+	log, reg, stop := startProcess(ctx, cfg, "dev")
+	defer stop()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create SUITE_DATA_DIR: %w", err)
 	}
-	logStart(log, cfg)
-	defer startTracing(ctx, cfg, "dev", log)()
-	serveProfiles(ctx, cfg.PprofAddr, log)
-	reg := newMetrics()
 
 	db, err := openDB(ctx, cfg)
 	if err != nil {

@@ -107,6 +107,18 @@ func temporalOptions(cfg Config, log *slog.Logger, reg *prometheus.Registry) (cl
 	return opts, nil
 }
 
+// startProcess is what every long-running subcommand does first: its
+// logger (process=role) and start line, tracing, runtime profiles when
+// SUITE_PPROF_ADDR asks for them, and its metrics registry. stop flushes
+// the traces at exit.
+func startProcess(ctx context.Context, cfg Config, role string) (log *slog.Logger, reg *prometheus.Registry, stop func()) {
+	log = newLogger(cfg.LogLevel).With("process", role)
+	logStart(log, cfg)
+	stop = startTracing(ctx, cfg, role, log)
+	serveProfiles(ctx, cfg.PprofAddr, log)
+	return log, newMetrics(), stop
+}
+
 // startTracing installs the process's tracer provider (see package
 // telemetry) and returns the function that flushes it at exit.
 func startTracing(ctx context.Context, cfg Config, role string, log *slog.Logger) func() {

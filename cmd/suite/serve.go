@@ -115,11 +115,8 @@ func (s *apiServer) wait() error { return <-s.done }
 
 // runAPI is `suite api`: the production HTTP API replica.
 func runAPI(ctx context.Context, cfg Config) error {
-	log := newLogger(cfg.LogLevel).With("process", "api")
-	logStart(log, cfg)
-	defer startTracing(ctx, cfg, "api", log)()
-	serveProfiles(ctx, cfg.PprofAddr, log)
-	reg := newMetrics()
+	log, reg, stop := startProcess(ctx, cfg, "api")
+	defer stop()
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err

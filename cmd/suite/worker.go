@@ -36,11 +36,8 @@ func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, 
 // runWorker is `suite worker`: the production Temporal worker, with a small
 // HTTP listener for probes and metrics.
 func runWorker(ctx context.Context, cfg Config) error {
-	log := newLogger(cfg.LogLevel).With("process", "worker")
-	logStart(log, cfg)
-	defer startTracing(ctx, cfg, "worker", log)()
-	serveProfiles(ctx, cfg.PprofAddr, log)
-	reg := newMetrics()
+	log, reg, stop := startProcess(ctx, cfg, "worker")
+	defer stop()
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
