@@ -45,6 +45,7 @@ type config struct {
 	binary     string
 	pgURL      string
 	duration   time.Duration
+	rounds     int
 	intakeRate int
 	intakeFor  time.Duration
 	burst      int
@@ -60,6 +61,7 @@ func main() {
 	flag.StringVar(&cfg.pgURL, "postgres", harness.EnvOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL server to create the bench database on")
 	flag.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each load run")
+	flag.IntVar(&cfg.rounds, "rounds", 3, "alternating database/API rounds per load; the median ratio is reported")
 	flag.IntVar(&cfg.intakeRate, "intake-rate", 50, "steady web-form intake rate (leads/s)")
 	flag.DurationVar(&cfg.intakeFor, "intake-for", time.Minute, "length of the steady intake run")
 	flag.IntVar(&cfg.burst, "burst", 5000, "size of the intake burst")
@@ -181,7 +183,7 @@ func run(cfg config) error {
 		return err
 	}
 
-	table := renderTable(rows, steady, burst, cfg.duration)
+	table := renderTable(rows, steady, burst, cfg)
 	fmt.Println()
 	fmt.Println(table)
 	if cfg.out != "" {
@@ -437,9 +439,20 @@ type row struct {
 	suiteCPU time.Duration
 	requests int
 	dbTPS    float64
+	// ratioMin and ratioMax span the ratios of every round.
+	ratioMin, ratioMax float64
 }
 
 func (r row) ratio() float64 { return r.apiRPS / r.dbTPS }
+
+// ratioText is the ratio, and the range over the rounds when there were
+// several.
+func (r row) ratioText() string {
+	if r.ratioMax-r.ratioMin < 0.005 {
+		return fmt.Sprintf("%.2f", r.ratio())
+	}
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", r.ratio(), r.ratioMin, r.ratioMax)
+}
 
 func (r row) cpuPerRequest() time.Duration {
 	if r.requests == 0 {
@@ -449,48 +462,71 @@ func (r row) cpuPerRequest() time.Duration {
 }
 
 func (r row) text() string {
-	return fmt.Sprintf("%-42s c%-3d API %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d  suite CPU %.3f ms/req | PostgreSQL %8.0f tps | ratio %.2f",
-		r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratio())
+	return fmt.Sprintf("%-42s c%-3d API %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d  suite CPU %.3f ms/req | PostgreSQL %8.0f tps | ratio %s",
+		r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// pair runs the database baseline, then the API, at the same concurrency.
+// pair runs the database baseline, then the API, at the same concurrency,
+// -rounds times over, alternating, and keeps the round with the median
+// ratio (the range of the ratios is reported beside it): on a shared or
+// virtual machine the speed drifts between runs, and alternating rounds
+// expose both sides to the same drift.
 func (b *bencher) pair(name string, conns int, w workload) (row, error) {
-	r := row{name: name, conns: conns}
 	pgFile := filepath.Join(b.dir, fmt.Sprintf("pg-%d.sql", time.Now().UnixNano()))
 	if err := os.WriteFile(pgFile, []byte(w.pgScript(b)), 0o644); err != nil {
-		return r, err
+		return row{}, err
 	}
-	threads := strconv.Itoa(min(conns, runtime.NumCPU()))
-	out, err := exec.Command("pgbench", "-n", "-f", pgFile, "-c", strconv.Itoa(conns), "-j", threads,
+	luaFile := filepath.Join(b.dir, fmt.Sprintf("wrk-%d.lua", time.Now().UnixNano()))
+	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
+		return row{}, err
+	}
+	var rounds []row
+	for i := range max(1, b.cfg.rounds) {
+		r := row{name: name, conns: conns}
+		profiled := func() error { return nil }
+		if i == 0 {
+			profiled = b.profile(fmt.Sprintf("%s c%d", name, conns), b.cfg.duration-time.Second)
+		}
+		err := b.round(&r, pgFile, luaFile)
+		if perr := profiled(); err == nil {
+			err = perr
+		}
+		if err != nil {
+			return r, err
+		}
+		rounds = append(rounds, r)
+	}
+	sort.Slice(rounds, func(i, j int) bool { return rounds[i].ratio() < rounds[j].ratio() })
+	r := rounds[len(rounds)/2]
+	r.ratioMin, r.ratioMax = rounds[0].ratio(), rounds[len(rounds)-1].ratio()
+	return r, nil
+}
+
+// round is one pgbench run and then one wrk run, each -duration long.
+func (b *bencher) round(r *row, pgFile, luaFile string) error {
+	threads := strconv.Itoa(min(r.conns, runtime.NumCPU()))
+	out, err := exec.Command("pgbench", "-n", "-f", pgFile, "-c", strconv.Itoa(r.conns), "-j", threads,
 		"-T", strconv.Itoa(int(b.cfg.duration.Seconds())), b.dbURL).CombinedOutput()
 	if err != nil {
-		return r, fmt.Errorf("pgbench: %v: %s", err, out)
+		return fmt.Errorf("pgbench: %v: %s", err, out)
 	}
 	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
 	if m == nil {
-		return r, fmt.Errorf("pgbench output: %s", out)
+		return fmt.Errorf("pgbench output: %s", out)
 	}
 	r.dbTPS, _ = strconv.ParseFloat(string(m[1]), 64)
 
-	luaFile := filepath.Join(b.dir, fmt.Sprintf("wrk-%d.lua", time.Now().UnixNano()))
-	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
-		return r, err
-	}
-	profiled := b.profile(fmt.Sprintf("%s c%d", name, conns), b.cfg.duration-time.Second)
 	cpuBefore, _ := processCPU(b.pid)
-	out, err = exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(conns), "-d", b.cfg.duration.String(), "--latency",
+	out, err = exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(r.conns), "-d", b.cfg.duration.String(), "--latency",
 		"-s", luaFile, b.base).CombinedOutput()
 	if err != nil {
-		return r, fmt.Errorf("wrk: %v: %s", err, out)
+		return fmt.Errorf("wrk: %v: %s", err, out)
 	}
 	cpuAfter, _ := processCPU(b.pid)
 	r.suiteCPU = cpuAfter - cpuBefore
-	if err := profiled(); err != nil {
-		return r, err
-	}
-	return r, parseWrk(out, &r)
+	return parseWrk(out, r)
 }
 
 // profile starts taking a CPU profile of the suite for d (a load run's
@@ -737,16 +773,17 @@ func (b *bencher) awaitLeads(ctx context.Context, db *sql.DB, source string, res
 	return rows.Err()
 }
 
-func renderTable(rows []row, steady, burst intakeResult, each time.Duration) string {
+func renderTable(rows []row, steady, burst intakeResult, cfg config) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL; wrk and pgbench at the same concurrency, %s each.\n\n",
-		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpuModel(), each)
+	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL; wrk and pgbench at the same concurrency, "+
+		"%d alternating rounds of %s each; each row is the round with the median ratio (the range of all rounds in brackets).\n\n",
+		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpuModel(), max(1, cfg.rounds), cfg.duration)
 	b.WriteString("| work | conns | API req/s | API p50 | API p99 | non-2xx | suite CPU/req | PostgreSQL tps (same statement) | ratio |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f ms | %.2f ms | %d | %.3f ms | %.0f | %.2f |\n",
-			r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratio())
+		fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f ms | %.2f ms | %d | %.3f ms | %.0f | %s |\n",
+			r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText())
 	}
 	b.WriteString("\n")
 	for _, r := range []intakeResult{steady, burst} {
