@@ -485,15 +485,7 @@ func (b *bencher) pair(name string, conns int, w workload) (row, error) {
 	var rounds []row
 	for i := range max(1, b.cfg.rounds) {
 		r := row{name: name, conns: conns}
-		profiled := func() error { return nil }
-		if i == 0 {
-			profiled = b.profile(fmt.Sprintf("%s c%d", name, conns), b.cfg.duration-time.Second)
-		}
-		err := b.round(&r, pgFile, luaFile)
-		if perr := profiled(); err == nil {
-			err = perr
-		}
-		if err != nil {
+		if err := b.round(&r, pgFile, luaFile, i == 0); err != nil {
 			return r, err
 		}
 		rounds = append(rounds, r)
@@ -504,8 +496,9 @@ func (b *bencher) pair(name string, conns int, w workload) (row, error) {
 	return r, nil
 }
 
-// round is one pgbench run and then one wrk run, each -duration long.
-func (b *bencher) round(r *row, pgFile, luaFile string) error {
+// round is one pgbench run and then one wrk run, each -duration long; the
+// suite is profiled during the wrk run when profile is set (and -profile).
+func (b *bencher) round(r *row, pgFile, luaFile string, profile bool) error {
 	threads := strconv.Itoa(min(r.conns, runtime.NumCPU()))
 	out, err := exec.Command("pgbench", "-n", "-f", pgFile, "-c", strconv.Itoa(r.conns), "-j", threads,
 		"-T", strconv.Itoa(int(b.cfg.duration.Seconds())), b.dbURL).CombinedOutput()
@@ -518,13 +511,20 @@ func (b *bencher) round(r *row, pgFile, luaFile string) error {
 	}
 	r.dbTPS, _ = strconv.ParseFloat(string(m[1]), 64)
 
+	profiled := func() error { return nil }
+	if profile {
+		profiled = b.profile(fmt.Sprintf("%s c%d", r.name, r.conns), b.cfg.duration-time.Second)
+	}
 	cpuBefore, _ := processCPU(b.pid)
 	out, err = exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(r.conns), "-d", b.cfg.duration.String(), "--latency",
 		"-s", luaFile, b.base).CombinedOutput()
+	cpuAfter, _ := processCPU(b.pid)
+	if perr := profiled(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return fmt.Errorf("wrk: %v: %s", err, out)
 	}
-	cpuAfter, _ := processCPU(b.pid)
 	r.suiteCPU = cpuAfter - cpuBefore
 	return parseWrk(out, r)
 }
