@@ -377,25 +377,26 @@ wrk.path = "/crm/contacts?limit=25"
 // postScript is a wrk script that POSTs JSON to path with one header, each
 // request a new body: body is a Lua string.format pattern whose three %d
 // are the thread's request count, the thread and the count again (so
-// e-mail addresses never repeat).
-func postScript(path, header, value, body string) string {
+// e-mail addresses never repeat). The count starts at round × 10⁷, so no
+// body repeats across the rounds of a run either.
+func postScript(b *bencher, path, header, value, body string) string {
 	return fmt.Sprintf(`wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers[%q] = %q
 wrk.path = %q
-local n = 0
+local n = %d
 local tid = 0
 function setup(thread) tid = tid + 1; thread:set("tid", tid) end
 request = function()
   n = n + 1
   return wrk.format(nil, nil, nil, string.format('%s', n, tid, n))
 end
-`, header, value, path, body)
+`, header, value, path, b.rounds*10_000_000, body)
 }
 
 var postContact = workload{
 	wrkScript: func(b *bencher) string {
-		return postScript("/crm/contacts", "Authorization", "Bearer "+b.key,
+		return postScript(b, "/crm/contacts", "Authorization", "Bearer "+b.key,
 			`{"name":"Ada %d","email":"ada-%d-%d@engines.io","phone":"+1 415 555 2671","company":"Engines","designation":"CTO","type":"person"}`)
 	},
 	pgScript: func(b *bencher) string {
@@ -407,7 +408,7 @@ INSERT INTO contacts (id, org_id, name, email, phone, company, designation, type
 
 var postWebhook = workload{
 	wrkScript: func(b *bencher) string {
-		return postScript("/crm/leads/webhook", "x-api-key", b.key,
+		return postScript(b, "/crm/leads/webhook", "x-api-key", b.key,
 			`{"name":"Grace %d","email":"grace-%d-%d@navy.mil","phone":"+1 415 555 2671","company":"Navy","value":25000,"source":"bench"}`)
 	},
 	pgScript: func(b *bencher) string {
@@ -426,6 +427,8 @@ type bencher struct {
 	key   string
 	pid   int
 	pprof string // the suite's SUITE_PPROF_ADDR, with -profile
+	// rounds counts the load rounds run so far.
+	rounds int
 }
 
 // row is one line of the table.
@@ -474,18 +477,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // virtual machine the speed drifts between runs, and alternating rounds
 // expose both sides to the same drift.
 func (b *bencher) pair(name string, conns int, w workload) (row, error) {
-	pgFile := filepath.Join(b.dir, fmt.Sprintf("pg-%d.sql", time.Now().UnixNano()))
-	if err := os.WriteFile(pgFile, []byte(w.pgScript(b)), 0o644); err != nil {
-		return row{}, err
-	}
-	luaFile := filepath.Join(b.dir, fmt.Sprintf("wrk-%d.lua", time.Now().UnixNano()))
-	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
-		return row{}, err
-	}
 	var rounds []row
 	for i := range max(1, b.cfg.rounds) {
 		r := row{name: name, conns: conns}
-		if err := b.round(&r, pgFile, luaFile, i == 0); err != nil {
+		if err := b.round(&r, w, i == 0); err != nil {
 			return r, err
 		}
 		rounds = append(rounds, r)
@@ -498,7 +493,19 @@ func (b *bencher) pair(name string, conns int, w workload) (row, error) {
 
 // round is one pgbench run and then one wrk run, each -duration long; the
 // suite is profiled during the wrk run when profile is set (and -profile).
-func (b *bencher) round(r *row, pgFile, luaFile string, profile bool) error {
+// Every round's wrk script numbers its requests from where the last one
+// stopped (b.rounds): a body sent again would be an intake the webhook
+// answers as a duplicate, at a fraction of a new one's cost.
+func (b *bencher) round(r *row, w workload, profile bool) error {
+	b.rounds++
+	pgFile := filepath.Join(b.dir, fmt.Sprintf("pg-%d.sql", b.rounds))
+	if err := os.WriteFile(pgFile, []byte(w.pgScript(b)), 0o644); err != nil {
+		return err
+	}
+	luaFile := filepath.Join(b.dir, fmt.Sprintf("wrk-%d.lua", b.rounds))
+	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
+		return err
+	}
 	threads := strconv.Itoa(min(r.conns, runtime.NumCPU()))
 	out, err := exec.Command("pgbench", "-n", "-f", pgFile, "-c", strconv.Itoa(r.conns), "-j", threads,
 		"-T", strconv.Itoa(int(b.cfg.duration.Seconds())), b.dbURL).CombinedOutput()
