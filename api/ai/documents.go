@@ -45,7 +45,7 @@ func toDocument(d *models.AIDocument) documentResponse {
 	return out
 }
 
-func documentCursor(d *models.AIDocument) web.Cursor {
+func documentCursor(d *documentRow) web.Cursor {
 	return web.Cursor{CreatedAt: d.CreatedAt, ID: d.ID}
 }
 
@@ -92,7 +92,7 @@ func (h *handlers) listDocuments(c *fiber.Ctx) error {
 	default:
 		q = q.Where("source = ?", filter.Source)
 	}
-	rows, err := web.Paginate(q, pg, "", func(d *documentRow) web.Cursor { return documentCursor(&d.AIDocument) })
+	rows, err := web.Paginate(q, pg, "", documentCursor)
 	if err != nil {
 		return err
 	}
