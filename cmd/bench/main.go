@@ -512,7 +512,7 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 	if err != nil {
 		return fmt.Errorf("pgbench: %v: %s", err, out)
 	}
-	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
+	m := pgbenchTPS.FindSubmatch(out)
 	if m == nil {
 		return fmt.Errorf("pgbench output: %s", out)
 	}
@@ -543,7 +543,7 @@ func (b *bencher) profile(name string, d time.Duration) (wait func() error) {
 	if b.pprof == "" {
 		return func() error { return nil }
 	}
-	slug := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(name), "-"), "-")
+	slug := strings.Trim(notSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")
 	file := filepath.Join(b.cfg.profileDir, slug+".pprof")
 	seconds := max(1, int(d.Seconds()))
 	done := make(chan error, 1)
@@ -570,6 +570,8 @@ func (b *bencher) profile(name string, d time.Duration) (wait func() error) {
 }
 
 var (
+	pgbenchTPS  = regexp.MustCompile(`tps = ([0-9.]+)`)
+	notSlug     = regexp.MustCompile(`[^a-z0-9]+`) // runs of these become "-" in a profile's file name
 	wrkRPS      = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
 	wrkTotal    = regexp.MustCompile(`(\d+) requests in`)
 	wrkNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
