@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 
@@ -198,6 +199,44 @@ func TestIntakeRunsItsDatabaseStepsAsLocalActivities(t *testing.T) {
 		// A version marker, then upsert, log, assign, notify and complete.
 		if markers < 6 || slices.ContainsFunc(scheduled, func(name string) bool { return name != "Deliver" }) {
 			t.Fatalf("%d markers, activities scheduled through the server: %v", markers, scheduled)
+		}
+	})
+}
+
+// The same submission sent again within 24 hours is the first intake; after
+// that it is a new one, with a workflow of its own, and a resend within the
+// new window is that one.
+func TestWebhookResendWindow(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		send := func() intakeAnswer {
+			var a intakeAnswer
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook",
+				Body: map[string]any{"orgId": o.id, "name": "Ada", "email": "ada@window-" + string(e.Dialect) + ".example"}}).Expect(202).JSON(&a)
+			return a
+		}
+		first := send()
+		processedIntake(e, o, first.IntakeID)
+		if again := send(); again != first {
+			t.Fatalf("resend within the window: %+v, first %+v", again, first)
+		}
+		// A day and an hour later:
+		if err := e.DB.Model(&models.LeadIntake{}).Where("id = ?", first.IntakeID).
+			Update("created_at", models.Now().Add(-25*time.Hour)).Error; err != nil {
+			t.Fatal(err)
+		}
+		later := send()
+		if later.IntakeID == first.IntakeID || !strings.HasPrefix(later.WorkflowID, first.WorkflowID+"@") {
+			t.Fatalf("resend after the window: %+v, first %+v", later, first)
+		}
+		processedIntake(e, o, later.IntakeID)
+		if again := send(); again != later {
+			t.Fatalf("resend within the new window: %+v, want %+v", again, later)
+		}
+		var intakes int64
+		e.DB.Model(&models.LeadIntake{}).Where("org_id = ?", o.id).Count(&intakes)
+		if intakes != 2 {
+			t.Fatalf("%d intakes, want 2", intakes)
 		}
 	})
 }

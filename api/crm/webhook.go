@@ -118,21 +118,16 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	orgID := sender.orgID
 	ctx := c.UserContext()
 	pl := req.payload("webhook")
+	payload := mustJSON(pl)
 	key := sender.name() + "/"
 	if k := c.Get(web.HeaderIdempotencyKey); k != "" {
 		key += k
 	} else {
-		sum := sha256.Sum256([]byte(orgID + "\x00" + mustJSON(pl)))
+		sum := sha256.Sum256([]byte(orgID + "\x00" + payload))
 		key += "body-" + hex.EncodeToString(sum[:16])
 	}
-	// Outside the window an identical submission is a new one.
-	var prior models.LeadIntake
-	if h.DB.WithContext(ctx).Select("created_at").Take(&prior, "org_id = ? AND dedupe_key = ?", orgID, key).Error == nil &&
-		prior.CreatedAt.Before(models.Now().Add(-intakeDedupeWindow)) {
-		key += "@" + strconv.FormatInt(models.Now().Unix(), 10)
-	}
 	intake := &models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: key, LeadID: models.NewID(),
-		Payload: mustJSON(pl), Status: models.IntakeReceived, Authenticated: sender.key != nil, CreatedAt: models.Now()}
+		Payload: payload, Status: models.IntakeReceived, Authenticated: sender.key != nil, CreatedAt: models.Now()}
 	if sender.key != nil && pl.Email != "" {
 		// The organization's own key may learn (and change) the lead.
 		var existing models.Lead
@@ -141,19 +136,20 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 		}
 	}
 	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "dedupe_key"}}, DoNothing: true}).Create(intake)
-		if res.Error != nil {
-			return res.Error
+		first, err := insertIntake(tx, intake)
+		if err == nil && first != nil && first.CreatedAt.Before(models.Now().Add(-intakeDedupeWindow)) {
+			// Outside the window an identical submission is a new one.
+			intake.DedupeKey = key + "@" + strconv.FormatInt(models.Now().Unix(), 10)
+			first, err = insertIntake(tx, intake)
 		}
-		if res.RowsAffected == 0 { // the same submission again: answer as the first time
-			var first models.LeadIntake
-			if err := tx.Take(&first, "org_id = ? AND dedupe_key = ?", orgID, key).Error; err != nil {
-				return err
-			}
-			intake = &first
+		if err != nil {
+			return err
+		}
+		if first != nil { // the same submission again: answer as the first time
+			intake = first
 			return nil
 		}
-		return tx.Start(outbox.Start{WorkflowID: workflows.LeadIntakeID(orgID, key), Workflow: workflows.LeadIntakeWorkflow,
+		return tx.Start(outbox.Start{WorkflowID: workflows.LeadIntakeID(orgID, intake.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
 			Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: orgID}, OrgID: orgID, Kind: workflows.KindLeadIntake})
 	})
 	if err != nil {
@@ -166,6 +162,21 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	}
 	c.Location("/crm/leads/intakes/" + intake.ID)
 	return c.Status(fiber.StatusAccepted).JSON(resp)
+}
+
+// insertIntake records in, unless an intake of the organization already
+// holds its dedupe key: then it records nothing and returns that intake. A
+// new submission — the common case — costs the one INSERT.
+func insertIntake(tx *outbox.Tx, in *models.LeadIntake) (*models.LeadIntake, error) {
+	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "dedupe_key"}}, DoNothing: true}).Create(in)
+	if res.Error != nil || res.RowsAffected == 1 {
+		return nil, res.Error
+	}
+	var first models.LeadIntake
+	if err := tx.Take(&first, "org_id = ? AND dedupe_key = ?", in.OrgID, in.DedupeKey).Error; err != nil {
+		return nil, err
+	}
+	return &first, nil
 }
 
 // webhookAuth decodes the submission and resolves its organization: from
