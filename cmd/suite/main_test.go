@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -224,6 +225,22 @@ func TestConfigMasksSecrets(t *testing.T) {
 	}
 	if !strings.Contains(logged, "DATABASE_URL=postgres://app:xxxxx@db:5432/suite") {
 		t.Fatalf("database URL not shown redacted: %s", logged)
+	}
+}
+
+// The long-running processes collect garbage at defaultGCPercent unless
+// GOGC says otherwise.
+func TestGCPercentUnlessGOGCIsSet(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Fatalf("GC percent %d without GOGC, want %d", got, defaultGCPercent)
+	}
+	t.Setenv("GOGC", "100")
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("GC percent %d with GOGC=100, want 100", got)
 	}
 }
 
