@@ -1,6 +1,8 @@
 package models_test
 
 import (
+	"context"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -44,6 +46,33 @@ func TestFindAllScansAsFind(t *testing.T) {
 		sameAsFind[models.SubscriptionChange](t, db.Model(&models.SubscriptionChange{}).Where("org_id = ?", orgID))
 		// A column with no field is read and dropped.
 		sameAsFind[models.Lead](t, db.Model(&models.Lead{}).Select("leads.*, 42 AS extra").Where("org_id = ?", orgID).Order("name"))
+
+		// Inside a transaction — a request's or a handler's own — FindAll
+		// reads what the transaction has written.
+		ctx, rt, err := models.BeginRequestTx(context.Background(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.WithContext(ctx).Create(&models.Lead{ID: models.NewID(), OrgID: orgID, Name: "Cy", CreatedBy: models.ActorIntake, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got, err := models.FindAll[models.Lead](db.WithContext(ctx).Model(&models.Lead{}).Where("org_id = ?", orgID)); err != nil || len(got) != 3 {
+			t.Fatalf("in the request transaction: %d leads, %v; want 3", len(got), err)
+		}
+		rt.Rollback()
+		err = db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Create(&models.Lead{ID: models.NewID(), OrgID: orgID, Name: "Di", CreatedBy: models.ActorIntake, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+				return err
+			}
+			got, err := models.FindAll[models.Lead](tx.Model(&models.Lead{}).Where("org_id = ?", orgID))
+			if err == nil && len(got) != 3 { // Ada, Bob and Di (Cy was rolled back)
+				return fmt.Errorf("in a transaction: %d leads, want 3", len(got))
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
