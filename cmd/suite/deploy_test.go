@@ -52,6 +52,8 @@ func configVars(t *testing.T) map[string]string {
 	for _, p := range params {
 		vars[p.Key] = p.DefaultValue
 	}
+	// The Go runtime's own: the garbage collector (setGCPercent).
+	vars["GOGC"], vars["GOMEMLIMIT"] = "", ""
 	return vars
 }
 
