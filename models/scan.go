@@ -49,25 +49,35 @@ func FindAll[T any](q *gorm.DB) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []T
-	dest := make([]any, len(cols))
 	var discard any
-	for rows.Next() {
+	out, err := collectRows[T](fields, &discard, rows.Next, rows.Scan)
+	if err != nil {
+		return nil, err
+	}
+	return out, rows.Err()
+}
+
+// collectRows scans every row into a new T, each column into the field
+// fields names for it; a column without one is scanned into skip.
+func collectRows[T any](fields [][]int, skip any, next func() bool, scan func(dest ...any) error) ([]T, error) {
+	var out []T
+	dest := make([]any, len(fields))
+	for next() {
 		var zero T
 		out = append(out, zero)
 		row := reflect.ValueOf(&out[len(out)-1]).Elem()
 		for i, index := range fields {
 			if index == nil {
-				dest[i] = &discard
+				dest[i] = skip
 			} else {
 				dest[i] = row.FieldByIndex(index).Addr().Interface()
 			}
 		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := scan(dest...); err != nil {
 			return nil, err
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // scanPlans caches, per row type and column list, each column's field
@@ -157,19 +167,8 @@ func findAllPgx[T any](q *gorm.DB, pool *sql.DB) ([]T, error) {
 		if err != nil {
 			return err
 		}
-		dest := make([]any, len(cols)) // nil: pgx skips the column
-		for rows.Next() {
-			var zero T
-			out = append(out, zero)
-			row := reflect.ValueOf(&out[len(out)-1]).Elem()
-			for i, index := range fields {
-				if index != nil {
-					dest[i] = row.FieldByIndex(index).Addr().Interface()
-				}
-			}
-			if err := rows.Scan(dest...); err != nil {
-				return err
-			}
+		if out, err = collectRows[T](fields, nil, rows.Next, rows.Scan); err != nil { // nil: pgx skips the column
+			return err
 		}
 		return rows.Err()
 	})
