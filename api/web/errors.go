@@ -204,7 +204,9 @@ func ErrorHandler(log *slog.Logger) fiber.ErrorHandler {
 // restart, failover or network cut) rather than refused the request: the
 // server ending the connection (SQLSTATE class 57P: admin, crash shutdown,
 // still starting up), a connection exception (class 08), or no connection
-// at all. The request may be retried, so it is a 503 with Retry-After.
+// at all. The request may be retried, so it is a 503 with Retry-After. A
+// network error from another service a handler calls (the identity API,
+// say) is an outage of the same kind and gets the same answer.
 func databaseUnavailable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
