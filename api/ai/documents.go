@@ -92,7 +92,7 @@ func (h *handlers) listDocuments(c *fiber.Ctx) error {
 	default:
 		q = q.Where("source = ?", filter.Source)
 	}
-	rows, err := web.Paginate(q, pg, "", documentCursor)
+	rows, err := web.Paginate(q, pg, documentCursor)
 	if err != nil {
 		return err
 	}

@@ -185,7 +185,7 @@ func (h *handlers) listJobs(c *fiber.Ctx) error {
 			q = q.Where(f.col+" = ?", f.v)
 		}
 	}
-	rows, err := web.Paginate(q, pg, "", jobCursor)
+	rows, err := web.Paginate(q, pg, jobCursor)
 	if err != nil {
 		return err
 	}

@@ -250,7 +250,7 @@ func pageOfChanges(c *fiber.Ctx, s *Service, orgID string) (web.Page[models.Subs
 	if err := f.Validate(); err != nil {
 		return web.Page[models.SubscriptionChange]{}, err
 	}
-	return web.Paginate(models.SubscriptionChanges(s.DB.WithContext(c.UserContext()), f), page, "", changeCursor)
+	return web.Paginate(models.SubscriptionChanges(s.DB.WithContext(c.UserContext()), f), page, changeCursor)
 }
 
 // findChange loads the change the :id parameter names, of orgID ("" — any

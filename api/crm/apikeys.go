@@ -39,7 +39,7 @@ func (h *handlers) listKeys(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.APIKey{}).Where("org_id = ?", p.OrgID), page, "", keyCursor)
+	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.APIKey{}).Where("org_id = ?", p.OrgID), page, keyCursor)
 	if err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func list[T, R any](h *handlers, c *fiber.Ctx, l listing[T, R]) error {
 	if l.narrow != nil {
 		q = l.narrow(q)
 	}
-	rows, err := web.Paginate(q, page, "", l.cursor)
+	rows, err := web.Paginate(q, page, l.cursor)
 	if err != nil {
 		return err
 	}

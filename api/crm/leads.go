@@ -254,7 +254,7 @@ func (h *handlers) listLeadActivities(c *fiber.Ctx) error {
 		return err
 	}
 	q := h.DB.WithContext(c.UserContext()).Model(&models.LeadActivity{}).Where("lead_id = ?", l.ID)
-	rows, err := web.PaginateBy(q, page, "", "occurred_at", func(a *models.LeadActivity) web.Cursor { return web.Cursor{CreatedAt: a.OccurredAt, ID: a.ID} })
+	rows, err := web.PaginateBy(q, page, "occurred_at", func(a *models.LeadActivity) web.Cursor { return web.Cursor{CreatedAt: a.OccurredAt, ID: a.ID} })
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func (h *handlers) listMembers(c *fiber.Ctx) error {
 		}
 		q = q.Where("status = ?", status)
 	}
-	rows, err := web.Paginate(q, page, "", memberCursor)
+	rows, err := web.Paginate(q, page, memberCursor)
 	if err != nil {
 		return err
 	}

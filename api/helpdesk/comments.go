@@ -38,7 +38,7 @@ func (h *handlers) listComments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.TicketComment{}).Where("ticket_id = ?", t.ID), page, "",
+	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.TicketComment{}).Where("ticket_id = ?", t.ID), page,
 		func(cm *models.TicketComment) web.Cursor { return web.Cursor{CreatedAt: cm.CreatedAt, ID: cm.ID} })
 	if err != nil {
 		return err

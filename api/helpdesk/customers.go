@@ -47,7 +47,7 @@ func (h *handlers) listCustomers(c *fiber.Ctx) error {
 		}
 		q = web.ContainsText(q, s, "name", "email", "company")
 	}
-	rows, err := web.Paginate(q, page, "", customerCursor)
+	rows, err := web.Paginate(q, page, customerCursor)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (h *handlers) customerTickets(c *fiber.Ctx) error {
 		return err
 	}
 	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.Ticket{}).
-		Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID), page, "", ticketCursor)
+		Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID), page, ticketCursor)
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (h *handlers) customerInteractions(c *fiber.Ctx) error {
 		Joins("JOIN tickets t ON t.id = c.ticket_id").
 		Where("t.org_id = ? AND t.customer_id = ? AND c.public = ?", p.OrgID, cust.ID, true)
 	union := db.Table("(? UNION ALL ?) AS interactions", tickets, comments)
-	rows, err := web.Paginate(union, page, "", func(i *interaction) web.Cursor { return web.Cursor{CreatedAt: i.CreatedAt, ID: i.ID} })
+	rows, err := web.Paginate(union, page, func(i *interaction) web.Cursor { return web.Cursor{CreatedAt: i.CreatedAt, ID: i.ID} })
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func (h *handlers) customerActivity(c *fiber.Ctx) error {
 		return err
 	}
 	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.CustomerEvent{}).
-		Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID), page, "",
+		Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID), page,
 		func(e *models.CustomerEvent) web.Cursor { return web.Cursor{CreatedAt: e.CreatedAt, ID: e.ID} })
 	if err != nil {
 		return err

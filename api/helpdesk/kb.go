@@ -327,7 +327,7 @@ func (h *handlers) listArticles(c *fiber.Ctx) error {
 	if filter.CategoryID != "" {
 		q = q.Where("category_id = ?", filter.CategoryID)
 	}
-	rows, err := web.Paginate(q, page, "", articleCursor)
+	rows, err := web.Paginate(q, page, articleCursor)
 	if err != nil {
 		return err
 	}

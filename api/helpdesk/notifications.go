@@ -137,7 +137,7 @@ func (h *handlers) listNotifications(c *fiber.Ctx) error {
 	if unread {
 		q = q.Where("read_at IS NULL")
 	}
-	rows, err := web.Paginate(q, page, "", notificationCursor)
+	rows, err := web.Paginate(q, page, notificationCursor)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func (h *handlers) listTickets(c *fiber.Ctx) error {
 	if filter.Q != "" {
 		q = web.ContainsText(q, filter.Q, "subject", "description", "requester_email")
 	}
-	rows, err := web.Paginate(q, page, "", ticketCursor)
+	rows, err := web.Paginate(q, page, ticketCursor)
 	if err != nil {
 		return err
 	}

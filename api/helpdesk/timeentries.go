@@ -47,7 +47,7 @@ func (h *handlers) listTimeEntries(c *fiber.Ctx) error {
 	scoped := func() *gorm.DB {
 		return db.Model(&models.TimeEntry{}).Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID)
 	}
-	rows, err := web.Paginate(scoped(), page, "", func(t *models.TimeEntry) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} })
+	rows, err := web.Paginate(scoped(), page, func(t *models.TimeEntry) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} })
 	if err != nil {
 		return err
 	}

@@ -459,7 +459,7 @@ func TestCursorPaginationIsStableUnderInserts(t *testing.T) {
 		seen := map[string]bool{}
 		req := web.PageRequest{Limit: 3}
 		for pageNo := 0; ; pageNo++ {
-			page, err := web.Paginate(db.Model(&models.WorkflowStart{}), req, "", key)
+			page, err := web.Paginate(db.Model(&models.WorkflowStart{}), req, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -686,7 +686,7 @@ func TestDeepPagesUseTheIndexRange(t *testing.T) {
 	after := web.Cursor{CreatedAt: models.Now(), ID: models.NewID()}
 	sql := db.ToSQL(func(tx *gorm.DB) *gorm.DB {
 		page, err := web.Paginate(tx.Model(&models.Contact{}).Where("org_id = ?", org),
-			web.PageRequest{Limit: 25, After: &after}, "", func(c *models.Contact) web.Cursor { return web.Cursor{} })
+			web.PageRequest{Limit: 25, After: &after}, func(c *models.Contact) web.Cursor { return web.Cursor{} })
 		if err != nil || len(page.Data) != 0 {
 			t.Errorf("a dry run returned %v, %v", page, err)
 		}

@@ -71,7 +71,7 @@ func billingList(ctx context.Context, db *gorm.DB, args []string) error {
 	if err := f.Validate(); err != nil {
 		return adminError(err, *org)
 	}
-	page, err := web.Paginate(models.SubscriptionChanges(db.WithContext(ctx), f), web.PageRequest{Limit: *limit}, "",
+	page, err := web.Paginate(models.SubscriptionChanges(db.WithContext(ctx), f), web.PageRequest{Limit: *limit},
 		func(c *models.SubscriptionChange) web.Cursor { return web.Cursor{CreatedAt: c.CreatedAt, ID: c.ID} })
 	if err != nil {
 		return err
