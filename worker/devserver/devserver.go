@@ -133,9 +133,23 @@ func Start(opts Options) (*Server, error) {
 	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", opts.Namespace, err)
 	}
+	// Search attributes registered while the server runs (the operator
+	// service: worker.EnsureSearchAttributes) reach the server's caches at
+	// their next refresh, seconds later; a workflow started with one
+	// before then is refused. Refreshing on every read closes that window
+	// but costs a cluster-metadata query and a namespace read per workflow
+	// start (6–7 % of `suite dev`'s CPU while the lead intake ran), so it
+	// is on only when the namespace does not have its search attributes
+	// from the start.
+	registered := len(opts.SearchAttributes) > 0
 	if opts.DBPath != "" {
 		if err := leanVisibility(opts.DBPath); err != nil {
 			return nil, err
+		}
+		if registered {
+			if registered, err = searchAttributesRegistered(opts.DBPath, opts.Namespace, opts.SearchAttributes); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -159,8 +173,9 @@ func Start(opts Options) (*Server, error) {
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():  []dynamicconfig.ConstrainedValue{{Value: 1}},
-			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): []dynamicconfig.ConstrainedValue{{Value: 1}},
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: !registered}},
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      []dynamicconfig.ConstrainedValue{{Value: 1}},
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     []dynamicconfig.ConstrainedValue{{Value: 1}},
 		}),
 	)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	persistencespb "go.temporal.io/server/api/persistence/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -73,12 +74,32 @@ var searchAttributeColumn = regexp.MustCompile(`^([A-Za-z]+)([0-9]+)$`)
 // namespaces' custom search attributes are mapped to (the mapping is
 // stored in each namespace's record, chosen when it was created).
 func searchAttributeIndexes(db *sql.DB) (map[string]bool, error) {
+	aliases, err := namespaceAliases(db)
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for name, columns := range aliases {
+		for column := range columns {
+			m := searchAttributeColumn.FindStringSubmatch(column)
+			if m == nil {
+				return nil, fmt.Errorf("namespace %s: search attribute column %q", name, column)
+			}
+			keep["by_"+strings.ToLower(m[1])+"_"+m[2]] = true
+		}
+	}
+	return keep, nil
+}
+
+// namespaceAliases reads every namespace's custom search attributes from
+// its record: by namespace name, each column's alias (Keyword01 → OrgId).
+func namespaceAliases(db *sql.DB) (map[string]map[string]string, error) {
 	rows, err := db.Query(`SELECT name, data, data_encoding FROM namespaces`)
 	if err != nil {
 		return nil, fmt.Errorf("read namespaces: %w", err)
 	}
 	defer rows.Close()
-	keep := map[string]bool{}
+	aliases := map[string]map[string]string{}
 	for rows.Next() {
 		var name, encoding string
 		var data []byte
@@ -92,13 +113,31 @@ func searchAttributeIndexes(db *sql.DB) (map[string]bool, error) {
 		if err := proto.Unmarshal(data, &detail); err != nil {
 			return nil, fmt.Errorf("namespace %s: %w", name, err)
 		}
-		for column := range detail.GetConfig().GetCustomSearchAttributeAliases() {
-			m := searchAttributeColumn.FindStringSubmatch(column)
-			if m == nil {
-				return nil, fmt.Errorf("namespace %s: search attribute column %q", name, column)
-			}
-			keep["by_"+strings.ToLower(m[1])+"_"+m[2]] = true
+		aliases[name] = detail.GetConfig().GetCustomSearchAttributeAliases()
+	}
+	return aliases, rows.Err()
+}
+
+// searchAttributesRegistered tells whether the namespace in the file at
+// dbPath already has every one of names.
+func searchAttributesRegistered(dbPath, namespace string, names map[string]enumspb.IndexedValueType) (bool, error) {
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	aliases, err := namespaceAliases(db)
+	if err != nil {
+		return false, err
+	}
+	have := map[string]bool{}
+	for _, alias := range aliases[namespace] {
+		have[alias] = true
+	}
+	for name := range names {
+		if !have[name] {
+			return false, nil
 		}
 	}
-	return keep, rows.Err()
+	return true, nil
 }
