@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -382,14 +383,36 @@ func (s *Starter) deliverSignal(ctx context.Context, row *models.WorkflowStart) 
 // good when Temporal calls the request invalid, else retried later.
 func (s *Starter) failed(row *models.WorkflowStart, err error) map[string]any {
 	var invalid *serviceerror.InvalidArgument
-	if errors.As(err, &invalid) {
+	if errors.As(err, &invalid) && !unregisteredSearchAttribute(invalid) {
 		s.results.WithLabelValues("rejected").Inc()
 		s.log.Error("temporal rejected outbox row", "workflow_id", row.WorkflowID, "signal", row.SignalName, "error", err)
 		return map[string]any{"status": models.StartRejected, "last_error": truncate(err.Error(), 1000)}
 	}
 	s.results.WithLabelValues("retry").Inc()
-	s.log.Warn("outbox dispatch deferred; will retry", "workflow_id", row.WorkflowID, "signal", row.SignalName, "attempt", row.Attempts, "error", err)
+	log := s.log.Warn
+	if invalid != nil {
+		// Waits for an operator (or for the server's caches) rather than
+		// for the network: say so louder.
+		log = s.log.Error
+	}
+	log("outbox dispatch deferred; will retry", "workflow_id", row.WorkflowID, "signal", row.SignalName, "attempt", row.Attempts, "error", err)
 	return map[string]any{"next_attempt_at": models.Now().Add(backoff(row.Attempts)), "last_error": truncate(err.Error(), 1000)}
+}
+
+// unregisteredSearchAttribute tells whether Temporal refused a start
+// because a search attribute it carries (OrgId, Kind) is not registered on
+// the namespace: not yet in the server's caches (registered moments ago by
+// worker.EnsureSearchAttributes, which they learn at their next refresh),
+// or not at all (an operator must register it: deploy/README, "Search
+// attributes"). The same start is valid once the attribute
+// is known, so it is retried rather than rejected for good. Temporal says
+// so only in the message: "Namespace x has no mapping defined for search
+// attribute OrgId" (SQL visibility), "search attribute OrgId is not
+// defined" (Elasticsearch).
+func unregisteredSearchAttribute(err *serviceerror.InvalidArgument) bool {
+	msg := err.Message
+	return strings.Contains(msg, "search attribute") &&
+		(strings.Contains(msg, "no mapping defined") || strings.Contains(msg, "is not defined"))
 }
 
 // backoff grows exponentially from 1 s to at most 1 minute, with jitter so

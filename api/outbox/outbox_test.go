@@ -327,6 +327,62 @@ func TestSignalsRecordedWhileTemporalIsDownAreDeliveredAfter(t *testing.T) {
 	})
 }
 
+// A start that carries search attributes the namespace does not have yet
+// waits in the outbox — retried, not rejected — and starts once they are
+// registered.
+func TestStartsWaitForUnregisteredSearchAttributes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		addr := freeAddr(t)
+		ts, err := devserver.Start(devserver.Options{FrontendAddr: addr}) // a namespace without them
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ts.Stop(3 * time.Second) })
+		tc, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: "default"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tc.Close)
+		starter := outbox.New(db, tc, quiet, nil)
+		id := "probe/" + db.Dialector.Name() + "/unregistered"
+		err = starter.Transact(ctx, func(tx *outbox.Tx) error {
+			return tx.Start(outbox.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{Note: id}, OrgID: "org-1", Kind: "probe"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := func() models.WorkflowStart {
+			var r models.WorkflowStart
+			if err := db.Where("workflow_id = ?", id).Take(&r).Error; err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		if n, err := starter.DispatchDue(ctx); n != 0 || err != nil {
+			t.Fatalf("dispatch without the search attributes: started %d, %v", n, err)
+		}
+		if r := row(); r.Status != models.StartPending || !strings.Contains(r.LastError, "search attribute") || !r.NextAttemptAt.After(models.Now()) {
+			t.Fatalf("after the refusal: %+v", r)
+		}
+
+		// An operator registers them; the next attempt starts the workflow.
+		if err := worker.EnsureSearchAttributes(ctx, tc, "default"); err != nil {
+			t.Fatal(err)
+		}
+		db.Model(&models.WorkflowStart{}).Where("workflow_id = ?", id).Update("next_attempt_at", models.Now())
+		if n, err := starter.DispatchDue(ctx); n != 1 || err != nil {
+			t.Fatalf("dispatch once registered: started %d, %v (%+v)", n, err, row())
+		}
+		if r := row(); r.Status != models.StartStarted {
+			t.Fatalf("once registered: %+v", r)
+		}
+		if _, err := tc.DescribeWorkflowExecution(ctx, id, ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // startTemporal brings up a dev server at addr with a worker registered by
 // register, and returns the worker's client.
 func startTemporal(t *testing.T, addr string, register func(sdkworker.Worker)) client.Client {

@@ -64,7 +64,8 @@ func runWorker(ctx context.Context, cfg Config) error {
 	}
 	saCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	if err := worker.EnsureSearchAttributes(saCtx, tc, cfg.TemporalNamespace); err != nil {
-		// Not fatal: workflows still run; only filtering in the UI suffers.
+		// Not fatal: starts that carry them wait in the outbox, retried,
+		// until an operator registers them (outbox.unregisteredSearchAttribute).
 		log.Warn("custom search attributes are not registered", "error", err)
 	}
 	cancel()
