@@ -404,11 +404,10 @@ func (s *Starter) failed(row *models.WorkflowStart, err error) map[string]any {
 // the namespace: not yet in the server's caches (registered moments ago by
 // worker.EnsureSearchAttributes, which they learn at their next refresh),
 // or not at all (an operator must register it: deploy/README, "Search
-// attributes"). The same start is valid once the attribute
-// is known, so it is retried rather than rejected for good. Temporal says
-// so only in the message: "Namespace x has no mapping defined for search
-// attribute OrgId" (SQL visibility), "search attribute OrgId is not
-// defined" (Elasticsearch).
+// attributes"). The same start is valid once the attribute is known, so it
+// is retried rather than rejected for good. Temporal says so only in the
+// message: "Namespace x has no mapping defined for search attribute OrgId"
+// (SQL visibility), "search attribute OrgId is not defined" (Elasticsearch).
 func unregisteredSearchAttribute(err *serviceerror.InvalidArgument) bool {
 	msg := err.Message
 	return strings.Contains(msg, "search attribute") &&
