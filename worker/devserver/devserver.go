@@ -143,14 +143,11 @@ func Start(opts Options) (*Server, error) {
 	// from the start.
 	registered := len(opts.SearchAttributes) > 0
 	if opts.DBPath != "" {
-		if err := leanVisibility(opts.DBPath); err != nil {
+		aliases, err := prepareFile(opts.DBPath)
+		if err != nil {
 			return nil, err
 		}
-		if registered {
-			if registered, err = searchAttributesRegistered(opts.DBPath, opts.Namespace, opts.SearchAttributes); err != nil {
-				return nil, err
-			}
-		}
+		registered = registered && hasSearchAttributes(aliases[opts.Namespace], opts.SearchAttributes)
 	}
 
 	var logger tlog.Logger = tlog.NewNoopLogger()

@@ -29,13 +29,9 @@ var keptVisibilityIndexes = map[string]bool{
 // without an index still works; it scans the table, which a development
 // server's retention keeps small. Dropping is idempotent and runs at every
 // start, so a file made by an earlier version is trimmed too.
-func leanVisibility(dbPath string) error {
-	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	keep, err := searchAttributeIndexes(db)
+// aliases are the namespaces' search attributes (namespaceAliases).
+func leanVisibility(db *sql.DB, aliases map[string]map[string]string) error {
+	keep, err := searchAttributeIndexes(aliases)
 	if err != nil {
 		return err
 	}
@@ -73,11 +69,7 @@ var searchAttributeColumn = regexp.MustCompile(`^([A-Za-z]+)([0-9]+)$`)
 // searchAttributeIndexes names the indexes of the columns that the
 // namespaces' custom search attributes are mapped to (the mapping is
 // stored in each namespace's record, chosen when it was created).
-func searchAttributeIndexes(db *sql.DB) (map[string]bool, error) {
-	aliases, err := namespaceAliases(db)
-	if err != nil {
-		return nil, err
-	}
+func searchAttributeIndexes(aliases map[string]map[string]string) (map[string]bool, error) {
 	keep := map[string]bool{}
 	for name, columns := range aliases {
 		for column := range columns {
@@ -118,26 +110,32 @@ func namespaceAliases(db *sql.DB) (map[string]map[string]string, error) {
 	return aliases, rows.Err()
 }
 
-// searchAttributesRegistered tells whether the namespace in the file at
-// dbPath already has every one of names.
-func searchAttributesRegistered(dbPath, namespace string, names map[string]enumspb.IndexedValueType) (bool, error) {
+// prepareFile readies an existing data file for the server: it reads the
+// namespaces' search attributes and trims the visibility indexes
+// (leanVisibility), and returns what it read.
+func prepareFile(dbPath string) (aliases map[string]map[string]string, err error) {
 	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(10000)")
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer db.Close()
-	aliases, err := namespaceAliases(db)
-	if err != nil {
-		return false, err
+	if aliases, err = namespaceAliases(db); err != nil {
+		return nil, err
 	}
+	return aliases, leanVisibility(db, aliases)
+}
+
+// hasSearchAttributes tells whether a namespace's search attributes
+// (column → alias) include every one of names.
+func hasSearchAttributes(aliases map[string]string, names map[string]enumspb.IndexedValueType) bool {
 	have := map[string]bool{}
-	for _, alias := range aliases[namespace] {
+	for _, alias := range aliases {
 		have[alias] = true
 	}
 	for name := range names {
 		if !have[name] {
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
