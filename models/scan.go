@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // FindAll runs q — built with GORM as usual (Model, Where, Order, Limit) —
@@ -50,7 +52,7 @@ func FindAll[T any](q *gorm.DB) ([]T, error) {
 		return nil, err
 	}
 	var discard any
-	out, err := collectRows[T](fields, &discard, rows.Next, rows.Scan)
+	out, err := collectRows[T](fields, limitOf(q), &discard, rows.Next, rows.Scan)
 	if err != nil {
 		return nil, err
 	}
@@ -58,19 +60,21 @@ func FindAll[T any](q *gorm.DB) ([]T, error) {
 }
 
 // collectRows scans every row into a new T, each column into the field
-// fields names for it; a column without one is scanned into skip.
-func collectRows[T any](fields [][]int, skip any, next func() bool, scan func(dest ...any) error) ([]T, error) {
-	var out []T
+// fields names for it; a column without one is scanned into skip. sizeHint
+// is the rows expected (the statement's LIMIT), so that the page is
+// allocated once rather than grown.
+func collectRows[T any](fields []scanField, sizeHint int, skip any, next func() bool, scan func(dest ...any) error) ([]T, error) {
+	out := make([]T, 0, sizeHint)
 	dest := make([]any, len(fields))
 	for next() {
 		var zero T
 		out = append(out, zero)
-		row := reflect.ValueOf(&out[len(out)-1]).Elem()
-		for i, index := range fields {
-			if index == nil {
+		row := unsafe.Pointer(&out[len(out)-1])
+		for i, f := range fields {
+			if f.typ == nil {
 				dest[i] = skip
 			} else {
-				dest[i] = row.FieldByIndex(index).Addr().Interface()
+				dest[i] = reflect.NewAt(f.typ, unsafe.Add(row, f.offset)).Interface()
 			}
 		}
 		if err := scan(dest...); err != nil {
@@ -80,26 +84,51 @@ func collectRows[T any](fields [][]int, skip any, next func() bool, scan func(de
 	return out, nil
 }
 
-// scanPlans caches, per row type and column list, each column's field
-// index in the row (nil: no field).
-var scanPlans sync.Map // scanPlanKey → [][]int
+// scanField is where a column goes in the row: the field's type and its
+// byte offset in T (through embedded structs, whose offsets add up). A
+// pointer made from them is what row.FieldByIndex(index).Addr() gives,
+// without walking the index for every column of every row.
+type scanField struct {
+	typ    reflect.Type // nil: T has no field for the column
+	offset uintptr
+}
+
+// maxSizeHint bounds the rows collectRows allocates ahead.
+const maxSizeHint = 1000
+
+// limitOf is q's LIMIT, for preallocating the rows (0 when it has none or
+// an unusually large one).
+func limitOf(q *gorm.DB) int {
+	c, ok := q.Statement.Clauses["LIMIT"]
+	if !ok {
+		return 0
+	}
+	if l, ok := c.Expression.(clause.Limit); ok && l.Limit != nil && *l.Limit > 0 && *l.Limit <= maxSizeHint {
+		return *l.Limit
+	}
+	return 0
+}
+
+// scanPlans caches, per row type and column list, where each column goes
+// in the row.
+var scanPlans sync.Map // scanPlanKey → []scanField
 
 type scanPlanKey struct {
 	row  reflect.Type
 	cols string
 }
 
-func scanPlan[T any](q *gorm.DB, cols []string) ([][]int, error) {
+func scanPlan[T any](q *gorm.DB, cols []string) ([]scanField, error) {
 	key := scanPlanKey{row: reflect.TypeFor[T](), cols: strings.Join(cols, ",")}
 	if plan, ok := scanPlans.Load(key); ok {
-		return plan.([][]int), nil
+		return plan.([]scanField), nil
 	}
 	stmt := &gorm.Statement{DB: q}
 	if err := stmt.Parse(new(T)); err != nil {
 		return nil, fmt.Errorf("scan into %s: %w", key.row, err)
 	}
 	s := stmt.Schema
-	plan := make([][]int, len(cols))
+	plan := make([]scanField, len(cols))
 	for i, col := range cols {
 		f := s.LookUpField(col)
 		if f == nil {
@@ -109,7 +138,13 @@ func scanPlan[T any](q *gorm.DB, cols []string) ([][]int, error) {
 			// GORM marks a field of an embedded *struct with a negative index.
 			return nil, fmt.Errorf("scan into %s: column %s is in an embedded pointer, which FindAll does not allocate", key.row, col)
 		}
-		plan[i] = f.StructField.Index
+		t := key.row
+		for _, j := range f.StructField.Index {
+			sf := t.Field(j)
+			plan[i].offset += sf.Offset
+			t = sf.Type
+		}
+		plan[i].typ = t
 	}
 	scanPlans.Store(key, plan)
 	return plan, nil
@@ -167,7 +202,7 @@ func findAllPgx[T any](q *gorm.DB, pool *sql.DB) ([]T, error) {
 		if err != nil {
 			return err
 		}
-		if out, err = collectRows[T](fields, nil, rows.Next, rows.Scan); err != nil { // nil: pgx skips the column
+		if out, err = collectRows[T](fields, limitOf(q), nil, rows.Next, rows.Scan); err != nil { // nil: pgx skips the column
 			return err
 		}
 		return rows.Err()
