@@ -76,7 +76,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		}
 		email := models.NormalizeEmail(p.Email)
 		if err != nil && email != "" { // not there by id: look for the e-mail
-			err = models.LockForUpdate(tx).Take(&lead, "org_id = ? AND email = ?", in.OrgID, email).Error
+			err = models.LockForUpdate(tx).Scopes(models.LeadWithEmail(in.OrgID, email)).Take(&lead).Error
 			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 				return err
 			}

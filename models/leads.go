@@ -22,6 +22,18 @@ func DerivedID(parts ...string) string {
 	return uuid.NewSHA1(idNamespace, b).String()
 }
 
+// LeadWithEmail selects organization orgID's lead with e-mail address
+// email (normalized, not empty). It repeats the predicate of the partial
+// unique index leads_org_email (the e-mail is not empty) so that
+// PostgreSQL can use the index also in the generic plan of a prepared
+// statement, which knows nothing of the parameters' values: without it,
+// that plan reads every lead of the organization.
+func LeadWithEmail(orgID, email string) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		return db.Where("org_id = ? AND email = ? AND email <> ''", orgID, email)
+	}
+}
+
 // RescoreLead recomputes l's score from its fields and its recent
 // (non-system) activities. It does not save l.
 func RescoreLead(tx *gorm.DB, l *Lead, now time.Time) error {

@@ -23,6 +23,15 @@ const (
 	SignalSkipped = "skipped"
 )
 
+// PendingStarts selects the rows not yet dispatched. The state is written
+// into the statement rather than passed as a parameter so that PostgreSQL
+// serves it from the partial index workflow_starts_due also with the
+// generic plan of a prepared statement; with a parameter, that plan scans
+// every row the outbox has ever recorded.
+func PendingStarts(db *gorm.DB) *gorm.DB {
+	return db.Where("status = '" + StartPending + "'")
+}
+
 // WorkflowStart is a transactional-outbox row: the intent to start one
 // workflow, written in the same transaction as the domain change that needs
 // it. The relay (api/outbox) starts it and marks it started; the workflow ID

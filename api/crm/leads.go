@@ -123,7 +123,7 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
 		if lead.Email != "" {
 			var existing models.Lead
-			if err := tx.Select("id").Take(&existing, "org_id = ? AND email = ?", p.OrgID, lead.Email).Error; err == nil {
+			if err := tx.Select("id").Scopes(models.LeadWithEmail(p.OrgID, lead.Email)).Take(&existing).Error; err == nil {
 				return models.Err(models.ErrConflict, "duplicate_lead", "Lead %s already has this e-mail address.", existing.ID)
 			}
 		}

@@ -30,7 +30,7 @@ import (
 // server — is limited per key instead (WebhookKeyRate a minute), once the
 // key is known to be real; wrong keys count against the sending IP.
 func Webhook(d Deps) []fiber.Handler {
-	h := &handlers{d}
+	h := &handlers{Deps: d, activeOrgs: new(models.ActiveOrgs)}
 	keyRate := d.WebhookKeyRate
 	if keyRate <= 0 {
 		keyRate = DefaultWebhookKeyRate

@@ -235,7 +235,7 @@ const dispatchBatch = 100
 func (s *Starter) DispatchDue(ctx context.Context) (int, error) {
 	var due []models.WorkflowStart
 	err := s.db.WithContext(ctx).
-		Where("status = ? AND next_attempt_at <= ?", models.StartPending, models.Now()).
+		Scopes(models.PendingStarts).Where("next_attempt_at <= ?", models.Now()).
 		Order("next_attempt_at").Order("id").Limit(dispatchBatch).Find(&due).Error
 	if err != nil {
 		return 0, err
@@ -432,6 +432,6 @@ func truncate(s string, n int) string {
 // Pending counts starts not yet dispatched (for /readyz detail and tests).
 func (s *Starter) Pending(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.WithContext(ctx).Model(&models.WorkflowStart{}).Where("status = ?", models.StartPending).Count(&n).Error
+	err := s.db.WithContext(ctx).Model(&models.WorkflowStart{}).Scopes(models.PendingStarts).Count(&n).Error
 	return n, err
 }
