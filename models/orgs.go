@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
-// Organization states.
+// Organization states. An organization leaves provisioning for active or
+// failed and never leaves active (ActiveOrgs relies on it).
 const (
 	OrgProvisioning = "provisioning"
 	OrgActive       = "active"
@@ -61,6 +63,31 @@ func FindOrg(ctx context.Context, db *gorm.DB, id string) (*Organization, error)
 		return nil, err
 	}
 	return &org, nil
+}
+
+// ActiveOrgs answers whether an organization is active, remembering the
+// ones it has seen active: active is final (MarkOrgActive and MarkOrgFailed
+// only move an organization out of provisioning; none is deleted), so one
+// lookup per organization and process is enough. The public lead intake
+// asks on every submission. Only active organizations are kept, so the set
+// is bounded by the organizations in the database.
+type ActiveOrgs struct{ seen sync.Map }
+
+// Active reports whether organization id exists and is active; an unknown
+// or malformed id is simply not active.
+func (a *ActiveOrgs) Active(ctx context.Context, db *gorm.DB, id string) (bool, error) {
+	if _, ok := a.seen.Load(id); ok {
+		return true, nil
+	}
+	org, err := FindOrg(ctx, db, id)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil || org.Status != OrgActive {
+		return false, err
+	}
+	a.seen.Store(strings.Clone(id), struct{}{})
+	return true, nil
 }
 
 // Location is the organization's time zone (UTC when unset or unknown to

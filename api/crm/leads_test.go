@@ -158,6 +158,17 @@ func TestWebhookCredentialsAndValidation(t *testing.T) {
 		other := e.SignUp(apitest.UniqueEmail("other"))
 		otherOrg := e.CreateOrg(other, "Other")
 		hdKey := e.CreateKey(o.owner, o.id, "helpdesk")
+		// Organizations whose registration has not completed take no
+		// submissions.
+		unfinished := map[string]string{}
+		for _, status := range []string{models.OrgProvisioning, models.OrgFailed} {
+			org := models.Organization{ID: models.NewID(), Name: status, Status: status, Plan: models.PlanFree, Timezone: "UTC",
+				Currency: "USD", CreatedBy: "u", CreatedAt: models.Now(), UpdatedAt: models.Now()}
+			if err := e.DB.Create(&org).Error; err != nil {
+				t.Fatal(err)
+			}
+			unfinished[status] = org.ID
+		}
 		lead := map[string]any{"name": "X", "email": "x@example.com"}
 		with := func(extra map[string]any) map[string]any {
 			m := map[string]any{}
@@ -178,6 +189,8 @@ func TestWebhookCredentialsAndValidation(t *testing.T) {
 		}{
 			{"no key, no orgId", nil, lead, 401, "unauthorized"},
 			{"unknown org", nil, with(map[string]any{"orgId": models.NewID()}), 404, "not_found"},
+			{"org still provisioning", nil, with(map[string]any{"orgId": unfinished[models.OrgProvisioning]}), 404, "not_found"},
+			{"org whose registration failed", nil, with(map[string]any{"orgId": unfinished[models.OrgFailed]}), 404, "not_found"},
 			{"helpdesk key", map[string]string{"X-Api-Key": hdKey}, lead, 403, "wrong_service_key"},
 			{"unknown key", map[string]string{"X-Api-Key": "crm_nope"}, lead, 401, "invalid_api_key"},
 			{"key of one org, orgId of another", map[string]string{"X-Api-Key": o.key}, with(map[string]any{"orgId": otherOrg}), 404, "not_found"},
@@ -193,7 +206,7 @@ func TestWebhookCredentialsAndValidation(t *testing.T) {
 		// The orgId route reveals nothing else: no Authorization means no other CRM route.
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/leads?orgId=" + o.id}).ExpectProblem(401, "unauthorized")
 		var n int64
-		e.DB.Model(&models.LeadIntake{}).Where("org_id IN ?", []string{o.id, otherOrg}).Count(&n)
+		e.DB.Model(&models.LeadIntake{}).Where("org_id IN ?", []string{o.id, otherOrg, unfinished[models.OrgProvisioning], unfinished[models.OrgFailed]}).Count(&n)
 		if n != 0 {
 			t.Fatalf("refused submissions left %d intakes", n)
 		}

@@ -30,11 +30,15 @@ type Deps struct {
 	WebhookKeyRate int
 }
 
-type handlers struct{ Deps }
+type handlers struct {
+	Deps
+	// activeOrgs serves the public lead intake's organization check.
+	activeOrgs *models.ActiveOrgs
+}
 
 // Routes mounts the CRM on r (the /crm group, already authenticated).
 func Routes(r fiber.Router, d Deps) {
-	h := &handlers{d}
+	h := &handlers{Deps: d}
 	r.Get("/contacts", h.listContacts)
 	r.Post("/contacts", h.createContact)
 	r.Get("/contacts/:id", h.getContact)

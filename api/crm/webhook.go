@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"time"
 
@@ -131,7 +130,7 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	if sender.key != nil && pl.Email != "" {
 		// The organization's own key may learn (and change) the lead.
 		var existing models.Lead
-		if h.DB.WithContext(ctx).Select("id").Take(&existing, "org_id = ? AND email = ?", orgID, pl.Email).Error == nil {
+		if h.DB.WithContext(ctx).Select("id").Scopes(models.LeadWithEmail(orgID, pl.Email)).Take(&existing).Error == nil {
 			intake.LeadID, intake.Duplicate = existing.ID, true
 		}
 	}
@@ -203,11 +202,11 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 	if err := req.reachable(); err != nil {
 		return err
 	}
-	org, err := models.FindOrg(c.UserContext(), h.DB, orgID)
-	if err != nil && !errors.Is(err, models.ErrNotFound) {
+	active, err := h.activeOrgs.Active(c.UserContext(), h.DB, orgID)
+	if err != nil {
 		return err // a database failure is not "no such organization"
 	}
-	if err != nil || org.Status != models.OrgActive {
+	if !active {
 		return models.NotFound("The organization")
 	}
 	c.Locals("webhookRequest", &req)
