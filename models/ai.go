@@ -406,7 +406,7 @@ type NewAIJob struct {
 // tokens are spent) as ErrLimit, and with ErrNotFound when the document is
 // not one of the organization's.
 func CreateAIJob(tx *gorm.DB, in NewAIJob) (*AIJob, error) {
-	if err := validateAIJob(&in); err != nil {
+	if err := ValidateAIJob(&in); err != nil {
 		return nil, err
 	}
 	ctx := tx.Statement.Context
@@ -441,10 +441,10 @@ func CreateAIJob(tx *gorm.DB, in NewAIJob) (*AIJob, error) {
 
 // ValidateAIJob checks a job request without touching the database (the
 // document and the quota are checked by CreateAIJob) and fills in its
-// defaults; every bad field is reported at once.
-func ValidateAIJob(in *NewAIJob) error { return validateAIJob(in) }
-
-func validateAIJob(in *NewAIJob) error {
+// defaults; every bad field is reported at once. Handlers call it while
+// decoding, to report its errors with the body's; CreateAIJob calls it
+// again for callers that did not (it is idempotent).
+func ValidateAIJob(in *NewAIJob) error {
 	var bad []FieldError
 	in.Options.Question = strings.TrimSpace(in.Options.Question)
 	in.Options.GroupBy = strings.TrimSpace(in.Options.GroupBy)
