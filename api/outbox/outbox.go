@@ -83,8 +83,9 @@ type Starter struct {
 	// DispatchTimeout bounds one start call to Temporal.
 	DispatchTimeout time.Duration
 	// Concurrency is how many workflows one relay pass calls Temporal for
-	// at once. One at a time, a relay started about 19 workflows a second
-	// (one round trip each), fewer than a busy web form sends.
+	// at once: 16 from New (one at a time, a relay started about 19
+	// workflows a second against a remote server, fewer than a busy web
+	// form sends). `suite dev` sets 2 (cmd/suite, SUITE_OUTBOX_CONCURRENCY).
 	Concurrency int
 
 	results *prometheus.CounterVec

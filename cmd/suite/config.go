@@ -60,6 +60,9 @@ type Config struct {
 	// counted across every API process (anonymous forms have fixed per-IP
 	// limits).
 	WebhookKeyRate int `env:"SUITE_WEBHOOK_KEY_RATE" envDefault:"6000"`
+	// OutboxConcurrency is how many workflow starts the outbox relay has in
+	// flight at once; 0 lets the mode choose (OutboxConcurrencyFor).
+	OutboxConcurrency int `env:"SUITE_OUTBOX_CONCURRENCY"`
 
 	// Demo seeds the demo organization; defaults to true under `suite dev`.
 	Demo *bool `env:"SUITE_DEMO"`
@@ -143,6 +146,9 @@ func LoadConfig() (Config, error) {
 	if cfg.OpenAITimeout <= 0 {
 		return cfg, fmt.Errorf("configuration: OPENAI_TIMEOUT must be positive")
 	}
+	if cfg.OutboxConcurrency < 0 {
+		return cfg, fmt.Errorf("configuration: SUITE_OUTBOX_CONCURRENCY must be at least 1 (or 0 for the mode's default)")
+	}
 	if cfg.DBMaxOpenConns < 1 {
 		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")
 	}
@@ -200,6 +206,30 @@ func (c Config) DemoEnabled(devDefault bool) bool {
 		return devDefault
 	}
 	return *c.Demo
+}
+
+// Relay concurrency by mode. Against a Temporal cluster (`suite api`) a
+// start is a network round trip, and 16 at a time keep a relay ahead of a
+// busy web form. Under `suite dev` the embedded server writes one SQLite
+// file on the cores that also serve the API: starting more than two at a
+// time made the intake drain no faster (112–129 leads/s at 1 to 16) but took
+// the CPU from the API, whose intake accepted 976 submissions a second with
+// one, 732 with two and 263 with sixteen (docs/decisions.md, "Performance").
+const (
+	clusterOutboxConcurrency = 16
+	devOutboxConcurrency     = 2
+)
+
+// OutboxConcurrencyFor is the relay's concurrency: SUITE_OUTBOX_CONCURRENCY,
+// else the mode's default.
+func (c Config) OutboxConcurrencyFor(dev bool) int {
+	switch {
+	case c.OutboxConcurrency > 0:
+		return c.OutboxConcurrency
+	case dev:
+		return devOutboxConcurrency
+	}
+	return clusterOutboxConcurrency
 }
 
 // LogAttrs lists every setting by its variable name, secrets masked.

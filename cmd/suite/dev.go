@@ -85,7 +85,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	if cfg.TemporalUIURL == "" {
 		cfg.TemporalUIURL = ts.UIURL() // AI jobs link to their workflow in the embedded UI
 	}
-	srv, _ := startAPI(ctx, cfg, side.ln, db, tc, side.id, log, reg, side.vapid, checker)
+	srv, _ := startAPI(ctx, cfg, side.ln, db, tc, side.id, log, reg, side.vapid, checker, true)
 	if err := awaitReady(ctx, checker); err != nil {
 		return srv.wait() // stopped (Ctrl-C) before it was ready
 	}

@@ -244,6 +244,24 @@ func TestGCPercentUnlessGOGCIsSet(t *testing.T) {
 	}
 }
 
+func TestOutboxConcurrencyByMode(t *testing.T) {
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev, cluster := cfg.OutboxConcurrencyFor(true), cfg.OutboxConcurrencyFor(false); dev != devOutboxConcurrency || cluster != clusterOutboxConcurrency {
+		t.Fatalf("defaults: dev %d, cluster %d", dev, cluster)
+	}
+	t.Setenv("SUITE_OUTBOX_CONCURRENCY", "5")
+	if cfg, err = LoadConfig(); err != nil || cfg.OutboxConcurrencyFor(true) != 5 || cfg.OutboxConcurrencyFor(false) != 5 {
+		t.Fatalf("SUITE_OUTBOX_CONCURRENCY=5: %v, %+v", err, cfg.OutboxConcurrency)
+	}
+	t.Setenv("SUITE_OUTBOX_CONCURRENCY", "-1")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "SUITE_OUTBOX_CONCURRENCY") {
+		t.Fatalf("a negative concurrency was accepted: %v", err)
+	}
+}
+
 func TestBillingConfig(t *testing.T) {
 	if cfg, err := LoadConfig(); err != nil || cfg.Billing().Configured() {
 		t.Fatalf("billing must be off without STRIPE_SECRET_KEY: %v", err)

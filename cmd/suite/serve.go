@@ -66,8 +66,9 @@ func prepareAPI(ctx context.Context, cfg Config, db *gorm.DB, dev bool, log *slo
 
 // startAPI serves on ln until ctx ends, then shuts down gracefully
 // (in-flight requests finish within the shutdown timeout).
-func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry, vapid activities.VAPID, checker *ready.Checker) (*apiServer, *outbox.Starter) {
+func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry, vapid activities.VAPID, checker *ready.Checker, dev bool) (*apiServer, *outbox.Starter) {
 	starter := outbox.New(db, tc, log.With("component", "outbox"), reg)
+	starter.Concurrency = cfg.OutboxConcurrencyFor(dev)
 	app := api.New(api.Deps{
 		DB: db, Temporal: tc, Starter: starter, Log: log, Metrics: reg,
 		Version: version, TrustedProxies: cfg.TrustedProxies,
@@ -140,7 +141,7 @@ func runAPI(ctx context.Context, cfg Config) error {
 		return err
 	}
 	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace})
-	srv, _ := startAPI(ctx, cfg, side.ln, db, tc, side.id, log, reg, side.vapid, checker)
+	srv, _ := startAPI(ctx, cfg, side.ln, db, tc, side.id, log, reg, side.vapid, checker, false)
 	log.Info("listening", "addr", srv.addr, "identity", side.id.url)
 	return srv.wait()
 }
