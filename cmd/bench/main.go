@@ -148,7 +148,7 @@ func run(cfg config) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof}
+	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof}
 	pair := func(name string, conns int, w workload) error {
 		if !cfg.only.MatchString(name) {
 			return nil
@@ -422,6 +422,7 @@ type bencher struct {
 	cfg   config
 	dir   string
 	dbURL string
+	db    *sql.DB
 	base  string
 	org   string
 	key   string
@@ -497,6 +498,9 @@ func (b *bencher) pair(name string, conns int, w workload) (row, error) {
 // stopped (b.rounds): a body sent again would be an intake the webhook
 // answers as a duplicate, at a fraction of a new one's cost.
 func (b *bencher) round(r *row, w workload, profile bool) error {
+	if err := b.settle(); err != nil {
+		return err
+	}
 	b.rounds++
 	pgFile := filepath.Join(b.dir, fmt.Sprintf("pg-%d.sql", b.rounds))
 	if err := os.WriteFile(pgFile, []byte(w.pgScript(b)), 0o644); err != nil {
@@ -534,6 +538,33 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 	}
 	r.suiteCPU = cpuAfter - cpuBefore
 	return parseWrk(out, r)
+}
+
+// settle waits until the suite has turned every intake accepted so far
+// into a lead (or nothing has moved for 30 s). The webhook's API round
+// accepts faster than the pipeline drains, and the drain would otherwise go
+// on through the next database round and slow pgbench down with it.
+func (b *bencher) settle() error {
+	start, stalled, last := time.Now(), time.Now(), -1
+	for {
+		var n int
+		err := b.db.QueryRow(`SELECT count(*) FROM lead_intakes WHERE org_id = $1 AND status = 'received'`, b.org).Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n != last {
+			last, stalled = n, time.Now()
+		}
+		if n == 0 || time.Since(stalled) > 30*time.Second {
+			if n > 0 {
+				fmt.Printf("  (the intake pipeline stalled with %d intakes left)\n", n)
+			} else if waited := time.Since(start); waited > time.Second {
+				fmt.Printf("  (waited %.0f s for the intake pipeline to drain)\n", waited.Seconds())
+			}
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // profile starts taking a CPU profile of the suite for d (a load run's
