@@ -545,23 +545,34 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 // accepts faster than the pipeline drains, and the drain would otherwise go
 // on through the next database round and slow pgbench down with it.
 func (b *bencher) settle() error {
-	start, stalled, last := time.Now(), time.Now(), -1
+	start := time.Now()
+	n, err := pollCount(context.Background(), b.db, func(n int) bool { return n == 0 },
+		`SELECT count(*) FROM lead_intakes WHERE org_id = $1 AND status = 'received'`, b.org)
+	switch {
+	case err != nil:
+		return err
+	case n > 0:
+		fmt.Printf("  (the intake pipeline stalled with %d intakes left)\n", n)
+	case time.Since(start) > time.Second:
+		fmt.Printf("  (waited %.0f s for the intake pipeline to drain)\n", time.Since(start).Seconds())
+	}
+	return nil
+}
+
+// pollCount runs query, a count, until done accepts the count or the count
+// has not moved for 30 s, and returns the last count.
+func pollCount(ctx context.Context, db *sql.DB, done func(n int) bool, query string, args ...any) (int, error) {
+	stalled, last := time.Now(), -1
 	for {
 		var n int
-		err := b.db.QueryRow(`SELECT count(*) FROM lead_intakes WHERE org_id = $1 AND status = 'received'`, b.org).Scan(&n)
-		if err != nil {
-			return err
+		if err := db.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
+			return n, err
 		}
 		if n != last {
 			last, stalled = n, time.Now()
 		}
-		if n == 0 || time.Since(stalled) > 30*time.Second {
-			if n > 0 {
-				fmt.Printf("  (the intake pipeline stalled with %d intakes left)\n", n)
-			} else if waited := time.Since(start); waited > time.Second {
-				fmt.Printf("  (waited %.0f s for the intake pipeline to drain)\n", waited.Seconds())
-			}
-			return nil
+		if done(n) || time.Since(stalled) > 30*time.Second {
+			return n, nil
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -772,22 +783,12 @@ func (b *bencher) burstIntake(ctx context.Context, db *sql.DB) (intakeResult, er
 // awaitLeads waits until every accepted submission of source is a scored
 // lead (or nothing has moved for 30 s), then computes the latencies.
 func (b *bencher) awaitLeads(ctx context.Context, db *sql.DB, source string, res *intakeResult) error {
-	stalled := time.Now()
-	last := -1
-	for {
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM leads WHERE org_id = $1 AND source = $2 AND score > 0`, b.org, source).Scan(&n); err != nil {
-			return err
-		}
-		if n != last {
-			last, stalled = n, time.Now()
-		}
-		if n >= res.accepted || time.Since(stalled) > 30*time.Second {
-			res.visible = n
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	visible, err := pollCount(ctx, db, func(n int) bool { return n >= res.accepted },
+		`SELECT count(*) FROM leads WHERE org_id = $1 AND source = $2 AND score > 0`, b.org, source)
+	if err != nil {
+		return err
 	}
+	res.visible = visible
 	res.missing = res.accepted - res.visible
 	rows, err := db.QueryContext(ctx, `SELECT EXTRACT(EPOCH FROM (l.created_at - i.created_at)) FROM lead_intakes i JOIN leads l ON l.id = i.lead_id
 		WHERE i.org_id = $1 AND l.source = $2`, b.org, source)
