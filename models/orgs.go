@@ -74,8 +74,11 @@ func FindOrg(ctx context.Context, db *gorm.DB, id string) (*Organization, error)
 type ActiveOrgs struct{ seen sync.Map }
 
 // Active reports whether organization id exists and is active; an unknown
-// or malformed id is simply not active.
+// or malformed id is simply not active. The id is taken in lower case, the
+// form ids are stored in: a UUID in capitals names the same organization on
+// PostgreSQL, and must not make the set grow by one entry per spelling.
 func (a *ActiveOrgs) Active(ctx context.Context, db *gorm.DB, id string) (bool, error) {
+	id = strings.ToLower(id)
 	if _, ok := a.seen.Load(id); ok {
 		return true, nil
 	}
@@ -86,7 +89,7 @@ func (a *ActiveOrgs) Active(ctx context.Context, db *gorm.DB, id string) (bool, 
 	if err != nil || org.Status != OrgActive {
 		return false, err
 	}
-	a.seen.Store(strings.Clone(id), struct{}{})
+	a.seen.Store(strings.Clone(id), struct{}{}) // ToLower returns its argument when it has no capitals
 	return true, nil
 }
 

@@ -124,6 +124,13 @@ func TestWebhookIntakeEndToEnd(t *testing.T) {
 		if again.IntakeID != first.IntakeID {
 			t.Fatalf("resent form made a new intake: %+v vs %+v", again, first)
 		}
+		// So is the same form naming the organization in capitals: one
+		// organization, one spelling (its limits, its dedupe key).
+		form["orgId"] = strings.ToUpper(o.id)
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Body: form}).Expect(202).JSON(&again)
+		if again.IntakeID != first.IntakeID {
+			t.Fatalf("the form with the orgId in capitals made a new intake: %+v vs %+v", again, first)
+		}
 		// Another submission with the same e-mail merges: duplicate, same lead.
 		var dup intakeAnswer
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Headers: map[string]string{"X-Api-Key": o.key},

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -65,7 +66,7 @@ func webhookScope(c *fiber.Ctx) string {
 		OrgID string `json:"orgId"`
 	}
 	_ = json.Unmarshal(c.Body(), &body)
-	return "org:" + body.OrgID
+	return "org:" + strings.ToLower(body.OrgID)
 }
 
 type webhookRequest struct {
@@ -185,7 +186,10 @@ func (h *handlers) webhookAuth(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	orgID := req.OrgID
+	// Ids are stored in lower case; a UUID in capitals names the same
+	// organization and must share its limits, idempotency scope and dedupe
+	// keys.
+	orgID := strings.ToLower(req.OrgID)
 	var key *models.APIKey
 	if secret := c.Get("X-Api-Key"); secret != "" {
 		k, err := h.Auth.APIKey(c, secret, "crm")
