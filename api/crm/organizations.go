@@ -259,7 +259,9 @@ func (h *handlers) updateOrg(c *fiber.Ctx) error {
 		}
 		req.apply(org)
 		org.UpdatedAt = models.Now()
-		if err := tx.Save(org).Error; err != nil {
+		// The registration workflow owns the status (models.ActiveOrgs
+		// relies on active being final): never written back from here.
+		if err := tx.Omit("status", "failure_reason").Save(org).Error; err != nil {
 			return err
 		}
 		if renamed && org.Status == models.OrgActive {
