@@ -32,8 +32,9 @@ import (
 // BodyLimit is the largest request body accepted (DESIGN §4).
 const BodyLimit = 1 << 20
 
-// WriteBufferSize is the buffer a response is written through: a list page
-// of up to 100 rows fits, and goes out in one write system call.
+// WriteBufferSize is the buffer a response is written through: a default
+// 25-row list page (about 8 KiB of contacts) goes out in one write system
+// call; a larger answer takes more.
 const WriteBufferSize = 32 << 10
 
 // Deps are the dependencies of the HTTP application.

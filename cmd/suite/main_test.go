@@ -245,6 +245,8 @@ func TestGCPercentUnlessGOGCIsSet(t *testing.T) {
 }
 
 func TestOutboxConcurrencyByMode(t *testing.T) {
+	t.Setenv("SUITE_OUTBOX_CONCURRENCY", "") // restored after the test
+	os.Unsetenv("SUITE_OUTBOX_CONCURRENCY")
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
