@@ -40,14 +40,14 @@ func newRate(window time.Duration, now time.Time) (r Rate, current, previous tim
 	return r, current, current.Add(-window)
 }
 
-// HitRate counts one request against bucket and returns its rate including
-// that request, in one statement.
-func HitRate(ctx context.Context, db *gorm.DB, bucket string, window time.Duration, now time.Time) (Rate, error) {
+// HitRate counts n requests against bucket and returns its rate including
+// them, in one statement.
+func HitRate(ctx context.Context, db *gorm.DB, bucket string, window time.Duration, now time.Time, n int) (Rate, error) {
 	r, cur, prev := newRate(window, now)
-	err := db.WithContext(ctx).Raw(`INSERT INTO rate_counters (bucket, window_start, hits, expires_at) VALUES (?, ?, 1, ?)
-ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_counters.hits + 1
+	err := db.WithContext(ctx).Raw(`INSERT INTO rate_counters (bucket, window_start, hits, expires_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_counters.hits + excluded.hits
 RETURNING hits, COALESCE((SELECT p.hits FROM rate_counters p WHERE p.bucket = ? AND p.window_start = ?), 0)`,
-		bucket, cur, cur.Add(2*window), bucket, prev).Row().Scan(&r.Current, &r.Previous)
+		bucket, cur, n, cur.Add(2*window), bucket, prev).Row().Scan(&r.Current, &r.Previous)
 	return r, err
 }
 

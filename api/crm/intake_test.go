@@ -132,9 +132,9 @@ func TestAnonymousIntakeRevealsAndChangesNothing(t *testing.T) {
 // organization's crm_ key from one server is limited per key (it used to
 // share the anonymous forms' 30 a minute per IP), a second key has its own
 // budget, forms from the same IP are not affected, and wrong keys are
-// limited per IP.
+// limited per IP. The key's budget is counted in blocks of rate/100 (2).
 func TestIntakeLimitsKeysPerKeyAndFormsPerIP(t *testing.T) {
-	const rate = 40
+	const rate = 200
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		post := func(headers map[string]string, body map[string]any) *apitest.Response {

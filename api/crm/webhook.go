@@ -28,7 +28,10 @@ import (
 // Anonymous forms are limited per IP and per organization and IP. A sender
 // with the organization's crm_ key — an integration posting from one
 // server — is limited per key instead (WebhookKeyRate a minute), once the
-// key is known to be real; wrong keys count against the sending IP.
+// key is known to be real; wrong keys count against the sending IP. The
+// per-key counter is taken in blocks (web.Limit.Lease): counted one request
+// at a time, every intake of a busy integration updated the same row in
+// turn, and that row lock capped the accept rate.
 func Webhook(d Deps) []fiber.Handler {
 	h := &handlers{Deps: d, activeOrgs: new(models.ActiveOrgs)}
 	keyRate := d.WebhookKeyRate
@@ -44,7 +47,7 @@ func Webhook(d Deps) []fiber.Handler {
 		web.Limit{Name: "webhook-key-failures-ip", Max: 120, Window: time.Minute, Only: keyed, FailuresOnly: true}.Handler(d.DB),
 		web.ErrorsAsResponses,
 		h.webhookAuth, // before idempotency: a refused request stores nothing
-		web.Limit{Name: "webhook-key", Max: keyRate, Window: time.Minute, Only: keyed,
+		web.Limit{Name: "webhook-key", Max: keyRate, Window: time.Minute, Only: keyed, Lease: keyRate / keyRateBlocks,
 			Key: func(c *fiber.Ctx) string { return c.Locals("webhookSender").(webhookSender).key.ID }}.Handler(d.DB),
 		web.Idempotency(d.DB, web.IdempotencyOptions{}),
 		h.webhook,
@@ -54,6 +57,10 @@ func Webhook(d Deps) []fiber.Handler {
 // DefaultWebhookKeyRate is the intake submissions a minute one crm_ key may
 // send, counted across every API process (SUITE_WEBHOOK_KEY_RATE).
 const DefaultWebhookKeyRate = 6000
+
+// keyRateBlocks is how many blocks a key's budget is counted in: each API
+// process may refuse up to one block (1 %) of a window early.
+const keyRateBlocks = 100
 
 // intakeDedupeWindow is how long an identical submission counts as a resend
 // of the first one rather than a new submission.

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"context"
 	"math"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -37,6 +40,15 @@ type Limit struct {
 	// FailuresOnly counts only requests answered with a status ≥ 400 (put
 	// ErrorsAsResponses after the limiter so that it sees the status).
 	FailuresOnly bool
+	// Lease, above 1, lets each process count its requests against the
+	// shared counter in blocks of up to Lease rather than one statement per
+	// request: for a high limit on one busy bucket (an integration's key),
+	// whose counter row every request would otherwise update in turn. A
+	// block is counted in full when it is taken, and its unused requests
+	// lapse when the fixed window ends, so the limit never lets more
+	// requests through than Max; it may refuse up to Lease a window early
+	// for each process. Not with FailuresOnly.
+	Lease int
 	// Now is the clock (tests move it; models.Now by default).
 	Now func() time.Time
 }
@@ -44,10 +56,11 @@ type Limit struct {
 // Handler is the limit as middleware, counting in db's rate_counters: the
 // requests of the sliding window that ends now are estimated from the
 // current fixed window's count and the previous one's, weighted by how much
-// of it is still inside (one statement per request). Refused requests count
-// too, so a client that keeps hammering stays refused. A database that
-// cannot count answers the request with its error (a 503 when it is gone):
-// a limit that guards sign-in does not open when the database fails.
+// of it is still inside (one statement per request, or per block with
+// Lease). Refused requests count too, so a client that keeps hammering
+// stays refused. A database that cannot count answers the request with its
+// error (a 503 when it is gone): a limit that guards sign-in does not open
+// when the database fails.
 func (l Limit) Handler(db *gorm.DB) fiber.Handler {
 	key := l.Key
 	if key == nil {
@@ -57,13 +70,23 @@ func (l Limit) Handler(db *gorm.DB) fiber.Handler {
 	if now == nil {
 		now = models.Now
 	}
+	var leases *leaseTable
+	if l.Lease > 1 && !l.FailuresOnly {
+		leases = &leaseTable{limit: l, buckets: map[string]*lease{}}
+	}
 	return func(c *fiber.Ctx) error {
 		if l.Only != nil && !l.Only(c) {
 			return c.Next()
 		}
 		ctx, bucket, at := c.UserContext(), l.Name+"|"+key(c), now()
+		if leases != nil {
+			if err := leases.take(ctx, db, strings.Clone(bucket), at); err != nil {
+				return err
+			}
+			return c.Next()
+		}
 		if !l.FailuresOnly {
-			rate, err := models.HitRate(ctx, db, bucket, l.Window, at)
+			rate, err := models.HitRate(ctx, db, bucket, l.Window, at, 1)
 			if err != nil {
 				return err
 			}
@@ -83,10 +106,74 @@ func (l Limit) Handler(db *gorm.DB) fiber.Handler {
 			return err
 		}
 		if c.Response().StatusCode() >= 400 {
-			_, err = models.HitRate(ctx, db, bucket, l.Window, at)
+			_, err = models.HitRate(ctx, db, bucket, l.Window, at, 1)
 		}
 		return err
 	}
+}
+
+// leaseTable holds one process's leased requests, by bucket.
+type leaseTable struct {
+	limit   Limit
+	mu      sync.Mutex
+	buckets map[string]*lease
+}
+
+// maxLeasedBuckets bounds a lease table; past it, the table starts over
+// (what its leases held is lost, which only ever refuses early).
+const maxLeasedBuckets = 10_000
+
+// lease is the requests a process may still serve for one bucket in one
+// fixed window, already counted in the database.
+type lease struct {
+	mu     sync.Mutex // held while a block is taken: one statement at a time per bucket
+	window time.Time
+	left   int
+	// size is the next block's: Lease, or 1 once a block was cut short by
+	// the limit (near it, every request is counted, refused ones too).
+	size int
+}
+
+// take serves one request of bucket from its lease, taking a new block
+// from the database when the lease is spent; it returns the 429 when the
+// limit leaves none.
+func (t *leaseTable) take(ctx context.Context, db *gorm.DB, bucket string, at time.Time) error {
+	t.mu.Lock()
+	b := t.buckets[bucket]
+	if b == nil {
+		if len(t.buckets) >= maxLeasedBuckets {
+			t.buckets = map[string]*lease{}
+		}
+		b = &lease{}
+		t.buckets[bucket] = b
+	}
+	t.mu.Unlock()
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if window := at.Truncate(t.limit.Window); !b.window.Equal(window) {
+		b.window, b.left, b.size = window, 0, t.limit.Lease
+	}
+	if b.left > 0 {
+		b.left--
+		return nil
+	}
+	rate, err := models.HitRate(ctx, db, bucket, t.limit.Window, at, b.size)
+	if err != nil {
+		return err
+	}
+	// The block is in the count; whatever of it lies past the limit is not
+	// granted.
+	granted := b.size - int(math.Ceil(rate.Estimate()-float64(t.limit.Max)))
+	granted = min(granted, b.size)
+	if granted < b.size {
+		b.size = 1
+	}
+	if granted < 1 {
+		return limitReached(rate, at)
+	}
+	b.left = granted - 1
+	return nil
 }
 
 // limitReached is the 429, with Retry-After until the current fixed

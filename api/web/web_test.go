@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,6 +158,75 @@ func TestRequestIDIsEchoedOrMinted(t *testing.T) {
 	if got := r.header.Get(web.HeaderRequestID); got == "" || strings.Contains(got, " ") {
 		t.Fatalf("insane id kept: %q", got)
 	}
+}
+
+// A leased limit counts blocks, not requests, and still never lets more
+// than Max through across replicas: near the limit a block is cut short,
+// and from then on every request (refused ones too) is counted singly.
+func TestLeasedLimitsNeverExceedTheLimit(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now, start := testClock()
+		window := start.Truncate(time.Minute).Add(time.Minute)
+		now.Store(&window)
+		clock := func() time.Time { return *now.Load() }
+		replica := func() *fiber.App {
+			app := newApp()
+			app.Get("/leased", web.Limit{Name: "leased", Max: 10, Lease: 4, Window: time.Minute, Now: clock}.Handler(db),
+				func(c *fiber.Ctx) error { return c.SendString("ok") })
+			return app
+		}
+		hits := func() (n int) {
+			t.Helper()
+			if err := db.Raw("SELECT COALESCE(SUM(hits), 0) FROM rate_counters WHERE bucket = ?", "leased|0.0.0.0").Row().Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		a, b := replica(), replica()
+		statuses := func(app *fiber.App, n int) (out []int) {
+			for range n {
+				out = append(out, send(t, app, "GET", "/leased", "").status)
+			}
+			return out
+		}
+		// Each replica takes a block of 4: two statements for eight requests.
+		if got := append(statuses(a, 4), statuses(b, 4)...); !slices.Equal(got, []int{200, 200, 200, 200, 200, 200, 200, 200}) {
+			t.Fatalf("first eight: %v", got)
+		}
+		if n := hits(); n != 8 {
+			t.Fatalf("counted %d hits for two blocks", n)
+		}
+		// A's next block of 4 meets the limit: 2 of it are granted. B's
+		// block is refused whole, and from then on B counts singly.
+		if got := statuses(a, 1); got[0] != 200 {
+			t.Fatalf("ninth: %v", got)
+		}
+		if got := statuses(b, 2); !slices.Equal(got, []int{429, 429}) {
+			t.Fatalf("past the limit on the other replica: %v", got)
+		}
+		if got := statuses(a, 3); !slices.Equal(got, []int{200, 429, 429}) {
+			t.Fatalf("the rest of the cut block, then the limit: %v", got)
+		}
+		// Refused requests count too: A's cut block (4), B's refused block
+		// (4) and the three single refusals.
+		if n := hits(); n != 8+4+4+1+2 {
+			t.Fatalf("counted %d hits", n)
+		}
+		// Two windows on the budget is whole again, and what a replica
+		// still holds of its block is served even after the other reached
+		// the limit: ten requests in all.
+		later := window.Add(3 * time.Minute)
+		now.Store(&later)
+		if got := statuses(a, 6); !slices.Equal(got, []int{200, 200, 200, 200, 200, 200}) {
+			t.Fatalf("two windows later: %v", got)
+		}
+		if got := statuses(b, 3); !slices.Equal(got, []int{200, 200, 429}) {
+			t.Fatalf("the other replica's cut block: %v", got)
+		}
+		if got := statuses(a, 3); !slices.Equal(got, []int{200, 200, 429}) {
+			t.Fatalf("the rest of the first replica's block: %v", got)
+		}
+	})
 }
 
 // Limits are counted in the database: two replicas (two apps on one
