@@ -385,8 +385,12 @@ wrk.headers["Content-Type"] = "application/json"
 wrk.headers[%q] = %q
 wrk.path = %q
 local n = %d
-local tid = 0
-function setup(thread) tid = tid + 1; thread:set("tid", tid) end
+-- setup runs in wrk's main Lua state and numbers each thread through a
+-- global of the thread's own state (a local there would hide it: every
+-- thread would send the same bodies, and the webhook would answer half of
+-- them as resends).
+local threads = 0
+function setup(thread) threads = threads + 1; thread:set("tid", threads) end
 request = function()
   n = n + 1
   return wrk.format(nil, nil, nil, string.format('%s', n, tid, n))
