@@ -82,6 +82,9 @@ type Deps struct {
 	// TemporalUIURL is the Temporal Web UI's address; AI jobs link to their
 	// workflow there ("" leaves the link out).
 	TemporalUIURL string
+	// InFlight, when set, counts the requests being served (see
+	// outbox.Starter.YieldTo).
+	InFlight *web.InFlight
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -112,6 +115,9 @@ func New(d Deps) *fiber.App {
 		WriteBufferSize: WriteBufferSize,
 	})
 
+	if d.InFlight != nil {
+		app.Use(d.InFlight.Middleware())
+	}
 	app.Use(web.RequestIDMiddleware())
 	app.Use(telemetry.Middleware(web.RequestID))
 	app.Use(web.Observe(d.Log, web.NewMetrics(d.Metrics)))

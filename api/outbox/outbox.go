@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/models"
@@ -88,7 +89,13 @@ type Starter struct {
 	// form sends). `suite dev` sets 2 (cmd/suite, SUITE_OUTBOX_CONCURRENCY).
 	Concurrency int
 
+	// busy and yield pace the relay while the process has more pressing
+	// work (YieldTo).
+	busy  func() bool
+	yield *rate.Limiter
+
 	results *prometheus.CounterVec
+	yields  prometheus.Counter
 }
 
 // New creates a Starter. reg may be nil.
@@ -103,11 +110,48 @@ func New(db *gorm.DB, c client.Client, log *slog.Logger, reg prometheus.Register
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "suite_outbox_dispatch_total", Help: "Workflow start dispatch attempts by result.",
 		}, []string{"result"}),
+		yields: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "suite_outbox_yields_total", Help: "Outbox dispatches held back while the process was busy (YieldTo).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(s.results)
+		reg.MustRegister(s.results, s.yields)
 	}
 	return s
+}
+
+// YieldTo makes the relay give way to the process's own requests: while
+// busy reports true, it dispatches at most perSecond rows a second, and at
+// full Concurrency again as soon as busy reports false. Call it before Run.
+//
+// `suite dev` runs the API, the worker and the Temporal server on the same
+// cores, and every workflow the relay starts takes a share of them: under a
+// flood of submissions the pipeline behind the intake would slow the
+// intake's own accept. Accepting — the durable step the sender waits for —
+// comes first; the starts wait in the outbox, a floor of perSecond keeps
+// them moving, and the backlog drains at full speed once the load eases.
+func (s *Starter) YieldTo(busy func() bool, perSecond float64) {
+	s.busy, s.yield = busy, rate.NewLimiter(rate.Limit(perSecond), 1)
+}
+
+// giveWay waits for the relay's turn while the process is busy; it fails
+// only when ctx ends.
+func (s *Starter) giveWay(ctx context.Context) error {
+	if s.busy == nil || !s.busy() {
+		return nil
+	}
+	if r := s.yield.Reserve(); r.Delay() > 0 {
+		s.yields.Inc()
+		t := time.NewTimer(r.Delay())
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			r.Cancel()
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Tx is a database transaction that can also record workflow starts.
@@ -264,6 +308,9 @@ func (s *Starter) DispatchDue(ctx context.Context) (int, error) {
 		rows := byWorkflow[id]
 		g.Go(func() error {
 			for _, row := range rows {
+				if s.giveWay(ctx) != nil {
+					return nil // the relay is stopping; the rows stay pending
+				}
 				status, err := s.dispatch(ctx, row)
 				if err != nil {
 					return err

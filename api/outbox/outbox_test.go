@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -511,6 +512,44 @@ func TestRelayDispatchesWorkflowsConcurrentlyInOrderPerWorkflow(t *testing.T) {
 			if !strings.HasPrefix(c, "start ") {
 				t.Fatalf("a signal was sent before its workflow started: %v", calls)
 			}
+		}
+	})
+}
+
+// TestRelayGivesWayWhileTheProcessIsBusy: while busy, the relay dispatches
+// no faster than its yield rate (here one an hour: one start, from the
+// limiter's burst, and the pass waits); once the process is idle the
+// waiting starts go at once.
+func TestRelayGivesWayWhileTheProcessIsBusy(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		gate := &gateClient{release: make(chan struct{})}
+		close(gate.release) // every call fails at once: the calls are counted
+		starter := outbox.New(db, gate, quiet, nil)
+		var busy atomic.Bool
+		busy.Store(true)
+		starter.YieldTo(busy.Load, 1.0/3600)
+		for i := range 5 {
+			err := starter.Transact(t.Context(), func(tx *outbox.Tx) error {
+				return tx.Start(outbox.Start{WorkflowID: fmt.Sprintf("yield/%d", i), Workflow: "probeWorkflow", Input: probeInput{}})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		pass, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		if _, err := starter.DispatchDue(pass); err != nil {
+			t.Fatal(err)
+		}
+		if _, calls := gate.snapshot(); len(calls) != 1 {
+			t.Fatalf("busy: %d calls to Temporal, want 1: %v", len(calls), calls)
+		}
+		busy.Store(false)
+		if _, err := starter.DispatchDue(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, calls := gate.snapshot(); len(calls) != 5 {
+			t.Fatalf("idle again: %d calls to Temporal, want all 5: %v", len(calls), calls)
 		}
 	})
 }

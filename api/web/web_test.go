@@ -160,6 +160,45 @@ func TestRequestIDIsEchoedOrMinted(t *testing.T) {
 	}
 }
 
+// InFlight counts a request while its handlers run, and not after.
+func TestInFlightCountsRunningRequests(t *testing.T) {
+	var inFlight web.InFlight
+	entered, release := make(chan struct{}), make(chan struct{})
+	app := newApp()
+	app.Use(inFlight.Middleware())
+	app.Get("/slow", func(c *fiber.Ctx) error {
+		entered <- struct{}{}
+		<-release
+		return c.SendString("ok")
+	})
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			resp, err := app.Test(httptest.NewRequest("GET", "/slow", nil), -1)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+	}
+	<-entered
+	<-entered
+	if n := inFlight.Load(); n != 2 {
+		t.Fatalf("two requests in their handlers, counted %d", n)
+	}
+	close(release)
+	for range 2 {
+		if status := <-done; status != 200 {
+			t.Fatalf("status %d", status)
+		}
+	}
+	if n := inFlight.Load(); n != 0 {
+		t.Fatalf("every request answered, %d still counted", n)
+	}
+}
+
 // A leased limit counts blocks, not requests, and still never lets more
 // than Max through across replicas: near the limit a block is cut short,
 // and from then on every request (refused ones too) is counted singly.

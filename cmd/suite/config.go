@@ -63,6 +63,11 @@ type Config struct {
 	// OutboxConcurrency is how many workflow starts the outbox relay has in
 	// flight at once; 0 lets the mode choose (OutboxConcurrencyFor).
 	OutboxConcurrency int `env:"SUITE_OUTBOX_CONCURRENCY"`
+	// OutboxYieldRate is how many workflow starts a second the relay keeps
+	// to while the API has more requests in flight than the process has
+	// cores; 0 never holds the relay back, unset lets the mode choose
+	// (OutboxYieldRateFor).
+	OutboxYieldRate *int `env:"SUITE_OUTBOX_YIELD_RATE"`
 
 	// Demo seeds the demo organization; defaults to true under `suite dev`.
 	Demo *bool `env:"SUITE_DEMO"`
@@ -149,6 +154,9 @@ func LoadConfig() (Config, error) {
 	if cfg.OutboxConcurrency < 0 {
 		return cfg, fmt.Errorf("configuration: SUITE_OUTBOX_CONCURRENCY must be at least 1 (or 0 for the mode's default)")
 	}
+	if cfg.OutboxYieldRate != nil && *cfg.OutboxYieldRate < 0 {
+		return cfg, fmt.Errorf("configuration: SUITE_OUTBOX_YIELD_RATE must be at least 0 (0: the relay never yields)")
+	}
 	if cfg.DBMaxOpenConns < 1 {
 		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")
 	}
@@ -230,6 +238,25 @@ func (c Config) OutboxConcurrencyFor(dev bool) int {
 		return devOutboxConcurrency
 	}
 	return clusterOutboxConcurrency
+}
+
+// devOutboxYieldRate is the relay's pace under `suite dev` while the API
+// is saturated: there the workflows it starts run on the API's own cores
+// (Starter.YieldTo). Against a cluster they run elsewhere, and the relay
+// never yields.
+const devOutboxYieldRate = 5
+
+// OutboxYieldRateFor is the relay's pace while the API is saturated, in
+// starts a second (0: it never yields): SUITE_OUTBOX_YIELD_RATE, else the
+// mode's default.
+func (c Config) OutboxYieldRateFor(dev bool) int {
+	switch {
+	case c.OutboxYieldRate != nil:
+		return *c.OutboxYieldRate
+	case dev:
+		return devOutboxYieldRate
+	}
+	return 0
 }
 
 // LogAttrs lists every setting by its variable name, secrets masked.

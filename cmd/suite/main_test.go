@@ -264,6 +264,28 @@ func TestOutboxConcurrencyByMode(t *testing.T) {
 	}
 }
 
+func TestOutboxYieldRateByMode(t *testing.T) {
+	t.Setenv("SUITE_OUTBOX_YIELD_RATE", "") // restored after the test
+	os.Unsetenv("SUITE_OUTBOX_YIELD_RATE")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev, cluster := cfg.OutboxYieldRateFor(true), cfg.OutboxYieldRateFor(false); dev != devOutboxYieldRate || cluster != 0 {
+		t.Fatalf("defaults: dev %d, cluster %d", dev, cluster)
+	}
+	for value, want := range map[string]int{"0": 0, "12": 12} {
+		t.Setenv("SUITE_OUTBOX_YIELD_RATE", value)
+		if cfg, err = LoadConfig(); err != nil || cfg.OutboxYieldRateFor(true) != want || cfg.OutboxYieldRateFor(false) != want {
+			t.Fatalf("SUITE_OUTBOX_YIELD_RATE=%s: %v, %v", value, err, cfg.OutboxYieldRate)
+		}
+	}
+	t.Setenv("SUITE_OUTBOX_YIELD_RATE", "-1")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "SUITE_OUTBOX_YIELD_RATE") {
+		t.Fatalf("a negative rate was accepted: %v", err)
+	}
+}
+
 func TestBillingConfig(t *testing.T) {
 	if cfg, err := LoadConfig(); err != nil || cfg.Billing().Configured() {
 		t.Fatalf("billing must be off without STRIPE_SECRET_KEY: %v", err)

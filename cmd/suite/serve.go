@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/worker/ready"
 )
 
@@ -69,6 +71,12 @@ func prepareAPI(ctx context.Context, cfg Config, db *gorm.DB, dev bool, log *slo
 func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry, vapid activities.VAPID, checker *ready.Checker, dev bool) (*apiServer, *outbox.Starter) {
 	starter := outbox.New(db, tc, log.With("component", "outbox"), reg)
 	starter.Concurrency = cfg.OutboxConcurrencyFor(dev)
+	var inFlight *web.InFlight
+	if perSecond := cfg.OutboxYieldRateFor(dev); perSecond > 0 {
+		inFlight = new(web.InFlight)
+		cores := int64(runtime.GOMAXPROCS(0))
+		starter.YieldTo(func() bool { return inFlight.Load() > cores }, float64(perSecond))
+	}
 	app := api.New(api.Deps{
 		DB: db, Temporal: tc, Starter: starter, Log: log, Metrics: reg,
 		Version: version, TrustedProxies: cfg.TrustedProxies,
@@ -81,6 +89,7 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		Billing:              cfg.Billing(),
 		TemporalNamespace:    cfg.TemporalNamespace,
 		TemporalUIURL:        cfg.TemporalUIURL,
+		InFlight:             inFlight,
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
