@@ -34,6 +34,29 @@ func LeadWithEmail(orgID, email string) func(*gorm.DB) *gorm.DB {
 	}
 }
 
+// InsertLeadIntake is the statement that records in unless an intake of
+// its organization already holds its dedupe key (then it writes nothing),
+// returning the intake's lead_id and duplicate; for RecordWithStart. With
+// matchEmail, the organization's lead with that e-mail, if any, becomes the
+// intake's lead (a duplicate), looked up in the same statement.
+func InsertLeadIntake(in *LeadIntake, matchEmail string) (string, []any) {
+	leadID, duplicate := "?", "?"
+	args := []any{in.ID, in.OrgID, in.DedupeKey}
+	if matchEmail != "" {
+		// The predicate is LeadWithEmail's (see there).
+		const match = "FROM leads WHERE org_id = ? AND email = ? AND email <> ''"
+		leadID = "COALESCE((SELECT id " + match + " LIMIT 1), ?)"
+		duplicate = "EXISTS (SELECT 1 " + match + ")"
+		args = append(args, in.OrgID, matchEmail, in.LeadID, in.Payload, in.Status, in.OrgID, matchEmail)
+	} else {
+		args = append(args, in.LeadID, in.Payload, in.Status, in.Duplicate)
+	}
+	args = append(args, in.Authenticated, in.CreatedAt)
+	return "INSERT INTO lead_intakes (id, org_id, dedupe_key, lead_id, payload, status, duplicate, authenticated, created_at)\n" +
+		"VALUES (?, ?, ?, " + leadID + ", ?, ?, " + duplicate + ", ?, ?)\n" +
+		"ON CONFLICT (org_id, dedupe_key) DO NOTHING RETURNING lead_id, duplicate", args
+}
+
 // RescoreLead recomputes l's score from its fields and its recent
 // (non-system) activities. It does not save l.
 func RescoreLead(tx *gorm.DB, l *Lead, now time.Time) error {

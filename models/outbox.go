@@ -1,7 +1,11 @@
 package models
 
 import (
+	"cmp"
+	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -97,4 +101,56 @@ func prepareOutboxRow(s *WorkflowStart) {
 	if s.NextAttemptAt.IsZero() {
 		s.NextAttemptAt = Now()
 	}
+}
+
+// startColumns are the workflow_starts columns RecordWithStart writes, in
+// the order of startValues.
+const startColumns = "id, workflow_id, workflow_type, task_queue, input, org_id, kind, status, attempts, next_attempt_at, " +
+	"last_error, run_id, created_at, updated_at, signal_name, signal_input, trace_context, request_id"
+
+func startValues(s *WorkflowStart) []any {
+	return []any{s.ID, s.WorkflowID, s.WorkflowType, s.TaskQueue, s.Input, s.OrgID, s.Kind, s.Status, s.Attempts, s.NextAttemptAt,
+		s.LastError, s.RunID, s.CreatedAt, s.UpdatedAt, s.SignalName, s.SignalInput, s.TraceContext, s.RequestID}
+}
+
+// RecordWithStart runs insert — an INSERT … ON CONFLICT DO NOTHING
+// RETURNING of the caller's, whose one returned row is scanned into dest —
+// and records the workflow start s only if insert wrote its row; it
+// reports whether it did. PostgreSQL does both in one statement (a
+// data-modifying WITH: no BEGIN and COMMIT around two INSERTs), other
+// databases in one transaction. A start already recorded under s's
+// workflow ID is an error, and then nothing is written.
+func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, dest ...any) (bool, error) {
+	if s.SignalName != "" {
+		return false, errors.New("RecordWithStart: a signal row goes through InsertWorkflowSignal")
+	}
+	prepareOutboxRow(s)
+	now := Now()
+	s.CreatedAt, s.UpdatedAt = now, now
+	if DialectFor(db) == Postgres {
+		placeholders := strings.TrimSuffix(strings.Repeat("?, ", strings.Count(startColumns, ",")+1), ", ")
+		err := db.Raw("WITH recorded AS ("+insert+"),\n"+
+			"started AS (INSERT INTO workflow_starts ("+startColumns+") SELECT "+placeholders+" FROM recorded RETURNING 1)\n"+
+			"SELECT recorded.* FROM recorded, started", append(args, startValues(s)...)...).Row().Scan(dest...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	written := false
+	err := db.Transaction(func(tx *gorm.DB) error {
+		err := tx.Raw(insert, args...).Row().Scan(dest...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if ok, err := InsertWorkflowStart(tx, s); err != nil || !ok {
+			return cmp.Or(err, fmt.Errorf("workflow %s: a start is already recorded", s.WorkflowID))
+		}
+		written = true
+		return nil
+	})
+	return written, err
 }

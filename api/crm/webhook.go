@@ -1,6 +1,7 @@
 package crm
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"gorm.io/gorm/clause"
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
@@ -135,30 +135,19 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	}
 	intake := &models.LeadIntake{ID: models.NewID(), OrgID: orgID, DedupeKey: key, LeadID: models.NewID(),
 		Payload: payload, Status: models.IntakeReceived, Authenticated: sender.key != nil, CreatedAt: models.Now()}
-	if sender.key != nil && pl.Email != "" {
-		// The organization's own key may learn (and change) the lead.
-		var existing models.Lead
-		if h.DB.WithContext(ctx).Select("id").Scopes(models.LeadWithEmail(orgID, pl.Email)).Take(&existing).Error == nil {
-			intake.LeadID, intake.Duplicate = existing.ID, true
-		}
+	// The organization's own key may learn (and change) the lead the
+	// e-mail already belongs to.
+	matchEmail := ""
+	if sender.key != nil {
+		matchEmail = pl.Email
 	}
-	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		first, err := insertIntake(tx, intake)
-		if err == nil && first != nil && first.CreatedAt.Before(models.Now().Add(-intakeDedupeWindow)) {
-			// Outside the window an identical submission is a new one.
-			intake.DedupeKey = key + "@" + strconv.FormatInt(models.Now().Unix(), 10)
-			first, err = insertIntake(tx, intake)
-		}
-		if err != nil {
-			return err
-		}
-		if first != nil { // the same submission again: answer as the first time
-			intake = first
-			return nil
-		}
-		return tx.Start(outbox.Start{WorkflowID: workflows.LeadIntakeID(orgID, intake.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
-			Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: orgID}, OrgID: orgID, Kind: workflows.KindLeadIntake})
-	})
+	// A new submission — the common case — is one statement: the intake,
+	// its lead looked up by e-mail, and its workflow start.
+	insert, args := models.InsertLeadIntake(intake, matchEmail)
+	written, err := h.Starter.InsertWith(ctx, insert, args, leadIntakeStart(intake), &intake.LeadID, &intake.Duplicate)
+	if err == nil && !written {
+		err = h.resubmitted(ctx, intake, matchEmail)
+	}
 	if err != nil {
 		return err
 	}
@@ -171,19 +160,39 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusAccepted).JSON(resp)
 }
 
-// insertIntake records in, unless an intake of the organization already
-// holds its dedupe key: then it records nothing and returns that intake. A
-// new submission — the common case — costs the one INSERT.
-func insertIntake(tx *outbox.Tx, in *models.LeadIntake) (*models.LeadIntake, error) {
-	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "dedupe_key"}}, DoNothing: true}).Create(in)
-	if res.Error != nil || res.RowsAffected == 1 {
-		return nil, res.Error
-	}
+// resubmitted handles a submission whose dedupe key an intake of the
+// organization already holds: within the dedupe window it is answered as
+// that intake (in becomes it); past the window it is a new submission,
+// recorded under the key with the time appended.
+func (h *handlers) resubmitted(ctx context.Context, in *models.LeadIntake, matchEmail string) error {
 	var first models.LeadIntake
-	if err := tx.Take(&first, "org_id = ? AND dedupe_key = ?", in.OrgID, in.DedupeKey).Error; err != nil {
-		return nil, err
+	if err := h.DB.WithContext(ctx).Take(&first, "org_id = ? AND dedupe_key = ?", in.OrgID, in.DedupeKey).Error; err != nil {
+		return err
 	}
-	return &first, nil
+	if !first.CreatedAt.Before(models.Now().Add(-intakeDedupeWindow)) {
+		*in = first
+		return nil
+	}
+	in.DedupeKey += "@" + strconv.FormatInt(models.Now().Unix(), 10)
+	insert, args := models.InsertLeadIntake(in, matchEmail)
+	written, err := h.Starter.InsertWith(ctx, insert, args, leadIntakeStart(in), &in.LeadID, &in.Duplicate)
+	if err != nil || written {
+		return err
+	}
+	// The same late resend, twice within the second: answer as the one
+	// recorded.
+	var late models.LeadIntake
+	if err := h.DB.WithContext(ctx).Take(&late, "org_id = ? AND dedupe_key = ?", in.OrgID, in.DedupeKey).Error; err != nil {
+		return err
+	}
+	*in = late
+	return nil
+}
+
+// leadIntakeStart is the LeadIntake workflow start of in.
+func leadIntakeStart(in *models.LeadIntake) outbox.Start {
+	return outbox.Start{WorkflowID: workflows.LeadIntakeID(in.OrgID, in.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
+		Input: workflows.LeadIntakeInput{IntakeID: in.ID, OrgID: in.OrgID}, OrgID: in.OrgID, Kind: workflows.KindLeadIntake}
 }
 
 // webhookAuth decodes the submission and resolves its organization: from

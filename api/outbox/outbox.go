@@ -166,19 +166,11 @@ type Tx struct {
 // Start records s in the transaction. It is dispatched only if the
 // transaction commits.
 func (tx *Tx) Start(s Start) error {
-	input, err := json.Marshal(s.Input)
+	row, err := startRow(s, tx.traceContext, tx.requestID)
 	if err != nil {
-		return fmt.Errorf("encode input of %s: %w", s.WorkflowID, err)
+		return err
 	}
-	ok, err := models.InsertWorkflowStart(tx.DB, &models.WorkflowStart{
-		WorkflowID:   s.WorkflowID,
-		WorkflowType: s.Workflow,
-		TaskQueue:    workflows.TaskQueue,
-		Input:        string(input),
-		OrgID:        s.OrgID,
-		Kind:         s.Kind,
-		TraceContext: tx.traceContext, RequestID: tx.requestID,
-	})
+	ok, err := models.InsertWorkflowStart(tx.DB, row)
 	if err != nil {
 		return err
 	}
@@ -187,6 +179,41 @@ func (tx *Tx) Start(s Start) error {
 	}
 	tx.recorded++
 	return nil
+}
+
+// startRow is the outbox row of s, recorded by the request with the given
+// trace context and id.
+func startRow(s Start, traceContext, requestID string) (*models.WorkflowStart, error) {
+	input, err := json.Marshal(s.Input)
+	if err != nil {
+		return nil, fmt.Errorf("encode input of %s: %w", s.WorkflowID, err)
+	}
+	return &models.WorkflowStart{
+		WorkflowID:   s.WorkflowID,
+		WorkflowType: s.Workflow,
+		TaskQueue:    workflows.TaskQueue,
+		Input:        string(input),
+		OrgID:        s.OrgID,
+		Kind:         s.Kind,
+		TraceContext: traceContext, RequestID: requestID,
+	}, nil
+}
+
+// InsertWith runs insert, an INSERT … ON CONFLICT DO NOTHING RETURNING
+// (its one row scanned into dest), and records start only if insert wrote
+// its row: one statement on PostgreSQL (models.RecordWithStart). It
+// reports whether the row was written; when it was not, nothing was. The
+// relay is woken after the commit, as with Transact.
+func (s *Starter) InsertWith(ctx context.Context, insert string, args []any, start Start, dest ...any) (bool, error) {
+	row, err := startRow(start, telemetry.Inject(ctx), telemetry.RequestID(ctx))
+	if err != nil {
+		return false, err
+	}
+	written, err := models.RecordWithStart(s.db.WithContext(ctx), insert, args, row, dest...)
+	if written && err == nil {
+		models.AfterCommit(ctx, s.Wake)
+	}
+	return written, err
 }
 
 // Signal records sig in the transaction. It is delivered only if the
