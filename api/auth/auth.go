@@ -316,6 +316,18 @@ func (a *Authenticator) key(c *fiber.Ctx, secret, service string) (*models.APIKe
 	return &k, nil
 }
 
+// KnownKey tells whether secret is a valid key of service that this
+// process verified lately and still holds in its key cache: no database
+// round trip beyond the cache's once-a-second epoch check. A sender with
+// such a key is not guessing keys.
+func (a *Authenticator) KnownKey(c *fiber.Ctx, secret, service string) bool {
+	if models.ServiceOfKey(secret) != service {
+		return false
+	}
+	k, cached, _ := a.keys.get(c.UserContext(), models.HashKey(secret))
+	return cached && k.RevokedAt == nil && k.Service == service
+}
+
 // touch maintains lastUsedAt cheaply: at most one write per key per minute,
 // off the request path.
 func (a *Authenticator) touch(k *models.APIKey) {

@@ -28,7 +28,9 @@ import (
 // Anonymous forms are limited per IP and per organization and IP. A sender
 // with the organization's crm_ key — an integration posting from one
 // server — is limited per key instead (WebhookKeyRate a minute), once the
-// key is known to be real; wrong keys count against the sending IP. The
+// key is known to be real; wrong keys count against the sending IP (120 a
+// minute), and an IP past that is refused before its key is looked up,
+// unless the key is one this process has verified lately. The
 // per-key counter is taken in blocks (web.Limit.Lease): counted one request
 // at a time, every intake of a busy integration updated the same row in
 // turn, and that row lock capped the accept rate.
@@ -40,11 +42,17 @@ func Webhook(d Deps) []fiber.Handler {
 	}
 	anonymous := func(c *fiber.Ctx) bool { return c.Get("X-Api-Key") == "" }
 	keyed := func(c *fiber.Ctx) bool { return !anonymous(c) }
+	// A key this process has verified lately is no guess: its requests skip
+	// the guessing limit (and its round trip), and its refusals do not count.
+	unknownKey := func(c *fiber.Ctx) bool {
+		secret := c.Get("X-Api-Key")
+		return secret != "" && !d.Auth.KnownKey(c, secret, "crm")
+	}
 	return []fiber.Handler{
 		web.Limit{Name: "webhook-ip", Max: 120, Window: time.Minute, Only: anonymous}.Handler(d.DB),
 		web.Limit{Name: "webhook-org-ip", Max: 30, Window: time.Minute, Only: anonymous,
 			Key: func(c *fiber.Ctx) string { return webhookScope(c) + "|" + c.IP() }}.Handler(d.DB),
-		web.Limit{Name: "webhook-key-failures-ip", Max: 120, Window: time.Minute, Only: keyed, FailuresOnly: true}.Handler(d.DB),
+		web.Limit{Name: "webhook-key-failures-ip", Max: 120, Window: time.Minute, Only: unknownKey, FailuresOnly: true}.Handler(d.DB),
 		web.ErrorsAsResponses,
 		h.webhookAuth, // before idempotency: a refused request stores nothing
 		web.Limit{Name: "webhook-key", Max: keyRate, Window: time.Minute, Only: keyed, Lease: keyRate / keyRateBlocks,
