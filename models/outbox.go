@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -108,6 +109,9 @@ func prepareOutboxRow(s *WorkflowStart) {
 const startColumns = "id, workflow_id, workflow_type, task_queue, input, org_id, kind, status, attempts, next_attempt_at, " +
 	"last_error, run_id, created_at, updated_at, signal_name, signal_input, trace_context, request_id"
 
+// startPlaceholders are startColumns' parameters.
+var startPlaceholders = strings.TrimSuffix(strings.Repeat("?, ", strings.Count(startColumns, ",")+1), ", ")
+
 func startValues(s *WorkflowStart) []any {
 	return []any{s.ID, s.WorkflowID, s.WorkflowType, s.TaskQueue, s.Input, s.OrgID, s.Kind, s.Status, s.Attempts, s.NextAttemptAt,
 		s.LastError, s.RunID, s.CreatedAt, s.UpdatedAt, s.SignalName, s.SignalInput, s.TraceContext, s.RequestID}
@@ -128,10 +132,9 @@ func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, d
 	now := Now()
 	s.CreatedAt, s.UpdatedAt = now, now
 	if DialectFor(db) == Postgres {
-		placeholders := strings.TrimSuffix(strings.Repeat("?, ", strings.Count(startColumns, ",")+1), ", ")
 		err := db.Raw("WITH recorded AS ("+insert+"),\n"+
-			"started AS (INSERT INTO workflow_starts ("+startColumns+") SELECT "+placeholders+" FROM recorded RETURNING 1)\n"+
-			"SELECT recorded.* FROM recorded, started", append(args, startValues(s)...)...).Row().Scan(dest...)
+			"started AS (INSERT INTO workflow_starts ("+startColumns+") SELECT "+startPlaceholders+" FROM recorded RETURNING 1)\n"+
+			"SELECT recorded.* FROM recorded, started", slices.Concat(args, startValues(s))...).Row().Scan(dest...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}

@@ -30,10 +30,10 @@ import (
 // server — is limited per key instead (WebhookKeyRate a minute), once the
 // key is known to be real; wrong keys count against the sending IP (120 a
 // minute), and an IP past that is refused before its key is looked up,
-// unless the key is one this process has verified lately. The
-// per-key counter is taken in blocks (web.Limit.Lease): counted one request
-// at a time, every intake of a busy integration updated the same row in
-// turn, and that row lock capped the accept rate.
+// unless the key is one this process has verified lately. The per-key
+// counter is taken in blocks (web.Limit.Lease): counted one request at a
+// time, every intake of a busy integration updated the same row in turn,
+// and that row lock capped the accept rate.
 func Webhook(d Deps) []fiber.Handler {
 	h := &handlers{Deps: d, activeOrgs: new(models.ActiveOrgs)}
 	keyRate := d.WebhookKeyRate
@@ -173,8 +173,8 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 // that intake (in becomes it); past the window it is a new submission,
 // recorded under the key with the time appended.
 func (h *handlers) resubmitted(ctx context.Context, in *models.LeadIntake, matchEmail string) error {
-	var first models.LeadIntake
-	if err := h.DB.WithContext(ctx).Take(&first, "org_id = ? AND dedupe_key = ?", in.OrgID, in.DedupeKey).Error; err != nil {
+	first, err := h.intakeByKey(ctx, in.OrgID, in.DedupeKey)
+	if err != nil {
 		return err
 	}
 	if !first.CreatedAt.Before(models.Now().Add(-intakeDedupeWindow)) {
@@ -189,12 +189,15 @@ func (h *handlers) resubmitted(ctx context.Context, in *models.LeadIntake, match
 	}
 	// The same late resend, twice within the second: answer as the one
 	// recorded.
-	var late models.LeadIntake
-	if err := h.DB.WithContext(ctx).Take(&late, "org_id = ? AND dedupe_key = ?", in.OrgID, in.DedupeKey).Error; err != nil {
-		return err
-	}
-	*in = late
-	return nil
+	*in, err = h.intakeByKey(ctx, in.OrgID, in.DedupeKey)
+	return err
+}
+
+// intakeByKey is the organization's intake with a dedupe key.
+func (h *handlers) intakeByKey(ctx context.Context, orgID, key string) (models.LeadIntake, error) {
+	var in models.LeadIntake
+	err := h.DB.WithContext(ctx).Take(&in, "org_id = ? AND dedupe_key = ?", orgID, key).Error
+	return in, err
 }
 
 // leadIntakeStart is the LeadIntake workflow start of in.
