@@ -244,18 +244,26 @@ func TestGCPercentUnlessGOGCIsSet(t *testing.T) {
 	}
 }
 
-func TestOutboxConcurrencyByMode(t *testing.T) {
-	t.Setenv("SUITE_OUTBOX_CONCURRENCY", "") // restored after the test
-	os.Unsetenv("SUITE_OUTBOX_CONCURRENCY")
+// loadWithout is the configuration with the variable name unset (it is
+// restored after the test).
+func loadWithout(t *testing.T, name string) Config {
+	t.Helper()
+	t.Setenv(name, "")
+	os.Unsetenv(name)
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+func TestOutboxConcurrencyByMode(t *testing.T) {
+	cfg := loadWithout(t, "SUITE_OUTBOX_CONCURRENCY")
 	if dev, cluster := cfg.OutboxConcurrencyFor(true), cfg.OutboxConcurrencyFor(false); dev != devOutboxConcurrency || cluster != clusterOutboxConcurrency {
 		t.Fatalf("defaults: dev %d, cluster %d", dev, cluster)
 	}
 	t.Setenv("SUITE_OUTBOX_CONCURRENCY", "5")
-	if cfg, err = LoadConfig(); err != nil || cfg.OutboxConcurrencyFor(true) != 5 || cfg.OutboxConcurrencyFor(false) != 5 {
+	if cfg, err := LoadConfig(); err != nil || cfg.OutboxConcurrencyFor(true) != 5 || cfg.OutboxConcurrencyFor(false) != 5 {
 		t.Fatalf("SUITE_OUTBOX_CONCURRENCY=5: %v, %+v", err, cfg.OutboxConcurrency)
 	}
 	t.Setenv("SUITE_OUTBOX_CONCURRENCY", "-1")
@@ -265,18 +273,13 @@ func TestOutboxConcurrencyByMode(t *testing.T) {
 }
 
 func TestOutboxYieldRateByMode(t *testing.T) {
-	t.Setenv("SUITE_OUTBOX_YIELD_RATE", "") // restored after the test
-	os.Unsetenv("SUITE_OUTBOX_YIELD_RATE")
-	cfg, err := LoadConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadWithout(t, "SUITE_OUTBOX_YIELD_RATE")
 	if dev, cluster := cfg.OutboxYieldRateFor(true), cfg.OutboxYieldRateFor(false); dev != devOutboxYieldRate || cluster != 0 {
 		t.Fatalf("defaults: dev %d, cluster %d", dev, cluster)
 	}
 	for value, want := range map[string]int{"0": 0, "12": 12} {
 		t.Setenv("SUITE_OUTBOX_YIELD_RATE", value)
-		if cfg, err = LoadConfig(); err != nil || cfg.OutboxYieldRateFor(true) != want || cfg.OutboxYieldRateFor(false) != want {
+		if cfg, err := LoadConfig(); err != nil || cfg.OutboxYieldRateFor(true) != want || cfg.OutboxYieldRateFor(false) != want {
 			t.Fatalf("SUITE_OUTBOX_YIELD_RATE=%s: %v, %v", value, err, cfg.OutboxYieldRate)
 		}
 	}
