@@ -136,6 +136,7 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 		// The job exists whatever the wait ends in: a failed wait (the
 		// request's context ended, the database hiccupped) still answers
 		// 202 with the job as created, never an error that invites a retry.
+		defer web.Waiting(c)()
 		if waited, err := h.awaitJob(c.UserContext(), p.OrgID, job.ID, wait); err == nil {
 			job = waited
 		}

@@ -180,6 +180,7 @@ func (h *payments) open(c *fiber.Ctx, req models.OpenChange) error {
 		if err := web.CommitAccepted(c, toChange(change)); err != nil {
 			return err
 		}
+		defer web.Waiting(c)()
 		if waited, err := h.s.Wait(c.UserContext(), change.OrgID, change.ID, wait); err == nil {
 			change = waited
 		}

@@ -117,6 +117,7 @@ func (h *handlers) createOrg(c *fiber.Ctx) error {
 	// The database, not Temporal, is the source of truth, so this works
 	// even while Temporal is unreachable (→ 202). The organization exists
 	// whatever the wait ends in: a failed wait still answers 202.
+	defer web.Waiting(c)()
 	waited, err := web.Await(c.UserContext(), registrationWait,
 		func(ctx context.Context) (*models.Organization, error) { return models.FindOrg(ctx, h.DB, org.ID) },
 		func(o *models.Organization) bool { return o.Status != models.OrgProvisioning })

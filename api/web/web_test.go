@@ -160,21 +160,25 @@ func TestRequestIDIsEchoedOrMinted(t *testing.T) {
 	}
 }
 
-// InFlight counts a request while its handlers run, and not after.
+// InFlight counts a request while its handlers run, and not after, nor
+// while it only waits (web.Waiting).
 func TestInFlightCountsRunningRequests(t *testing.T) {
 	var inFlight web.InFlight
 	entered, release := make(chan struct{}), make(chan struct{})
 	app := newApp()
 	app.Use(inFlight.Middleware())
 	app.Get("/slow", func(c *fiber.Ctx) error {
+		if c.Query("wait") != "" {
+			defer web.Waiting(c)()
+		}
 		entered <- struct{}{}
 		<-release
 		return c.SendString("ok")
 	})
-	done := make(chan int, 2)
-	for range 2 {
+	done := make(chan int, 3)
+	for _, path := range []string{"/slow", "/slow", "/slow?wait=1"} {
 		go func() {
-			resp, err := app.Test(httptest.NewRequest("GET", "/slow", nil), -1)
+			resp, err := app.Test(httptest.NewRequest("GET", path, nil), -1)
 			if err != nil {
 				done <- 0
 				return
@@ -183,13 +187,14 @@ func TestInFlightCountsRunningRequests(t *testing.T) {
 			done <- resp.StatusCode
 		}()
 	}
-	<-entered
-	<-entered
+	for range 3 {
+		<-entered
+	}
 	if n := inFlight.Load(); n != 2 {
-		t.Fatalf("two requests in their handlers, counted %d", n)
+		t.Fatalf("two requests working in their handlers and one waiting, counted %d", n)
 	}
 	close(release)
-	for range 2 {
+	for range 3 {
 		if status := <-done; status != 200 {
 			t.Fatalf("status %d", status)
 		}
