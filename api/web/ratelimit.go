@@ -151,8 +151,14 @@ func (t *leaseTable) take(ctx context.Context, db *gorm.DB, bucket string, at ti
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if window := at.Truncate(t.limit.Window); !b.window.Equal(window) {
+	// A new fixed window starts a new lease. A request that read the clock
+	// just before another rolled the window over is served, and counted,
+	// in the new one: the lease never flips back.
+	if window := at.Truncate(t.limit.Window); window.After(b.window) {
 		b.window, b.left, b.size = window, 0, t.limit.Lease
+	}
+	if at.Before(b.window) {
+		at = b.window
 	}
 	if b.left > 0 {
 		b.left--
