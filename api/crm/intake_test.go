@@ -3,6 +3,7 @@ package crm_test
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,8 +232,16 @@ func TestWebhookResendWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		later := send()
-		if later.IntakeID == first.IntakeID || !strings.HasPrefix(later.WorkflowID, first.WorkflowID+"@") {
-			t.Fatalf("resend after the window: %+v, first %+v", later, first)
+		// Its key is the first's with the start of the 24-hour period it
+		// falls in, so a resend within that period finds it whatever the
+		// second.
+		var firstIntake models.LeadIntake
+		if err := e.DB.Take(&firstIntake, "id = ?", first.IntakeID).Error; err != nil {
+			t.Fatal(err)
+		}
+		period := "@" + strconv.FormatInt(firstIntake.CreatedAt.Add(24*time.Hour).Unix(), 10)
+		if later.IntakeID == first.IntakeID || later.WorkflowID != first.WorkflowID+period {
+			t.Fatalf("resend after the window: %+v, first %+v (want the period %s)", later, first, period)
 		}
 		processedIntake(e, o, later.IntakeID)
 		if again := send(); again != later {

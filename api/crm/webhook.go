@@ -126,7 +126,8 @@ func (s webhookSender) name() string {
 // The intake id scheme (and so the workflow id, lead-intake/<org>/<id>) is
 // <sender>/<Idempotency-Key>, or <sender>/body-<hash of the submission>
 // when no key is sent; a key reused after the 24-hour window gets
-// "@<unix seconds>" appended.
+// "@<unix seconds>" appended: the start of the 24-hour period, counted
+// from the first submission, that the reuse falls in.
 func (h *handlers) webhook(c *fiber.Ctx) error {
 	req := c.Locals("webhookRequest").(*webhookRequest)
 	sender := c.Locals("webhookSender").(webhookSender)
@@ -171,24 +172,25 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 // resubmitted handles a submission whose dedupe key an intake of the
 // organization already holds: within the dedupe window it is answered as
 // that intake (in becomes it); past the window it is a new submission,
-// recorded under the key with the time appended.
+// recorded under the key with the start of its 24-hour period appended, so
+// that resends within that period are answered as it in turn.
 func (h *handlers) resubmitted(ctx context.Context, in *models.LeadIntake, matchEmail string) error {
 	first, err := h.intakeByKey(ctx, in.OrgID, in.DedupeKey)
 	if err != nil {
 		return err
 	}
-	if !first.CreatedAt.Before(models.Now().Add(-intakeDedupeWindow)) {
+	periods := models.Now().Sub(first.CreatedAt) / intakeDedupeWindow
+	if periods < 1 {
 		*in = first
 		return nil
 	}
-	in.DedupeKey += "@" + strconv.FormatInt(models.Now().Unix(), 10)
+	in.DedupeKey += "@" + strconv.FormatInt(first.CreatedAt.Add(periods*intakeDedupeWindow).Unix(), 10)
 	insert, args := models.InsertLeadIntake(in, matchEmail)
 	written, err := h.Starter.InsertWith(ctx, insert, args, leadIntakeStart(in), &in.LeadID, &in.Duplicate)
 	if err != nil || written {
 		return err
 	}
-	// The same late resend, twice within the second: answer as the one
-	// recorded.
+	// Resent again within the period: answer as the one recorded.
 	*in, err = h.intakeByKey(ctx, in.OrgID, in.DedupeKey)
 	return err
 }
