@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
@@ -78,9 +77,11 @@ func (l Limit) Handler(db *gorm.DB) fiber.Handler {
 		if l.Only != nil && !l.Only(c) {
 			return c.Next()
 		}
+		// The bucket is concatenated, a string of its own (not fasthttp's
+		// buffer): the lease table may keep it as a key.
 		ctx, bucket, at := c.UserContext(), l.Name+"|"+key(c), now()
 		if leases != nil {
-			if err := leases.take(ctx, db, strings.Clone(bucket), at); err != nil {
+			if err := leases.take(ctx, db, bucket, at); err != nil {
 				return err
 			}
 			return c.Next()
