@@ -15,3 +15,6 @@ func MigrateTo(ctx context.Context, db *gorm.DB, version int64) error {
 	_, err = p.UpTo(ctx, version)
 	return err
 }
+
+// StartColumns are the workflow_starts columns RecordWithStart writes.
+const StartColumns = startColumns

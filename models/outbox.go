@@ -107,14 +107,14 @@ func prepareOutboxRow(s *WorkflowStart) {
 // startColumns are the workflow_starts columns RecordWithStart writes, in
 // the order of startValues.
 const startColumns = "id, workflow_id, workflow_type, task_queue, input, org_id, kind, status, attempts, next_attempt_at, " +
-	"last_error, run_id, created_at, updated_at, signal_name, signal_input, trace_context, request_id"
+	"last_error, run_id, started_at, created_at, updated_at, signal_name, signal_input, trace_context, request_id"
 
 // startPlaceholders are startColumns' parameters.
 var startPlaceholders = strings.TrimSuffix(strings.Repeat("?, ", strings.Count(startColumns, ",")+1), ", ")
 
 func startValues(s *WorkflowStart) []any {
 	return []any{s.ID, s.WorkflowID, s.WorkflowType, s.TaskQueue, s.Input, s.OrgID, s.Kind, s.Status, s.Attempts, s.NextAttemptAt,
-		s.LastError, s.RunID, s.CreatedAt, s.UpdatedAt, s.SignalName, s.SignalInput, s.TraceContext, s.RequestID}
+		s.LastError, s.RunID, s.StartedAt, s.CreatedAt, s.UpdatedAt, s.SignalName, s.SignalInput, s.TraceContext, s.RequestID}
 }
 
 // RecordWithStart runs insert — an INSERT … ON CONFLICT DO NOTHING

@@ -1,10 +1,14 @@
 package models_test
 
 import (
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
@@ -52,4 +56,21 @@ func TestRecordWithStartWritesBothOrNeither(t *testing.T) {
 			t.Fatalf("the row was written without its start")
 		}
 	})
+}
+
+// RecordWithStart's PostgreSQL statement names the outbox columns itself:
+// it must name every column of the model, so that a column added to
+// WorkflowStart is not silently left at its default there.
+func TestRecordWithStartWritesEveryOutboxColumn(t *testing.T) {
+	s, err := schema.Parse(&models.WorkflowStart{}, &sync.Map{}, schema.NamingStrategy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := strings.Split(models.StartColumns, ", ")
+	want := slices.Clone(s.DBNames)
+	slices.Sort(written)
+	slices.Sort(want)
+	if !slices.Equal(written, want) {
+		t.Fatalf("RecordWithStart writes %v, the model has %v", written, want)
+	}
 }
