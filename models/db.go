@@ -30,7 +30,11 @@ const (
 
 // DBOptions tunes the connection pool.
 type DBOptions struct {
-	MaxOpenConns    int
+	MaxOpenConns int
+	// MaxActive bounds the reads run on the pool at once, outside
+	// transactions; the others wait their turn in arrival order
+	// (admission). 0, or more than MaxOpenConns: MaxOpenConns.
+	MaxActive       int
 	MaxIdleConns    int
 	ConnMaxLifetime time.Duration
 	// LogSQL logs every statement (development aid).
@@ -78,12 +82,16 @@ func Open(ctx context.Context, dsn string, opts DBOptions) (*gorm.DB, error) {
 	}
 	// Statements made with a request transaction's context run in it
 	// (requesttx.go).
-	router := &txRouter{db: sqlDB}
-	db.ConnPool, db.Statement.ConnPool = router, router
 	maxOpen := opts.MaxOpenConns
 	if maxOpen <= 0 {
 		maxOpen = 20
 	}
+	maxActive := opts.MaxActive
+	if maxActive <= 0 || maxActive > maxOpen {
+		maxActive = maxOpen
+	}
+	router := &txRouter{db: sqlDB, turns: newAdmission(maxActive)}
+	db.ConnPool, db.Statement.ConnPool = router, router
 	maxIdle := opts.MaxIdleConns
 	if maxIdle <= 0 || maxIdle > maxOpen {
 		maxIdle = maxOpen

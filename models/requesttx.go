@@ -143,8 +143,11 @@ func AfterCommit(ctx context.Context, fn func()) {
 
 // txRouter is the connection pool behind every *gorm.DB that Open returns:
 // a statement whose context carries an open request transaction runs in
-// it, any other on the pool as usual.
-type txRouter struct{ db *sql.DB }
+// it, any other on the pool in its turn (admission).
+type txRouter struct {
+	db    *sql.DB
+	turns *admission
+}
 
 var (
 	_ gorm.ConnPool         = (*txRouter)(nil)
@@ -169,41 +172,50 @@ func (r *txRouter) route(ctx context.Context) (gorm.ConnPool, *RequestTx, error)
 	return tx, rt, nil
 }
 
-func (r *txRouter) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	p, _, err := r.route(ctx)
+// run runs a statement where route sends it; a read on the pool runs in
+// its turn (admission).
+func run[R any](r *txRouter, ctx context.Context, query string, stmt func(gorm.ConnPool) (R, error)) (R, error) {
+	p, rt, err := r.route(ctx)
 	if err != nil {
-		return nil, err
+		var zero R
+		return zero, err
 	}
-	return p.PrepareContext(ctx, query)
+	if rt != nil || !isRead(query) { // in the request's transaction, or a write
+		return stmt(p)
+	}
+	admitted, err := r.turns.enter(ctx)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	defer r.turns.leave(admitted)
+	return stmt(p)
+}
+
+func (r *txRouter) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return run(r, ctx, query, func(p gorm.ConnPool) (*sql.Stmt, error) { return p.PrepareContext(ctx, query) })
 }
 
 func (r *txRouter) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	p, _, err := r.route(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return p.ExecContext(ctx, query, args...)
+	return run(r, ctx, query, func(p gorm.ConnPool) (sql.Result, error) { return p.ExecContext(ctx, query, args...) })
 }
 
 func (r *txRouter) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	p, _, err := r.route(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return p.QueryContext(ctx, query, args...)
+	return run(r, ctx, query, func(p gorm.ConnPool) (*sql.Rows, error) { return p.QueryContext(ctx, query, args...) })
 }
 
 // QueryRowContext cannot return an error of its own: when the request's
-// transaction failed to begin, the row is read with a canceled context,
-// which fails its Scan (and Commit then reports the real error).
+// transaction failed to begin, or ctx ended while the statement waited for
+// its turn, the row is read with a canceled context, which fails its Scan
+// (and Commit then reports the real error).
 func (r *txRouter) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	p, _, err := r.route(ctx)
+	row, err := run(r, ctx, query, func(p gorm.ConnPool) (*sql.Row, error) { return p.QueryRowContext(ctx, query, args...), nil })
 	if err != nil {
 		canceled, cancel := context.WithCancel(ctx)
 		cancel()
 		return r.db.QueryRowContext(canceled, query, args...)
 	}
-	return p.QueryRowContext(ctx, query, args...)
+	return row
 }
 
 func (r *txRouter) GetDBConn() (*sql.DB, error) { return r.db, nil }

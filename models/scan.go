@@ -1,7 +1,6 @@
 package models
 
 import (
-	"database/sql"
 	"fmt"
 	"reflect"
 	"slices"
@@ -152,7 +151,7 @@ func scanPlan[T any](q *gorm.DB, cols []string) ([]scanField, error) {
 
 // onPostgresPool returns q's connection pool when q runs on PostgreSQL
 // outside any transaction (neither its own nor the request's).
-func onPostgresPool(q *gorm.DB) (*sql.DB, bool) {
+func onPostgresPool(q *gorm.DB) (*txRouter, bool) {
 	router, ok := q.Statement.ConnPool.(*txRouter)
 	if !ok || q.Dialector.Name() != "postgres" {
 		return nil, false
@@ -160,7 +159,7 @@ func onPostgresPool(q *gorm.DB) (*sql.DB, bool) {
 	if _, inRequestTx := q.Statement.Context.Value(requestTxKey{}).(*RequestTx); inRequestTx {
 		return nil, false
 	}
-	return router.db, true
+	return router, true
 }
 
 // findAllPgx is FindAll reading the rows with pgx's own Query and Scan on
@@ -170,14 +169,21 @@ func onPostgresPool(q *gorm.DB) (*sql.DB, bool) {
 // On a 25-row list page that conversion was a fifth of the request's CPU
 // (docs/decisions.md, "Performance"). The statement is the one Find would
 // run, built by GORM.
-func findAllPgx[T any](q *gorm.DB, pool *sql.DB) ([]T, error) {
+// The statement takes its turn on the pool (admission) until its rows are
+// read.
+func findAllPgx[T any](q *gorm.DB, pool *txRouter) ([]T, error) {
 	var built []T
 	stmt := q.Session(&gorm.Session{DryRun: true}).Find(&built).Statement
 	if stmt.Error != nil {
 		return nil, stmt.Error
 	}
 	ctx := stmt.Context
-	conn, err := pool.Conn(ctx)
+	admitted, err := pool.turns.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.turns.leave(admitted)
+	conn, err := pool.db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}

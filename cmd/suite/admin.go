@@ -29,7 +29,7 @@ func runAdmin(ctx context.Context, cfg Config, args []string) error {
 	if len(args) == 0 {
 		return usageError(adminUsage)
 	}
-	db, err := openDB(ctx, cfg)
+	db, err := openDB(ctx, cfg, false)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
@@ -21,10 +22,14 @@ import (
 // Config is every setting of every subcommand, read once from the
 // environment in main. Fields tagged secret are masked when logged.
 type Config struct {
-	HTTPAddr       string   `env:"SUITE_HTTP_ADDR" envDefault:":8080"`
-	DataDir        string   `env:"SUITE_DATA_DIR" envDefault:"./.data"`
-	DatabaseURL    string   `env:"DATABASE_URL" secret:"url"`
-	DBMaxOpenConns int      `env:"SUITE_DB_MAX_OPEN_CONNS" envDefault:"20"`
+	HTTPAddr       string `env:"SUITE_HTTP_ADDR" envDefault:":8080"`
+	DataDir        string `env:"SUITE_DATA_DIR" envDefault:"./.data"`
+	DatabaseURL    string `env:"DATABASE_URL" secret:"url"`
+	DBMaxOpenConns int    `env:"SUITE_DB_MAX_OPEN_CONNS" envDefault:"20"`
+	// DBMaxActive bounds the reads run at once outside transactions (the
+	// rest wait their turn in arrival order); 0 lets the mode choose
+	// (DBMaxActiveFor).
+	DBMaxActive    int      `env:"SUITE_DB_MAX_ACTIVE"`
 	LogLevel       string   `env:"SUITE_LOG_LEVEL" envDefault:"info"`
 	TrustedProxies []string `env:"SUITE_TRUSTED_PROXIES" envSeparator:","`
 
@@ -160,6 +165,9 @@ func LoadConfig() (Config, error) {
 	if cfg.DBMaxOpenConns < 1 {
 		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")
 	}
+	if cfg.DBMaxActive < 0 || cfg.DBMaxActive > cfg.DBMaxOpenConns {
+		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_ACTIVE must be from 1 to SUITE_DB_MAX_OPEN_CONNS (%d), or 0 for the mode's default", cfg.DBMaxOpenConns)
+	}
 	if err := activities.CheckSMTP(cfg.smtp()); err != nil {
 		return cfg, fmt.Errorf("configuration: %w", err)
 	}
@@ -257,6 +265,23 @@ func (c Config) OutboxYieldRateFor(dev bool) int {
 		return devOutboxYieldRate
 	}
 	return 0
+}
+
+// DBMaxActiveFor is how many reads the process runs on the database at
+// once outside transactions (models.DBOptions.MaxActive):
+// SUITE_DB_MAX_ACTIVE, else under `suite dev` twice the cores, which the
+// database shares with the API there (more made the queries contend inside
+// it and the slowest wait longer, docs/decisions.md "Performance"), and
+// otherwise the whole pool, whose database runs elsewhere with cores this
+// process cannot see.
+func (c Config) DBMaxActiveFor(dev bool) int {
+	switch {
+	case c.DBMaxActive > 0:
+		return c.DBMaxActive
+	case dev:
+		return min(2*runtime.GOMAXPROCS(0), c.DBMaxOpenConns)
+	}
+	return c.DBMaxOpenConns
 }
 
 // LogAttrs lists every setting by its variable name, secrets masked.

@@ -25,7 +25,7 @@ func runDev(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("create SUITE_DATA_DIR: %w", err)
 	}
 
-	db, err := openDB(ctx, cfg)
+	db, err := openDB(ctx, cfg, true)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -289,6 +290,24 @@ func TestOutboxYieldRateByMode(t *testing.T) {
 	}
 }
 
+func TestDBMaxActiveByMode(t *testing.T) {
+	cfg := loadWithout(t, "SUITE_DB_MAX_ACTIVE")
+	if dev, cluster := cfg.DBMaxActiveFor(true), cfg.DBMaxActiveFor(false); dev != min(2*runtime.GOMAXPROCS(0), cfg.DBMaxOpenConns) || cluster != cfg.DBMaxOpenConns {
+		t.Fatalf("defaults: dev %d, cluster %d (pool %d)", dev, cluster, cfg.DBMaxOpenConns)
+	}
+	t.Setenv("SUITE_DB_MAX_OPEN_CONNS", "12")
+	t.Setenv("SUITE_DB_MAX_ACTIVE", "3")
+	if cfg, err := LoadConfig(); err != nil || cfg.DBMaxActiveFor(true) != 3 || cfg.DBMaxActiveFor(false) != 3 {
+		t.Fatalf("SUITE_DB_MAX_ACTIVE=3: %v, %d", err, cfg.DBMaxActive)
+	}
+	for _, bad := range []string{"-1", "13"} {
+		t.Setenv("SUITE_DB_MAX_ACTIVE", bad)
+		if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "SUITE_DB_MAX_ACTIVE") {
+			t.Fatalf("SUITE_DB_MAX_ACTIVE=%s was accepted: %v", bad, err)
+		}
+	}
+}
+
 func TestBillingConfig(t *testing.T) {
 	if cfg, err := LoadConfig(); err != nil || cfg.Billing().Configured() {
 		t.Fatalf("billing must be off without STRIPE_SECRET_KEY: %v", err)
@@ -329,7 +348,7 @@ func adminDB(t *testing.T) *gorm.DB {
 	if err := runMigrate(t.Context(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	db, err := openDB(t.Context(), cfg)
+	db, err := openDB(t.Context(), cfg, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // runMigrate is `suite migrate`: apply pending migrations and exit.
 func runMigrate(ctx context.Context, cfg Config) error {
-	db, err := openDB(ctx, cfg)
+	db, err := openDB(ctx, cfg, false)
 	if err != nil {
 		return err
 	}

@@ -28,9 +28,11 @@ import (
 	"github.com/business-suite/suite/worker/telemetry"
 )
 
-// openDB connects to the configured database.
-func openDB(ctx context.Context, cfg Config) (*gorm.DB, error) {
-	return models.Open(ctx, cfg.DatabaseDSN(), models.DBOptions{MaxOpenConns: cfg.DBMaxOpenConns, ConnMaxLifetime: 30 * time.Minute})
+// openDB connects to the configured database; dev tells whether this is
+// `suite dev` (Config.DBMaxActiveFor).
+func openDB(ctx context.Context, cfg Config, dev bool) (*gorm.DB, error) {
+	return models.Open(ctx, cfg.DatabaseDSN(), models.DBOptions{MaxOpenConns: cfg.DBMaxOpenConns,
+		MaxActive: cfg.DBMaxActiveFor(dev), ConnMaxLifetime: 30 * time.Minute})
 }
 
 // requireCurrentSchema refuses to serve on a schema older than the code.

@@ -127,7 +127,7 @@ func (s *apiServer) wait() error { return <-s.done }
 func runAPI(ctx context.Context, cfg Config) error {
 	log, reg, stop := startProcess(ctx, cfg, "api")
 	defer stop()
-	db, err := openDB(ctx, cfg)
+	db, err := openDB(ctx, cfg, false)
 	if err != nil {
 		return err
 	}

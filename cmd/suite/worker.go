@@ -38,7 +38,7 @@ func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, 
 func runWorker(ctx context.Context, cfg Config) error {
 	log, reg, stop := startProcess(ctx, cfg, "worker")
 	defer stop()
-	db, err := openDB(ctx, cfg)
+	db, err := openDB(ctx, cfg, false)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,83 @@
+package models
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// admission bounds the reads that run on the connection pool at once and
+// lets the others in first come, first served.
+//
+// database/sql hands a freed connection to a random one of the statements
+// waiting for it, so under load some wait many turns while others wait
+// none: with 64 clients on 20 connections, a list request's p99 was four
+// times its median. A FIFO queue in front of the pool makes every read
+// wait about the same, and a bound near what the database can run at once
+// (under `suite dev`, twice the cores it shares with the API) keeps the
+// rest queued here instead of contending inside PostgreSQL: the same list
+// at 64 clients went from a p99 of 36–39 ms to 20–21 ms at the same
+// throughput (docs/decisions.md, "Performance").
+//
+// Only reads take turns: a read is CPU work in the database, which the
+// bound is sized to, while a write spends most of its time waiting for its
+// commit to reach the disk, and more writes at once share one flush. With
+// writes bounded too, POST /crm/contacts lost a fifth of its throughput and
+// its p99 grew tenfold. A read takes its turn for its round trip (FindAll
+// until its rows are read), and only on the pool: a transaction already
+// holds its connection, and a statement in it waiting for a turn held by
+// statements that wait for its locks would never run. For the same reason
+// a read that has waited maxWait goes ahead without a turn: a caller that
+// holds a transaction's locks while reading on the pool cannot stall the
+// others for longer than that.
+type admission struct {
+	sem     *semaphore.Weighted
+	turns   int64
+	maxWait time.Duration
+	waiting atomic.Int64 // reads waiting for a turn now
+}
+
+// admissionMaxWait is how long a read waits for a turn before it goes
+// ahead without one.
+const admissionMaxWait = time.Second
+
+func newAdmission(n int) *admission {
+	return &admission{sem: semaphore.NewWeighted(int64(n)), turns: int64(n), maxWait: admissionMaxWait}
+}
+
+// enter waits for ctx's read's turn. admitted tells whether it took
+// one (false when it waited maxWait: it goes ahead without), to be handed
+// to leave when the statement is done. A canceled ctx ends the wait with
+// its error.
+func (a *admission) enter(ctx context.Context) (admitted bool, err error) {
+	if a.sem.TryAcquire(1) { // free, and nobody waiting ahead
+		return true, nil
+	}
+	a.waiting.Add(1)
+	defer a.waiting.Add(-1)
+	wait, cancel := context.WithTimeout(ctx, a.maxWait)
+	defer cancel()
+	if err := a.sem.Acquire(wait, 1); err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// leave ends a read's turn (enter's admitted).
+func (a *admission) leave(admitted bool) {
+	if admitted {
+		a.sem.Release(1)
+	}
+}
+
+// isRead tells whether query only reads: a SELECT (a data-modifying WITH
+// starts with WITH, and GORM writes SELECT in capitals).
+func isRead(query string) bool {
+	return len(query) >= 6 && strings.EqualFold(query[:6], "SELECT")
+}
