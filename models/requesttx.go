@@ -174,7 +174,7 @@ func (r *txRouter) route(ctx context.Context) (gorm.ConnPool, *RequestTx, error)
 
 // run runs a statement where route sends it; a read on the pool runs in
 // its turn (admission).
-func run[R any](r *txRouter, ctx context.Context, query string, stmt func(gorm.ConnPool) (R, error)) (R, error) {
+func run[R any](ctx context.Context, r *txRouter, query string, stmt func(gorm.ConnPool) (R, error)) (R, error) {
 	p, rt, err := r.route(ctx)
 	if err != nil {
 		var zero R
@@ -193,15 +193,15 @@ func run[R any](r *txRouter, ctx context.Context, query string, stmt func(gorm.C
 }
 
 func (r *txRouter) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	return run(r, ctx, query, func(p gorm.ConnPool) (*sql.Stmt, error) { return p.PrepareContext(ctx, query) })
+	return run(ctx, r, query, func(p gorm.ConnPool) (*sql.Stmt, error) { return p.PrepareContext(ctx, query) })
 }
 
 func (r *txRouter) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return run(r, ctx, query, func(p gorm.ConnPool) (sql.Result, error) { return p.ExecContext(ctx, query, args...) })
+	return run(ctx, r, query, func(p gorm.ConnPool) (sql.Result, error) { return p.ExecContext(ctx, query, args...) })
 }
 
 func (r *txRouter) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return run(r, ctx, query, func(p gorm.ConnPool) (*sql.Rows, error) { return p.QueryContext(ctx, query, args...) })
+	return run(ctx, r, query, func(p gorm.ConnPool) (*sql.Rows, error) { return p.QueryContext(ctx, query, args...) })
 }
 
 // QueryRowContext cannot return an error of its own: when the request's
@@ -209,7 +209,7 @@ func (r *txRouter) QueryContext(ctx context.Context, query string, args ...any) 
 // its turn, the row is read with a canceled context, which fails its Scan
 // (and Commit then reports the real error).
 func (r *txRouter) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	row, err := run(r, ctx, query, func(p gorm.ConnPool) (*sql.Row, error) { return p.QueryRowContext(ctx, query, args...), nil })
+	row, err := run(ctx, r, query, func(p gorm.ConnPool) (*sql.Row, error) { return p.QueryRowContext(ctx, query, args...), nil })
 	if err != nil {
 		canceled, cancel := context.WithCancel(ctx)
 		cancel()

@@ -168,9 +168,8 @@ func onPostgresPool(q *gorm.DB) (*txRouter, bool) {
 // into the destination; pgx decodes each column straight into its field.
 // On a 25-row list page that conversion was a fifth of the request's CPU
 // (docs/decisions.md, "Performance"). The statement is the one Find would
-// run, built by GORM.
-// The statement takes its turn on the pool (admission) until its rows are
-// read.
+// run, built by GORM. It takes its turn on the pool (admission) until its
+// rows are read.
 func findAllPgx[T any](q *gorm.DB, pool *txRouter) ([]T, error) {
 	var built []T
 	stmt := q.Session(&gorm.Session{DryRun: true}).Find(&built).Statement
