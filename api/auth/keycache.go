@@ -30,13 +30,19 @@ const (
 // the epoch move, which it checks at most once per refresh. Unknown and
 // revoked keys are never cached.
 type keyCache struct {
-	db      *gorm.DB
 	refresh time.Duration
+	// readEpoch reads the api_keys epoch (models.ReadCacheEpoch).
+	readEpoch func(context.Context) (int64, error)
 
 	mu      sync.Mutex
 	keys    map[string]cachedKey
 	epoch   int64
 	checked time.Time
+	// refreshing: a get is reading the epoch, without holding mu.
+	refreshing bool
+	// forgotten counts forget calls: an epoch read begun before one may
+	// predate the revocation that called it, and is not trusted.
+	forgotten uint64
 }
 
 type cachedKey struct {
@@ -45,7 +51,8 @@ type cachedKey struct {
 }
 
 func newKeyCache(db *gorm.DB) *keyCache {
-	return &keyCache{db: db, refresh: DefaultKeyEpochRefresh, keys: map[string]cachedKey{}}
+	return &keyCache{refresh: DefaultKeyEpochRefresh, keys: map[string]cachedKey{},
+		readEpoch: func(ctx context.Context) (int64, error) { return models.ReadCacheEpoch(ctx, db, models.APIKeysEpoch) }}
 }
 
 // get returns a copy of the key with hash, or false when it is not cached,
@@ -55,24 +62,44 @@ func (c *keyCache) get(ctx context.Context, hash string) (models.APIKey, bool, i
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	if now.Sub(c.checked) >= c.refresh {
-		epoch, err := models.ReadCacheEpoch(ctx, c.db, models.APIKeysEpoch)
-		if err != nil {
-			c.keys = map[string]cachedKey{}
-			c.checked = time.Time{}
-			return models.APIKey{}, false, -1
-		}
-		if epoch != c.epoch {
-			c.keys = map[string]cachedKey{}
-			c.epoch = epoch
-		}
-		c.checked = now
+	if now.Sub(c.checked) >= c.refresh && !c.refreshing && !c.checkEpoch(ctx, now) {
+		return models.APIKey{}, false, -1
 	}
 	k, ok := c.keys[hash]
 	if !ok || now.Sub(k.at) >= keyCacheTTL {
 		return models.APIKey{}, false, c.epoch
 	}
 	return k.key, true, c.epoch
+}
+
+// checkEpoch re-reads the epoch, emptying the cache when it has moved; it
+// reports false when the epoch could not be read (the cache is then empty
+// and unchecked). It is called with mu held and returns with it held, but
+// reads without it: the other requests go on answering from the cache
+// meanwhile, as they would a moment before the check was due, instead of
+// queueing behind one request's round trip — a stall every second for
+// every request with a key, longer when the database was busy.
+func (c *keyCache) checkEpoch(ctx context.Context, now time.Time) bool {
+	c.refreshing = true
+	forgotten := c.forgotten
+	c.mu.Unlock()
+	epoch, err := c.readEpoch(ctx)
+	c.mu.Lock()
+	c.refreshing = false
+	switch {
+	case err != nil:
+		c.keys = map[string]cachedKey{}
+		c.checked = time.Time{}
+		return false
+	case forgotten != c.forgotten:
+		return true // unchecked still: the next get reads the epoch again
+	}
+	if epoch != c.epoch {
+		c.keys = map[string]cachedKey{}
+		c.epoch = epoch
+	}
+	c.checked = now
+	return true
 }
 
 // put caches a valid key read from the table after get answered epoch. If
@@ -100,4 +127,5 @@ func (c *keyCache) forget() {
 	defer c.mu.Unlock()
 	c.keys = map[string]cachedKey{}
 	c.checked = time.Time{}
+	c.forgotten++
 }
