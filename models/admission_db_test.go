@@ -69,18 +69,14 @@ func TestReadsOnThePoolTakeTurns(t *testing.T) {
 				done <- name
 			}()
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for waiting() < int64(len(statements)) {
+		models.WaitFor(t, "every statement waits for a turn", func() bool {
 			select {
 			case name := <-done:
 				t.Fatalf("%s ran while every turn was taken", name)
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d statements wait for a turn", waiting(), len(statements))
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return waiting() == int64(len(statements))
+		})
 		release()
 		for range statements {
 			<-done

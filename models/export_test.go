@@ -38,3 +38,6 @@ func HoldTurns(t testing.TB, db *gorm.DB) (release func(), waiting func() int64)
 			return turns.waiting.Load()
 		}
 }
+
+// WaitFor polls until cond holds, failing t after ten seconds.
+var WaitFor = waitFor

@@ -2,7 +2,6 @@ package models
 
 import (
 	"cmp"
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -138,7 +137,7 @@ func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, d
 		query := numbered("WITH recorded AS (" + insert + "),\n" +
 			"started AS (INSERT INTO workflow_starts (" + startColumns + ") SELECT " + startPlaceholders + " FROM recorded RETURNING 1)\n" +
 			"SELECT recorded.* FROM recorded, started")
-		err := db.Statement.ConnPool.QueryRowContext(contextOf(db), query, slices.Concat(args, startValues(s))...).Scan(dest...)
+		err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, query, slices.Concat(args, startValues(s))...).Scan(dest...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}
@@ -188,12 +187,4 @@ func numbered(query string) string {
 	}
 	numberedStatements.Store(query, b.String())
 	return b.String()
-}
-
-// contextOf is the context db's statements run with.
-func contextOf(db *gorm.DB) context.Context {
-	if ctx := db.Statement.Context; ctx != nil {
-		return ctx
-	}
-	return context.Background()
 }
