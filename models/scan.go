@@ -162,14 +162,14 @@ func onPostgresPool(q *gorm.DB) (*txRouter, bool) {
 	return router, true
 }
 
-// findAllPgx is FindAll reading the rows with pgx's own Query and Scan on
-// one of the pool's connections. database/sql turns every column into a
+// findAllPgx is FindAll reading the rows with pgx's own Query on one of
+// the pool's connections. database/sql turns every column into a
 // driver.Value first (a boxed copy of each string) and converts it again
-// into the destination; pgx decodes each column straight into its field.
-// On a 25-row list page that conversion was a fifth of the request's CPU
-// (docs/decisions.md, "Performance"). The statement is the one Find would
-// run, built by GORM. It takes its turn on the pool (admission) until its
-// rows are read.
+// into the destination; here each column is decoded straight into its
+// field (collectPgxRows). On a 25-row list page that conversion was a
+// fifth of the request's CPU (docs/decisions.md, "Performance"). The
+// statement is the one Find would run, built by GORM. It takes its turn on
+// the pool (admission) until its rows are read.
 func findAllPgx[T any](q *gorm.DB, pool *txRouter) ([]T, error) {
 	var built []T
 	stmt := q.Session(&gorm.Session{DryRun: true}).Find(&built).Statement
@@ -207,7 +207,7 @@ func findAllPgx[T any](q *gorm.DB, pool *txRouter) ([]T, error) {
 		if err != nil {
 			return err
 		}
-		if out, err = collectRows[T](fields, limitOf(q), nil, rows.Next, rows.Scan); err != nil { // nil: pgx skips the column
+		if out, err = collectPgxRows[T](fields, limitOf(q), rows, pc.Conn().TypeMap()); err != nil {
 			return err
 		}
 		return rows.Err()
