@@ -71,7 +71,9 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 			slog.String("path", strings.Clone(c.Path())),
 			slog.String("route", route),
 			slog.Int("status", status),
-			slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+			// An integer: slog writes a float through json.Marshal (1 % of
+			// a list request's CPU).
+			slog.Int64("duration_us", elapsed.Microseconds()),
 			slog.Int("bytes", len(c.Response().Body())),
 			slog.String("ip", strings.Clone(c.IP())),
 		)...)
