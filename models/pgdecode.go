@@ -29,16 +29,17 @@ import (
 // (docs/decisions.md, "Performance").
 type pgxColumn struct {
 	scanField
-	decode func(raw []byte, field unsafe.Pointer) bool // nil: pgx's plan only
-	oid    uint32                                      // the column's type
-	format int16                                       // and wire format
-	plan   pgtype.ScanPlan                             // pgx's, made when first needed
+	decode func(raw []byte, field unsafe.Pointer, text *textArena) bool // nil: pgx's plan only
+	oid    uint32                                                       // the column's type
+	format int16                                                        // and wire format
+	plan   pgtype.ScanPlan                                              // pgx's, made when first needed
 }
 
 // collectPgxRows is collectRows for pgx's rows: each column decoded as
 // its pgxColumn says.
 func collectPgxRows[T any](fields []scanField, sizeHint int, rows pgx.Rows, typeMap *pgtype.Map) ([]T, error) {
 	cols := pgxColumns(fields, rows.FieldDescriptions(), typeMap)
+	var text textArena
 	out := make([]T, 0, sizeHint)
 	for rows.Next() {
 		var zero T
@@ -50,7 +51,7 @@ func collectPgxRows[T any](fields []scanField, sizeHint int, rows pgx.Rows, type
 				continue
 			}
 			field := unsafe.Add(row, c.offset)
-			if c.decode != nil && raw != nil && c.decode(raw, field) {
+			if c.decode != nil && raw != nil && c.decode(raw, field, &text) {
 				continue
 			}
 			if err := c.scan(typeMap, raw, field); err != nil {
@@ -103,7 +104,7 @@ var timeType = reflect.TypeFor[time.Time]()
 
 // decoderFor is the direct decoder of a column of type oid in format into
 // a field of type t, or nil when there is none.
-func decoderFor(oid uint32, format int16, t reflect.Type, typeMap *pgtype.Map) func([]byte, unsafe.Pointer) bool {
+func decoderFor(oid uint32, format int16, t reflect.Type, typeMap *pgtype.Map) func([]byte, unsafe.Pointer, *textArena) bool {
 	binaryFormat := format == pgtype.BinaryFormatCode
 	switch {
 	case t.Kind() == reflect.String:
@@ -147,25 +148,58 @@ func defaultScanLocation(typeMap *pgtype.Map) bool {
 	return ok && codec.ScanLocation == nil
 }
 
-func decodeText(raw []byte, field unsafe.Pointer) bool {
-	*(*string)(field) = string(raw)
+func decodeText(raw []byte, field unsafe.Pointer, text *textArena) bool {
+	*(*string)(field) = text.copy(raw)
 	return true
 }
 
 // decodeUUID writes a binary uuid in its canonical text form, as pgx does.
-func decodeUUID(raw []byte, field unsafe.Pointer) bool {
+func decodeUUID(raw []byte, field unsafe.Pointer, text *textArena) bool {
 	if len(raw) != 16 {
 		return false
 	}
-	buf := make([]byte, 36)
-	hex.Encode(buf[0:8], raw[0:4])
-	hex.Encode(buf[9:13], raw[4:6])
-	hex.Encode(buf[14:18], raw[6:8])
-	hex.Encode(buf[19:23], raw[8:10])
-	hex.Encode(buf[24:36], raw[10:16])
-	buf[8], buf[13], buf[18], buf[23] = '-', '-', '-', '-'
-	*(*string)(field) = unsafe.String(unsafe.SliceData(buf), len(buf))
+	*(*string)(field) = text.make(36, func(buf []byte) {
+		hex.Encode(buf[0:8], raw[0:4])
+		hex.Encode(buf[9:13], raw[4:6])
+		hex.Encode(buf[14:18], raw[6:8])
+		hex.Encode(buf[19:23], raw[8:10])
+		hex.Encode(buf[24:36], raw[10:16])
+		buf[8], buf[13], buf[18], buf[23] = '-', '-', '-', '-'
+	})
 	return true
+}
+
+// A textArena hands out a result's strings from shared blocks: one
+// allocation for many strings instead of one each (a 25-row page has
+// some 300). A block lives as long as any of its strings; the strings of
+// a list page live and die together.
+type textArena struct {
+	block []byte
+}
+
+// textBlock is the size of the arena's blocks (a string longer than that
+// gets a block of its own).
+const textBlock = 8 << 10
+
+// copy is string(b), from the arena.
+func (a *textArena) copy(b []byte) string {
+	return a.make(len(b), func(buf []byte) { copy(buf, b) })
+}
+
+// make is a string of n bytes that fill writes, from the arena. The bytes
+// are never written again once fill returns.
+func (a *textArena) make(n int, fill func(buf []byte)) string {
+	if n == 0 {
+		return ""
+	}
+	if cap(a.block)-len(a.block) < n {
+		a.block = make([]byte, 0, max(textBlock, n))
+	}
+	start := len(a.block)
+	a.block = a.block[:start+n]
+	buf := a.block[start : start+n : start+n]
+	fill(buf)
+	return unsafe.String(unsafe.SliceData(buf), n)
 }
 
 // y2kMicros is 2000-01-01 UTC, PostgreSQL's epoch, in microseconds since
@@ -182,7 +216,7 @@ var (
 // microseconds since 2000-01-01, as a local time. Times out of pgx's
 // range, infinity among them, are declined (left to pgx, which reports
 // them).
-func decodeTimestamptz(raw []byte, field unsafe.Pointer) bool {
+func decodeTimestamptz(raw []byte, field unsafe.Pointer, _ *textArena) bool {
 	if len(raw) != 8 {
 		return false
 	}
@@ -195,7 +229,7 @@ func decodeTimestamptz(raw []byte, field unsafe.Pointer) bool {
 	return true
 }
 
-func decodeBool(raw []byte, field unsafe.Pointer) bool {
+func decodeBool(raw []byte, field unsafe.Pointer, _ *textArena) bool {
 	if len(raw) != 1 {
 		return false
 	}
@@ -209,11 +243,11 @@ func isInt(k reflect.Kind) bool {
 
 // decodeInt decodes a binary integer of size bytes into a signed integer
 // field of fieldSize bytes, when every value fits.
-func decodeInt(size int, fieldSize uintptr) func([]byte, unsafe.Pointer) bool {
+func decodeInt(size int, fieldSize uintptr) func([]byte, unsafe.Pointer, *textArena) bool {
 	if fieldSize < uintptr(size) {
 		return nil
 	}
-	return func(raw []byte, field unsafe.Pointer) bool {
+	return func(raw []byte, field unsafe.Pointer, _ *textArena) bool {
 		if len(raw) != size {
 			return false
 		}
@@ -238,7 +272,7 @@ func decodeInt(size int, fieldSize uintptr) func([]byte, unsafe.Pointer) bool {
 	}
 }
 
-func decodeFloat8(raw []byte, field unsafe.Pointer) bool {
+func decodeFloat8(raw []byte, field unsafe.Pointer, _ *textArena) bool {
 	if len(raw) != 8 {
 		return false
 	}
