@@ -115,7 +115,7 @@ type UserClaims struct {
 // a revocation anywhere empties within DefaultKeyEpochRefresh (keycache.go),
 // at once in the process that revoked (ForgetKeys).
 func New(db *gorm.DB, verifier TokenVerifier) *Authenticator {
-	return &Authenticator{db: db, verifier: verifier, revoked: &revocations{db: db, refresh: DefaultRevocationRefresh}, keys: newKeyCache(db)}
+	return &Authenticator{db: db, verifier: verifier, revoked: newRevocations(db), keys: newKeyCache(db)}
 }
 
 // verifyUser checks a user access token and that its sign-in session was

@@ -19,13 +19,29 @@ const DefaultRevocationRefresh = 5 * time.Second
 // (identity_revoked_sessions), re-read when older than refresh. The table
 // holds only sessions revoked within the access-token lifetime, so the
 // copy stays small; the database shares it among every API process.
+//
+// One request re-reads it; the others answer from the copy meanwhile
+// rather than queue behind that round trip (under load, every signed-in
+// request stalled behind it every refresh), so a revocation is seen
+// within refresh plus one read.
 type revocations struct {
-	db      *gorm.DB
 	refresh time.Duration
+	// load reads the sessions revoked and not yet expired.
+	load func(context.Context) ([]string, error)
 
 	mu       sync.Mutex
-	sessions map[string]struct{}
+	sessions map[string]struct{} // nil until first read
 	loadedAt time.Time
+	loading  bool // a request is re-reading, without holding mu
+}
+
+func newRevocations(db *gorm.DB) *revocations {
+	return &revocations{refresh: DefaultRevocationRefresh, load: func(ctx context.Context) ([]string, error) {
+		var ids []string
+		err := db.WithContext(ctx).Model(&models.IdentityRevokedSession{}).
+			Where("expires_at > ?", models.Now()).Pluck("session_id", &ids).Error
+		return ids, err
+	}}
 }
 
 // revoked tells whether session was revoked.
@@ -34,20 +50,30 @@ func (r *revocations) revoked(ctx context.Context, session string) (bool, error)
 		return false, nil // a token without a session (an external provider's)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.sessions == nil || time.Since(r.loadedAt) >= r.refresh {
-		var ids []string
-		err := r.db.WithContext(ctx).Model(&models.IdentityRevokedSession{}).
-			Where("expires_at > ?", models.Now()).Pluck("session_id", &ids).Error
+	sessions := r.sessions
+	stale := sessions == nil || (time.Since(r.loadedAt) >= r.refresh && !r.loading)
+	if stale && sessions != nil {
+		r.loading = true
+	}
+	r.mu.Unlock()
+	if stale {
+		ids, err := r.load(ctx)
+		r.mu.Lock()
+		if sessions != nil {
+			r.loading = false
+		}
+		if err == nil {
+			sessions = make(map[string]struct{}, len(ids))
+			for _, id := range ids {
+				sessions[id] = struct{}{}
+			}
+			r.sessions, r.loadedAt = sessions, time.Now()
+		}
+		r.mu.Unlock()
 		if err != nil {
 			return false, err
 		}
-		r.sessions = make(map[string]struct{}, len(ids))
-		for _, id := range ids {
-			r.sessions[id] = struct{}{}
-		}
-		r.loadedAt = time.Now()
 	}
-	_, ok := r.sessions[session]
+	_, ok := sessions[session]
 	return ok, nil
 }
