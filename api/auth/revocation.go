@@ -11,8 +11,9 @@ import (
 )
 
 // DefaultRevocationRefresh is how often an API process re-reads the
-// revoked sign-in sessions: the longest a revoked session's access token
-// keeps working on a process that has not yet seen the revocation.
+// revoked sign-in sessions: with that read's round trip, the longest a
+// revoked session's access token keeps working on a process that has not
+// yet seen the revocation.
 const DefaultRevocationRefresh = 5 * time.Second
 
 // revocations is this process's copy of the revoked sign-in sessions
