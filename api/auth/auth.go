@@ -111,9 +111,9 @@ type UserClaims struct {
 
 // New creates an Authenticator. Access tokens of revoked sign-in sessions
 // are refused once this process has re-read the revocations (at most
-// DefaultRevocationRefresh and one read later); API keys are read through a cache that
-// a revocation anywhere empties within DefaultKeyEpochRefresh (keycache.go),
-// at once in the process that revoked (ForgetKeys).
+// DefaultRevocationRefresh and one read later); API keys are read through
+// a cache that a revocation anywhere empties within DefaultKeyEpochRefresh
+// (keycache.go), at once in the process that revoked (ForgetKeys).
 func New(db *gorm.DB, verifier TokenVerifier) *Authenticator {
 	return &Authenticator{db: db, verifier: verifier, revoked: newRevocations(db), keys: newKeyCache(db)}
 }
