@@ -1,6 +1,7 @@
 package models
 
 import (
+	"database/sql"
 	"fmt"
 	"reflect"
 	"slices"
@@ -50,8 +51,7 @@ func FindAll[T any](q *gorm.DB) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	var discard any
-	out, err := collectRows[T](fields, limitOf(q), &discard, rows.Next, rows.Scan)
+	out, err := collectRows[T](fields, limitOf(q), rows)
 	if err != nil {
 		return nil, err
 	}
@@ -59,24 +59,25 @@ func FindAll[T any](q *gorm.DB) ([]T, error) {
 }
 
 // collectRows scans every row into a new T, each column into the field
-// fields names for it; a column without one is scanned into skip. sizeHint
+// fields names for it; a column without one is read and dropped. sizeHint
 // is the rows expected (the statement's LIMIT), so that the page is
 // allocated once rather than grown.
-func collectRows[T any](fields []scanField, sizeHint int, skip any, next func() bool, scan func(dest ...any) error) ([]T, error) {
+func collectRows[T any](fields []scanField, sizeHint int, rows *sql.Rows) ([]T, error) {
 	out := make([]T, 0, sizeHint)
 	dest := make([]any, len(fields))
-	for next() {
+	var skip any
+	for rows.Next() {
 		var zero T
 		out = append(out, zero)
 		row := unsafe.Pointer(&out[len(out)-1])
 		for i, f := range fields {
 			if f.typ == nil {
-				dest[i] = skip
+				dest[i] = &skip
 			} else {
 				dest[i] = reflect.NewAt(f.typ, unsafe.Add(row, f.offset)).Interface()
 			}
 		}
-		if err := scan(dest...); err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 	}
