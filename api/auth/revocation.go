@@ -33,7 +33,7 @@ type revocations struct {
 	mu       sync.Mutex
 	sessions map[string]struct{} // nil until first read
 	loadedAt time.Time
-	loading  bool // a request is re-reading, without holding mu
+	loading  bool // a request is reading, without holding mu
 }
 
 func newRevocations(db *gorm.DB) *revocations {
@@ -53,16 +53,12 @@ func (r *revocations) revoked(ctx context.Context, session string) (bool, error)
 	r.mu.Lock()
 	sessions := r.sessions
 	stale := sessions == nil || (time.Since(r.loadedAt) >= r.refresh && !r.loading)
-	if stale && sessions != nil {
-		r.loading = true
-	}
+	r.loading = r.loading || stale
 	r.mu.Unlock()
 	if stale {
 		ids, err := r.load(ctx)
 		r.mu.Lock()
-		if sessions != nil {
-			r.loading = false
-		}
+		r.loading = false
 		if err == nil {
 			sessions = make(map[string]struct{}, len(ids))
 			for _, id := range ids {
