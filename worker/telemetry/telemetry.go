@@ -86,20 +86,32 @@ func (lazyTracer) Start(ctx context.Context, name string, opts ...trace.SpanStar
 // (RequestIDPropagator, LogInterceptor).
 func Middleware(requestID func(c *fiber.Ctx) string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		carrier := propagation.MapCarrier{}
+		ctx := c.UserContext()
 		if tp := c.Get("traceparent"); tp != "" {
-			carrier["traceparent"] = strings.Clone(tp)
-			carrier["tracestate"] = strings.Clone(c.Get("tracestate"))
+			ctx = propagator.Extract(ctx, propagation.MapCarrier{
+				"traceparent": strings.Clone(tp), "tracestate": strings.Clone(c.Get("tracestate"))})
 		}
-		ctx := propagator.Extract(c.UserContext(), carrier)
-		method, id := strings.Clone(c.Method()), strings.Clone(requestID(c))
-		ctx, span := otel.Tracer("business-suite/http").Start(ctx, method,
-			trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", method), attribute.String("url.path", strings.Clone(c.Path())),
-				attribute.String("request.id", id)))
+		id := strings.Clone(requestID(c))
+		// The provider is looked up per request, like lazyTracer's.
+		ctx, span := otel.Tracer("business-suite/http").Start(ctx, "HTTP", trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		c.SetUserContext(WithRequestID(ctx, id))
+		// With tracing off (the no-op provider, or a span not sampled) the
+		// span records nothing: its name and attributes, a few copies and
+		// allocations a request, are made only for a span that keeps them.
+		// They are set after Start, which the samplers the OTEL_TRACES_SAMPLER
+		// variable offers never consult.
+		var method string
+		if span.IsRecording() {
+			method = strings.Clone(c.Method())
+			span.SetName(method)
+			span.SetAttributes(attribute.String("http.request.method", method),
+				attribute.String("url.path", strings.Clone(c.Path())), attribute.String("request.id", id))
+		}
 		err := c.Next()
+		if !span.IsRecording() {
+			return err
+		}
 		// The route is known once routing has run; copy it, Fiber reuses it.
 		route := strings.Clone(c.Route().Path)
 		span.SetName(method + " " + route)
