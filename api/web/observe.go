@@ -62,11 +62,20 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		attrs := []slog.Attr{slog.String("request_id", RequestID(c))}
-		if sc := trace.SpanContextFromContext(c.UserContext()); sc.IsValid() {
-			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		ctx := c.UserContext()
+		if !log.Enabled(ctx, level) {
+			return nil
 		}
-		log.LogAttrs(c.UserContext(), level, "http request", append(attrs,
+		// The record is made here and handed to the handler, as log.LogAttrs
+		// would, but without the runtime.Callers that LogAttrs spends on a
+		// source location the handler does not write (1 % of a list
+		// request's CPU).
+		r := slog.NewRecord(start.Add(elapsed), level, "http request", 0)
+		r.AddAttrs(slog.String("request_id", RequestID(c)))
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			r.AddAttrs(slog.String("trace_id", sc.TraceID().String()))
+		}
+		r.AddAttrs(
 			slog.String("method", method),
 			slog.String("path", strings.Clone(c.Path())),
 			slog.String("route", route),
@@ -76,7 +85,8 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 			slog.Int64("duration_us", elapsed.Microseconds()),
 			slog.Int("bytes", len(c.Response().Body())),
 			slog.String("ip", strings.Clone(c.IP())),
-		)...)
+		)
+		_ = log.Handler().Handle(ctx, r) // as Logger's methods, a handler's error is dropped
 		return nil
 	}
 }
