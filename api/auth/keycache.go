@@ -13,8 +13,9 @@ import (
 // Key cache bounds.
 const (
 	// DefaultKeyEpochRefresh is how often a process re-reads the api_keys
-	// epoch: the longest a key revoked through another process (or by SQL)
-	// keeps working here.
+	// epoch: with that read's round trip (at most twice this in all), the
+	// longest a key revoked through another process (or by SQL) keeps
+	// working here.
 	DefaultKeyEpochRefresh = time.Second
 	// keyCacheTTL is the longest a cached key is trusted even when the
 	// epoch does not move (a safety net, not the revocation path).
@@ -38,8 +39,8 @@ type keyCache struct {
 	keys    map[string]cachedKey
 	epoch   int64
 	checked time.Time
-	// refreshing: a get is reading the epoch, without holding mu.
-	refreshing bool
+	// refreshing counts the gets reading the epoch, without holding mu.
+	refreshing int
 	// forgotten counts forget calls: an epoch read begun before one may
 	// predate the revocation that called it, and is not trusted.
 	forgotten uint64
@@ -62,7 +63,11 @@ func (c *keyCache) get(ctx context.Context, hash string) (models.APIKey, bool, i
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
-	if now.Sub(c.checked) >= c.refresh && !c.refreshing && !c.checkEpoch(ctx, now) {
+	// While one get reads the epoch, the others answer from the cache, but
+	// not once the check is a whole refresh overdue: a read that stalls must
+	// not stretch how long a revoked key keeps working here.
+	overdue := now.Sub(c.checked)
+	if overdue >= c.refresh && (c.refreshing == 0 || overdue >= 2*c.refresh) && !c.checkEpoch(ctx, now) {
 		return models.APIKey{}, false, -1
 	}
 	k, ok := c.keys[hash]
@@ -80,13 +85,15 @@ func (c *keyCache) get(ctx context.Context, hash string) (models.APIKey, bool, i
 // queueing behind one request's round trip — a stall every second for
 // every request with a key, longer when the database was busy.
 func (c *keyCache) checkEpoch(ctx context.Context, now time.Time) bool {
-	c.refreshing = true
+	c.refreshing++
 	forgotten := c.forgotten
 	c.mu.Unlock()
 	epoch, err := c.readEpoch(ctx)
 	c.mu.Lock()
-	c.refreshing = false
+	c.refreshing--
 	switch {
+	case err == nil && now.Before(c.checked):
+		return true // a read begun later has been applied: this one is older news
 	case err != nil:
 		c.keys = map[string]cachedKey{}
 		c.checked = time.Time{}

@@ -72,7 +72,7 @@ func TestKeyCacheAnswersWhileTheEpochIsRead(t *testing.T) {
 	}
 
 	c.mu.Lock()
-	c.checked = time.Now().Add(-2 * time.Hour) // the next get re-reads the epoch
+	c.checked = time.Now().Add(-90 * time.Minute) // the next get re-reads the epoch
 	c.mu.Unlock()
 	refreshed := make(chan bool, 1)
 	go func() { _, ok, _ := c.get(t.Context(), key.Hash); refreshed <- ok }()
@@ -95,5 +95,54 @@ func TestKeyCacheAnswersWhileTheEpochIsRead(t *testing.T) {
 		}
 	case <-next:
 		t.Fatal("the epoch read begun before the revocation was trusted")
+	}
+}
+
+// While an epoch read stalls, the cache is answered from for two refreshes
+// at most: past that a get reads the epoch itself, and the stalled read,
+// ending later, does not undo what the later read found.
+func TestKeyCacheOutlivesNoStalledEpochRead(t *testing.T) {
+	reads := make(chan chan int64, 8)
+	c := &keyCache{refresh: time.Hour, keys: map[string]cachedKey{}, readEpoch: func(context.Context) (int64, error) {
+		answer := make(chan int64)
+		reads <- answer
+		return <-answer, nil
+	}}
+	key := models.APIKey{ID: "k1", Hash: "h1"}
+	get := func() chan bool {
+		done := make(chan bool, 1)
+		go func() { _, ok, _ := c.get(t.Context(), key.Hash); done <- ok }()
+		return done
+	}
+	first := get()
+	(<-reads) <- 7
+	<-first
+	c.put(key, 7)
+
+	c.mu.Lock()
+	c.checked = time.Now().Add(-90 * time.Minute)
+	c.mu.Unlock()
+	stalled := get()
+	stalledRead := <-reads
+	c.mu.Lock()
+	c.checked = time.Now().Add(-2 * time.Hour) // two refreshes overdue
+	c.mu.Unlock()
+	own := get()
+	select {
+	case read := <-reads:
+		read <- 8 // a key was revoked elsewhere
+	case <-own:
+		t.Fatal("the cache was answered from two refreshes after its last check")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no epoch read of its own")
+	}
+	if <-own {
+		t.Fatal("the key was answered from the cache after the epoch moved")
+	}
+	stalledRead <- 7 // the stalled read ends with the older epoch
+	<-stalled
+	c.put(key, 7) // a request that read the key's row under the older epoch
+	if _, ok, epoch := getSoon(t, c, key.Hash); ok || epoch != 8 {
+		t.Fatalf("after the stalled read: cached %v under epoch %d, want not cached under 8", ok, epoch)
 	}
 }
