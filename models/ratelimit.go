@@ -41,28 +41,13 @@ func newRate(window time.Duration, now time.Time) (r Rate, current, previous tim
 }
 
 // HitRate counts n requests against bucket and returns its rate including
-// them, in one statement.
+// them, in one statement; a negative n gives requests back.
 func HitRate(ctx context.Context, db *gorm.DB, bucket string, window time.Duration, now time.Time, n int) (Rate, error) {
 	r, cur, prev := newRate(window, now)
 	err := db.WithContext(ctx).Raw(`INSERT INTO rate_counters (bucket, window_start, hits, expires_at) VALUES (?, ?, ?, ?)
 ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_counters.hits + excluded.hits
 RETURNING hits, COALESCE((SELECT p.hits FROM rate_counters p WHERE p.bucket = ? AND p.window_start = ?), 0)`,
 		bucket, cur, n, cur.Add(2*window), bucket, prev).Row().Scan(&r.Current, &r.Previous)
-	return r, err
-}
-
-// PeekRate returns bucket's rate without counting a request.
-func PeekRate(ctx context.Context, db *gorm.DB, bucket string, window time.Duration, now time.Time) (Rate, error) {
-	r, cur, prev := newRate(window, now)
-	var rows []RateCounter
-	err := db.WithContext(ctx).Where("bucket = ? AND window_start IN (?, ?)", bucket, cur, prev).Find(&rows).Error
-	for _, row := range rows {
-		if row.WindowStart.Equal(cur) {
-			r.Current = row.Hits
-		} else {
-			r.Previous = row.Hits
-		}
-	}
 	return r, err
 }
 

@@ -37,7 +37,9 @@ type Limit struct {
 	// Only, when set, limits just the requests it accepts; the others pass.
 	Only func(c *fiber.Ctx) bool
 	// FailuresOnly counts only requests answered with a status ≥ 400 (put
-	// ErrorsAsResponses after the limiter so that it sees the status).
+	// ErrorsAsResponses after the limiter so that it sees the status); a
+	// request counts while it runs, so that requests sent at once cannot
+	// all pass before the first failure is counted.
 	FailuresOnly bool
 	// Lease, above 1, lets each process count its requests against the
 	// shared counter in blocks of up to Lease rather than one statement per
@@ -86,30 +88,31 @@ func (l Limit) Handler(db *gorm.DB) fiber.Handler {
 			}
 			return c.Next()
 		}
-		if !l.FailuresOnly {
-			rate, err := models.HitRate(ctx, db, bucket, l.Window, at, 1)
-			if err != nil {
-				return err
-			}
-			if rate.Estimate() > float64(l.Max) {
-				return limitReached(rate, at)
-			}
-			return c.Next()
-		}
-		rate, err := models.PeekRate(ctx, db, bucket, l.Window, at)
+		rate, err := models.HitRate(ctx, db, bucket, l.Window, at, 1)
 		if err != nil {
 			return err
 		}
-		if rate.Estimate()+1 > float64(l.Max) {
+		if rate.Estimate() > float64(l.Max) {
 			return limitReached(rate, at)
 		}
+		if !l.FailuresOnly {
+			return c.Next()
+		}
+		// Only failures count, yet each request is counted before it runs
+		// and given back once it has succeeded: counted after it failed,
+		// requests sent together would all find the count below Max before
+		// any of them was added (a burst of password guesses, each slowed
+		// by argon2id, would all be tried).
 		if err := c.Next(); err != nil {
 			return err
 		}
-		if c.Response().StatusCode() >= 400 {
-			_, err = models.HitRate(ctx, db, bucket, l.Window, at, 1)
+		if c.Response().StatusCode() < 400 {
+			// In the window it was counted in (at). A refund that fails
+			// leaves the request counted, which can only refuse early; the
+			// answer already written stands.
+			_, _ = models.HitRate(ctx, db, bucket, l.Window, at, -1)
 		}
-		return err
+		return nil
 	}
 }
 

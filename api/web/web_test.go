@@ -274,6 +274,55 @@ func TestLeasedLimitsNeverExceedTheLimit(t *testing.T) {
 	})
 }
 
+// A limit on failures counts each request while it runs: requests sent
+// together, each slow to fail (a password hashed with argon2id), cannot
+// all pass the check before the first failure is counted.
+func TestFailureLimitHoldsForConcurrentRequests(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		const max, sent = 3, 10
+		var entered atomic.Int32
+		release := make(chan struct{})
+		app := newApp()
+		app.Post("/login", web.Limit{Name: "login", Max: max, Window: time.Hour, FailuresOnly: true}.Handler(db),
+			web.ErrorsAsResponses, func(c *fiber.Ctx) error {
+				entered.Add(1)
+				<-release
+				return web.NewProblem(401, "invalid_grant", "Wrong password.")
+			})
+		statuses := make(chan int, sent)
+		for range sent {
+			go func() {
+				req := httptest.NewRequest("POST", "/login", nil)
+				resp, err := app.Test(req, -1)
+				if err != nil {
+					statuses <- 0
+					return
+				}
+				resp.Body.Close()
+				statuses <- resp.StatusCode
+			}()
+		}
+		// The refused answer at once; the others wait in the handler.
+		got, deadline := map[int]int{}, time.After(10*time.Second)
+		for got[429]+int(entered.Load()) < sent {
+			select {
+			case s := <-statuses:
+				got[s]++
+			case <-time.After(10 * time.Millisecond): // look at entered again
+			case <-deadline:
+				t.Fatalf("after 10 s: %d in the handler, answers %v", entered.Load(), got)
+			}
+		}
+		close(release)
+		for got[401]+got[429] < sent {
+			got[<-statuses]++
+		}
+		if entered.Load() != max || got[401] != max || got[429] != sent-max {
+			t.Fatalf("%d of %d concurrent requests ran (answers %v), want %d", entered.Load(), sent, got, max)
+		}
+	})
+}
+
 // Limits are counted in the database: two replicas (two apps on one
 // database) share them, requests alternating between the two.
 func TestRateLimitsHoldAcrossReplicas(t *testing.T) {
