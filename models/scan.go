@@ -26,7 +26,10 @@ import (
 // embedded structs); a column T has no field for is read and dropped, as
 // Find drops it. T's fields must be types database/sql scans into (strings,
 // numbers, bools, times, pointers to them, sql.Scanner) — true of every
-// model here, none of which uses GORM serializers.
+// model here, none of which uses GORM serializers. Unlike Find, which
+// leaves a field at its zero value for a NULL, FindAll refuses a NULL in a
+// field that is not a pointer (as database/sql and pgx do): a nullable
+// column belongs in a pointer field.
 //
 // On PostgreSQL, outside transactions, the rows are read with pgx itself
 // (findAllPgx).
@@ -119,7 +122,9 @@ type scanPlanKey struct {
 }
 
 func scanPlan[T any](q *gorm.DB, cols []string) ([]scanField, error) {
-	key := scanPlanKey{row: reflect.TypeFor[T](), cols: strings.Join(cols, ",")}
+	// NUL, which no column name can hold: a column aliased "a,b" and the
+	// two columns a and b must not share a plan.
+	key := scanPlanKey{row: reflect.TypeFor[T](), cols: strings.Join(cols, "\x00")}
 	if plan, ok := scanPlans.Load(key); ok {
 		return plan.([]scanField), nil
 	}

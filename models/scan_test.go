@@ -130,6 +130,20 @@ func TestFindAllDecodesAsPgx(t *testing.T) {
 	}
 }
 
+// A plan is cached per column list, whatever the names hold: a column
+// named "name,email" is not the two columns name and email.
+func TestFindAllPlansPerColumnList(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		type pair struct{ Name, Email string }
+		if got, err := models.FindAll[pair](db.Raw(`SELECT 'x' AS "name,email"`)); err != nil || len(got) != 1 || got[0] != (pair{}) {
+			t.Fatalf("one column named name,email: %+v %v", got, err)
+		}
+		if got, err := models.FindAll[pair](db.Raw(`SELECT 'n' AS name, 'e' AS email`)); err != nil || len(got) != 1 || got[0] != (pair{"n", "e"}) {
+			t.Fatalf("the columns name and email: %+v %v", got, err)
+		}
+	})
+}
+
 func sameAsFind[T any](t *testing.T, q *gorm.DB) {
 	t.Helper()
 	var want []T
