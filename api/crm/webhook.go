@@ -51,7 +51,7 @@ func Webhook(d Deps) []fiber.Handler {
 	return []fiber.Handler{
 		web.Limit{Name: "webhook-ip", Max: 120, Window: time.Minute, Only: anonymous}.Handler(d.DB),
 		web.Limit{Name: "webhook-org-ip", Max: 30, Window: time.Minute, Only: anonymous,
-			Key: func(c *fiber.Ctx) string { return webhookScope(c) + "|" + c.IP() }}.Handler(d.DB),
+			Key: func(c *fiber.Ctx) string { return webhookScope(c) + "|" + web.ClientIP(c) }}.Handler(d.DB),
 		web.Limit{Name: "webhook-key-failures-ip", Max: 120, Window: time.Minute, Only: unknownKey, FailuresOnly: true}.Handler(d.DB),
 		web.ErrorsAsResponses,
 		h.webhookAuth, // before idempotency: a refused request stores nothing

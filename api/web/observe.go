@@ -84,7 +84,7 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 			// a list request's CPU).
 			slog.Int64("duration_us", elapsed.Microseconds()),
 			slog.Int("bytes", len(c.Response().Body())),
-			slog.String("ip", strings.Clone(c.IP())),
+			slog.String("ip", ClientIP(c)),
 		)
 		_ = log.Handler().Handle(ctx, r) // as Logger's methods, a handler's error is dropped
 		return nil

@@ -32,7 +32,7 @@ type Limit struct {
 	Name   string
 	Max    int
 	Window time.Duration
-	// Key buckets requests (default: the client IP).
+	// Key buckets requests (default: the client address, ClientIP).
 	Key func(c *fiber.Ctx) string
 	// Only, when set, limits just the requests it accepts; the others pass.
 	Only func(c *fiber.Ctx) bool
@@ -65,7 +65,7 @@ type Limit struct {
 func (l Limit) Handler(db *gorm.DB) fiber.Handler {
 	key := l.Key
 	if key == nil {
-		key = func(c *fiber.Ctx) string { return c.IP() }
+		key = ClientIP
 	}
 	now := l.Now
 	if now == nil {

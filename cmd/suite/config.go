@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/activities/ai/openaicompat"
+	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 )
 
@@ -174,7 +175,17 @@ func LoadConfig() (Config, error) {
 	if cfg.InviteURL != "" && !strings.Contains(cfg.InviteURL, "{token}") {
 		return cfg, fmt.Errorf("configuration: SUITE_INVITE_URL must contain {token}")
 	}
+	if _, err := web.ParseProxies(cfg.TrustedProxies); err != nil {
+		return cfg, fmt.Errorf("configuration: SUITE_TRUSTED_PROXIES: %w", err)
+	}
 	return cfg, nil
+}
+
+// Proxies are the trusted proxies (SUITE_TRUSTED_PROXIES), which
+// LoadConfig has checked.
+func (c Config) Proxies() web.Proxies {
+	p, _ := web.ParseProxies(c.TrustedProxies)
+	return p
 }
 
 // AIProvider is the provider AI jobs use: the OpenAI-compatible one when

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -305,6 +306,21 @@ func TestDBMaxActiveByMode(t *testing.T) {
 		if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "SUITE_DB_MAX_ACTIVE") {
 			t.Fatalf("SUITE_DB_MAX_ACTIVE=%s was accepted: %v", bad, err)
 		}
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	t.Setenv("SUITE_TRUSTED_PROXIES", "10.0.0.0/8, 192.0.2.7")
+	cfg, err := LoadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.Proxies(); !p.Trusts(netip.MustParseAddr("10.4.5.6")) || !p.Trusts(netip.MustParseAddr("192.0.2.7")) || p.Trusts(netip.MustParseAddr("192.0.2.8")) {
+		t.Fatalf("SUITE_TRUSTED_PROXIES read as %+v", p)
+	}
+	t.Setenv("SUITE_TRUSTED_PROXIES", "10.0.0.0/8,lb.internal")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "SUITE_TRUSTED_PROXIES") {
+		t.Fatalf("a host name was accepted: %v", err)
 	}
 }
 

@@ -79,7 +79,7 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 	}
 	app := api.New(api.Deps{
 		DB: db, Temporal: tc, Starter: starter, Log: log, Metrics: reg,
-		Version: version, TrustedProxies: cfg.TrustedProxies,
+		Version: version, Proxies: cfg.Proxies(),
 		Identity: id.service, IdentityClient: id.client, Auth: id.auth,
 		VAPIDPublicKey:       vapid.PublicKey,
 		TicketAutoCloseAfter: cfg.TicketAutoCloseAfter,
