@@ -254,3 +254,51 @@ func TestWebhookResendWindow(t *testing.T) {
 		}
 	})
 }
+
+// A key a client sends is never taken for one the suite makes: anonymous
+// forms share a sender, and one that knew another's key and when it was
+// first sent could record its reuse past the window first; the honest
+// reuse is still an intake of its own.
+func TestWebhookKeysCannotPoseAsTheSuitesOwn(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		send := func(key, email string) intakeAnswer {
+			var a intakeAnswer
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Headers: map[string]string{"Idempotency-Key": key},
+				Body: map[string]any{"orgId": o.id, "name": "Ada", "email": email}}).Expect(202).JSON(&a)
+			return a
+		}
+		first := send("order-7", "ada@honest.example")
+		processedIntake(e, o, first.IntakeID)
+		// A day and an hour later (the stored answer to the key has expired):
+		if err := e.DB.Model(&models.LeadIntake{}).Where("id = ?", first.IntakeID).
+			Update("created_at", models.Now().Add(-25*time.Hour)).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := e.DB.Model(&models.IdempotencyKey{}).Where("key = ?", "order-7").
+			Update("expires_at", models.Now().Add(-time.Hour)).Error; err != nil {
+			t.Fatal(err)
+		}
+		var firstIntake models.LeadIntake
+		if err := e.DB.Take(&firstIntake, "id = ?", first.IntakeID).Error; err != nil {
+			t.Fatal(err)
+		}
+		period := strconv.FormatInt(firstIntake.CreatedAt.Add(24*time.Hour).Unix(), 10)
+		planted := send("order-7@"+period, "mallory@planted.example")
+		honest := send("order-7", "ada@honest.example")
+		if honest.IntakeID == planted.IntakeID || honest.WorkflowID != first.WorkflowID+"@"+period ||
+			planted.WorkflowID != "lead-intake/"+o.id+"/form/order-7%40"+period {
+			t.Fatalf("the honest reuse %+v, the planted key %+v", honest, planted)
+		}
+		var got models.LeadIntake
+		if err := e.DB.Take(&got, "id = ?", honest.IntakeID).Error; err != nil || !strings.Contains(got.Payload, "ada@honest.example") {
+			t.Fatalf("the honest reuse recorded %q (%v)", got.Payload, err)
+		}
+		if a := send("body-0123", "grace@navy.example"); a.WorkflowID != "lead-intake/"+o.id+"/form/%62ody-0123" {
+			t.Fatalf("a key shaped as a keyless submission's: %s", a.WorkflowID)
+		}
+		if a := send("100%", "alan@example.org"); a.WorkflowID != "lead-intake/"+o.id+"/form/100%25" {
+			t.Fatalf("a key with a %%: %s", a.WorkflowID)
+		}
+	})
+}

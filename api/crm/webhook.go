@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -124,10 +125,10 @@ func (s webhookSender) name() string {
 // outbox relay starts the workflow later: nothing is lost.
 //
 // The intake id scheme (and so the workflow id, lead-intake/<org>/<id>) is
-// <sender>/<Idempotency-Key>, or <sender>/body-<hash of the submission>
-// when no key is sent; a key reused after the 24-hour window gets
-// "@<unix seconds>" appended: the start of the 24-hour period, counted
-// from the first submission, that the reuse falls in.
+// <sender>/<Idempotency-Key> (intakeKeyPart), or <sender>/body-<hash of
+// the submission> when no key is sent; a key reused after the 24-hour
+// window gets "@<unix seconds>" appended: the start of the 24-hour period,
+// counted from the first submission, that the reuse falls in.
 func (h *handlers) webhook(c *fiber.Ctx) error {
 	req := c.Locals("webhookRequest").(*webhookRequest)
 	sender := c.Locals("webhookSender").(webhookSender)
@@ -137,7 +138,7 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	payload := mustJSON(pl)
 	key := sender.name() + "/"
 	if k := c.Get(web.HeaderIdempotencyKey); k != "" {
-		key += k
+		key += intakeKeyPart(k)
 	} else {
 		sum := sha256.Sum256([]byte(orgID + "\x00" + payload))
 		key += "body-" + hex.EncodeToString(sum[:16])
@@ -167,6 +168,29 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	}
 	c.Location("/crm/leads/intakes/" + intake.ID)
 	return c.Status(fiber.StatusAccepted).JSON(resp)
+}
+
+// intakeKeyPart is an Idempotency-Key as it goes into a dedupe key: as
+// sent, but with "%" and "@" percent-encoded, and the "b" of a leading
+// "body-" too. No key a client sends can then be taken for the suite's own
+// forms, a submission without a key (body-<hash>) or a reuse past the window
+// (<key>@<period>): all anonymous forms of an organization share a sender,
+// and one that knew another's key could otherwise record that reuse first,
+// and the honest one would be answered as it.
+func intakeKeyPart(k string) string {
+	body := strings.HasPrefix(k, "body-")
+	if !body && !strings.ContainsAny(k, "%@") {
+		return k
+	}
+	var b strings.Builder
+	for i := range len(k) {
+		if c := k[i]; c == '%' || c == '@' || (i == 0 && body) {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // resubmitted handles a submission whose dedupe key an intake of the
