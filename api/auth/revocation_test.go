@@ -6,12 +6,11 @@ import (
 	"time"
 )
 
-// While one request re-reads the revoked sessions, the others answer from
-// the copy instead of queueing behind its round trip; the read's answer
-// then replaces the copy.
-func TestRevocationsAnswerWhileReread(t *testing.T) {
-	reads := make(chan chan []string, 8)
-	r := &revocations{refresh: time.Hour, load: func(ctx context.Context) ([]string, error) {
+// heldRevocations is a copy whose every read waits for the test to answer
+// it on reads, and revoked asks it in a goroutine of its own.
+func heldRevocations(t *testing.T) (reads chan chan []string, revoked func(session string) chan bool, r *revocations) {
+	reads = make(chan chan []string, 8)
+	r = &revocations{refresh: time.Hour, load: func(ctx context.Context) ([]string, error) {
 		answer := make(chan []string)
 		reads <- answer
 		select {
@@ -21,7 +20,7 @@ func TestRevocationsAnswerWhileReread(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	}}
-	revoked := func(session string) chan bool {
+	revoked = func(session string) chan bool {
 		done := make(chan bool, 1)
 		go func() {
 			ok, err := r.revoked(t.Context(), session)
@@ -32,6 +31,14 @@ func TestRevocationsAnswerWhileReread(t *testing.T) {
 		}()
 		return done
 	}
+	return reads, revoked, r
+}
+
+// While one request re-reads the revoked sessions, the others answer from
+// the copy instead of queueing behind its round trip; the read's answer
+// then replaces the copy.
+func TestRevocationsAnswerWhileReread(t *testing.T) {
+	reads, revoked, r := heldRevocations(t)
 	first := revoked("s1")
 	(<-reads) <- []string{"s1"} // the first read: nothing to answer from
 	if !<-first {
@@ -64,23 +71,7 @@ func TestRevocationsAnswerWhileReread(t *testing.T) {
 // past that, a request reads the sessions itself, and a read that ends
 // late does not replace the copy a later read made.
 func TestRevocationsOutliveNoStalledReread(t *testing.T) {
-	reads := make(chan chan []string, 8)
-	r := &revocations{refresh: time.Hour, load: func(ctx context.Context) ([]string, error) {
-		answer := make(chan []string)
-		reads <- answer
-		return <-answer, nil
-	}}
-	revoked := func(session string) chan bool {
-		done := make(chan bool, 1)
-		go func() {
-			ok, err := r.revoked(t.Context(), session)
-			if err != nil {
-				t.Error(err)
-			}
-			done <- ok
-		}()
-		return done
-	}
+	reads, revoked, r := heldRevocations(t)
 	first := revoked("s1")
 	(<-reads) <- nil
 	if <-first {
