@@ -137,11 +137,26 @@ func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, d
 		query := numbered("WITH recorded AS (" + insert + "),\n" +
 			"started AS (INSERT INTO workflow_starts (" + startColumns + ") SELECT " + startPlaceholders + " FROM recorded RETURNING 1)\n" +
 			"SELECT recorded.* FROM recorded, started")
-		err := db.Statement.ConnPool.QueryRowContext(db.Statement.Context, query, slices.Concat(args, startValues(s))...).Scan(dest...)
-		if errors.Is(err, sql.ErrNoRows) {
-			return false, nil
+		// QueryContext, not QueryRowContext: a request transaction that
+		// could not begin (the database restarting) comes back as its own
+		// error, a 503, where the pool's QueryRowContext can only hand back
+		// a row that fails with "context canceled", a 500 (e2e's PostgreSQL
+		// restart met it).
+		rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, slices.Concat(args, startValues(s))...)
+		if err != nil {
+			return false, err
 		}
-		return err == nil, err
+		defer rows.Close()
+		if !rows.Next() { // the intake was there already: nothing written
+			return false, rows.Err()
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return false, err
+		}
+		if err := rows.Close(); err != nil { // as Row.Scan: the statement's own error
+			return false, err
+		}
+		return true, nil
 	}
 	written := false
 	err := db.Transaction(func(tx *gorm.DB) error {
