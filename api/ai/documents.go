@@ -96,7 +96,7 @@ func (h *handlers) listDocuments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toPage(rows, func(d *documentRow) documentResponse {
+	return web.SendJSON(c, toPage(rows, func(d *documentRow) documentResponse {
 		out := toDocument(&d.AIDocument)
 		out.ContentBytes = d.ContentBytes
 		return out

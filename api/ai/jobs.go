@@ -190,7 +190,7 @@ func (h *handlers) listJobs(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toPage(rows, h.toJob))
+	return web.SendJSON(c, toPage(rows, h.toJob))
 }
 
 // cancelJob cancels a queued or running job: at once in the database (a

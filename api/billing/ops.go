@@ -84,7 +84,7 @@ func (h *ops) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, func(ch *models.SubscriptionChange) opsChange { return toOpsChange(ch, retries[ch.ID]) }))
+	return web.SendPage(c, rows, func(ch *models.SubscriptionChange) opsChange { return toOpsChange(ch, retries[ch.ID]) })
 }
 
 // withRetries is change as billing staff see it, with its retries.

@@ -273,7 +273,7 @@ func (h *payments) listChanges(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toChange))
+	return web.SendPage(c, rows, toChange)
 }
 
 func (h *payments) getChange(c *fiber.Ctx) error {

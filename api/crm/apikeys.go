@@ -43,7 +43,7 @@ func (h *handlers) listKeys(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toKey))
+	return web.SendPage(c, rows, toKey)
 }
 
 type createKeyRequest struct {

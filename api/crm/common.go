@@ -172,7 +172,7 @@ func list[T, R any](h *handlers, c *fiber.Ctx, l listing[T, R]) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, l.view))
+	return web.SendPage(c, rows, l.view)
 }
 
 // fillFromQuery sets each string field of the struct filter points to

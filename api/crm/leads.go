@@ -258,7 +258,7 @@ func (h *handlers) listLeadActivities(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toActivity))
+	return web.SendPage(c, rows, toActivity)
 }
 
 type addActivityRequest struct {

@@ -63,13 +63,13 @@ func (h *handlers) listMembers(c *fiber.Ctx) error {
 		return err
 	}
 	now := models.Now()
-	return c.JSON(web.MapPage(rows, func(m *models.Member) listedMember {
+	return web.SendPage(c, rows, func(m *models.Member) listedMember {
 		out := listedMember{memberResponse: toMember(m)}
 		if inv := invitations[m.ID]; inv != nil {
 			out.Invitation = toInvitationSummary(inv, now)
 		}
 		return out
-	}))
+	})
 }
 
 type inviteRequest struct {

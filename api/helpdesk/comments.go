@@ -43,7 +43,7 @@ func (h *handlers) listComments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toComment))
+	return web.SendPage(c, rows, toComment)
 }
 
 type addCommentRequest struct {

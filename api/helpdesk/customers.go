@@ -51,7 +51,7 @@ func (h *handlers) listCustomers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toCustomer))
+	return web.SendPage(c, rows, toCustomer)
 }
 
 type customerFields struct {
@@ -183,7 +183,7 @@ func (h *handlers) customerTickets(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toTicket))
+	return web.SendPage(c, rows, toTicket)
 }
 
 // customerList resolves /customers/:id for one of its list routes.
@@ -251,7 +251,7 @@ func (h *handlers) customerActivity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, func(e *models.CustomerEvent) eventResponse {
+	return web.SendPage(c, rows, func(e *models.CustomerEvent) eventResponse {
 		return eventResponse{ID: e.ID, Type: e.Type, Summary: e.Summary, TicketID: e.TicketID, Actor: string(e.Actor), CreatedAt: e.CreatedAt}
-	}))
+	})
 }

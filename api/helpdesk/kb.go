@@ -148,7 +148,7 @@ func (h *handlers) listCategories(c *fiber.Ctx) error {
 		Order("position").Order("name").Order("id").Find(&rows).Error; err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(web.Page[models.KBCategory]{Data: rows}, toCategory))
+	return web.SendPage(c, web.Page[models.KBCategory]{Data: rows}, toCategory)
 }
 
 func (h *handlers) createCategory(c *fiber.Ctx) error {
@@ -331,7 +331,7 @@ func (h *handlers) listArticles(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toArticle))
+	return web.SendPage(c, rows, toArticle)
 }
 
 func (h *handlers) createArticle(c *fiber.Ctx) error {

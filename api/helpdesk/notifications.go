@@ -145,7 +145,7 @@ func (h *handlers) listNotifications(c *fiber.Ctx) error {
 	if err := mine().Where("read_at IS NULL").Count(&out.UnreadCount).Error; err != nil {
 		return err
 	}
-	return c.JSON(out)
+	return web.SendJSON(c, out)
 }
 
 type readNotificationsRequest struct {

@@ -91,7 +91,7 @@ func (h *handlers) listTickets(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(web.MapPage(rows, toTicket))
+	return web.SendPage(c, rows, toTicket)
 }
 
 type createTicketRequest struct {

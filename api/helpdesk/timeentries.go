@@ -55,7 +55,7 @@ func (h *handlers) listTimeEntries(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(timeEntryPage{Page: web.MapPage(rows, toTimeEntry), TotalMinutes: total, BillableMinutes: billable})
+	return web.SendJSON(c, timeEntryPage{Page: web.MapPage(rows, toTimeEntry), TotalMinutes: total, BillableMinutes: billable})
 }
 
 type addTimeEntryRequest struct {

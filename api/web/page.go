@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
@@ -133,6 +134,22 @@ func PaginateBy[T any](q *gorm.DB, p PageRequest, timeColumn string, key func(*T
 		page.Data = []T{}
 	}
 	return page, nil
+}
+
+// SendPage answers with the page's rows converted by f, encoded straight
+// into the response body. c.JSON would encode into a new slice first: for a
+// 25-row page that copy was a fifth of the list's allocation, and the suite's
+// CPU per GET /crm/contacts fell by about 5 % without it (docs/decisions.md,
+// "Performance"). The bytes are encoding/json's, followed by a newline.
+func SendPage[T, R any](c *fiber.Ctx, p Page[T], f func(*T) R) error {
+	return SendJSON(c, MapPage(p, f))
+}
+
+// SendJSON is c.JSON without the intermediate copy (see SendPage), for the
+// large answers: pages inside an envelope of their own.
+func SendJSON(c *fiber.Ctx, v any) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return gojson.NewEncoder(c.Response().BodyWriter()).Encode(v)
 }
 
 // MapPage converts a page of rows into a page of response items.

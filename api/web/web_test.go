@@ -629,6 +629,48 @@ func TestEncodeCursorIsJSON(t *testing.T) {
 	}
 }
 
+// SendPage writes the bytes encoding/json writes (HTML escaping, U+2028,
+// RFC 3339 times in their zones, null for no cursor), which every client
+// already reads, and names them JSON.
+func TestSendPageWritesWhatEncodingJSONWrites(t *testing.T) {
+	type row struct {
+		Name string
+		At   time.Time
+		Tags map[string]int
+	}
+	type item struct {
+		Name string         `json:"name"`
+		At   time.Time      `json:"at"`
+		Tags map[string]int `json:"tags,omitempty"`
+		Note *string        `json:"note"`
+	}
+	view := func(r *row) item { return item{Name: strings.ToUpper(r.Name), At: r.At, Tags: r.Tags} }
+	next := "eyJ0IjoiMjAyNiJ9"
+	rows := []row{
+		{Name: `<script>&"x"</script>` + "\u2028\u2029\x00\\", At: time.Date(2026, 1, 2, 3, 4, 5, 120_000_000, time.FixedZone("IST", 5*3600+1800))},
+		{Name: "ü", At: time.Date(2026, 11, 26, 13, 0, 0, 1, time.UTC), Tags: map[string]int{"b": 2, "a": 1, "<": 0}},
+	}
+	for _, page := range []web.Page[row]{{Data: rows, NextCursor: &next, HasMore: true}, {Data: []row{}}} {
+		app := newApp()
+		app.Get("/", func(c *fiber.Ctx) error { return web.SendPage(c, page, view) })
+		resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		want, err := json.Marshal(web.MapPage(page, view))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want)+"\n" {
+			t.Errorf("SendPage wrote\n%s\nencoding/json writes\n%s", got, want)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != fiber.MIMEApplicationJSON {
+			t.Errorf("Content-Type = %q", ct)
+		}
+	}
+}
+
 func TestCursorPaginationIsStableUnderInserts(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		base := models.Now()
