@@ -13,10 +13,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/models"
@@ -87,6 +90,29 @@ func OpenEmpty(t testing.TB, d models.Dialect) *gorm.DB {
 	}
 	t.Cleanup(func() { _ = models.Close(db) })
 	return db
+}
+
+// Reopen opens db's database a second time, as another process of the suite
+// would: a pool and GORM callbacks of its own (a callback registered on it
+// while the first handle is in use races with nothing). It is closed when
+// the test ends.
+func Reopen(t testing.TB, db *gorm.DB) *gorm.DB {
+	t.Helper()
+	var dsn string
+	switch d := db.Dialector.(type) {
+	case *postgres.Dialector:
+		dsn = d.DSN
+	case *sqlite.Dialector:
+		dsn, _, _ = strings.Cut(strings.TrimPrefix(d.DSN, "file:"), "?") // the file, as Open takes it
+	default:
+		t.Fatalf("reopen: a database of type %T", db.Dialector)
+	}
+	again, err := models.Open(context.Background(), dsn, models.DBOptions{MaxOpenConns: 10})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = models.Close(again) })
+	return again
 }
 
 // DSN creates a fresh empty database of dialect d and returns its DSN; the
