@@ -117,6 +117,15 @@ func (rt *RequestTx) Rollback() {
 	}
 }
 
+// BeginErr is why the transaction could not begin, or nil. Every statement
+// made in it since failed for that reason, though not all of them can say
+// so (see txRouter.QueryRowContext): it is the error to report.
+func (rt *RequestTx) BeginErr() error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.beginErr
+}
+
 // Open tells whether the transaction has not ended yet.
 func (rt *RequestTx) Open() bool {
 	rt.mu.Lock()
@@ -206,8 +215,9 @@ func (r *txRouter) QueryContext(ctx context.Context, query string, args ...any) 
 
 // QueryRowContext cannot return an error of its own: when the request's
 // transaction failed to begin, or ctx ended while the statement waited for
-// its turn, the row is read with a canceled context, which fails its Scan
-// (and Commit then reports the real error).
+// its turn, the row is read with a canceled context, which fails its Scan.
+// The request's real error is then RequestTx.BeginErr, which the
+// idempotency middleware reports in its place.
 func (r *txRouter) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row, err := run(ctx, r, query, func(p gorm.ConnPool) (*sql.Row, error) { return p.QueryRowContext(ctx, query, args...), nil })
 	if err != nil {

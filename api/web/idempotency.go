@@ -128,6 +128,11 @@ func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
 		c.Locals(localIdempotentRequest, &idempotentRequest{db: db, row: &row, ctx: reqCtx, tx: tx})
 
 		if handlerErr := c.Next(); handlerErr != nil {
+			if err := tx.BeginErr(); err != nil {
+				// The database failed the request, whatever the handler made
+				// of it: a row read can only say its context was canceled.
+				handlerErr = err
+			}
 			if err := c.App().ErrorHandler(c, handlerErr); err != nil {
 				return err
 			}

@@ -1014,6 +1014,37 @@ func countOrders(t *testing.T, db *gorm.DB) int64 {
 	return n
 }
 
+// A keyed request whose transaction cannot begin, because the database has
+// gone away, is a 503 the client may retry, whatever its handler's
+// statements said: a row read through QueryRowContext can only fail with a
+// canceled context, which alone would be a 500.
+func TestRequestsWhoseTransactionCannotBeginAreUnavailable(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		appDB, sever := dbtest.Severable(t, db)
+		pool, err := appDB.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool.SetMaxIdleConns(0) // the request's BEGIN dials, and finds the database gone
+		app := newApp()
+		app.Post("/probe", web.Idempotency(appDB, web.IdempotencyOptions{}), func(c *fiber.Ctx) error {
+			sever()
+			var n int
+			return appDB.WithContext(c.UserContext()).Raw("SELECT 1").Row().Scan(&n)
+		})
+		req := httptest.NewRequest("POST", "/probe", strings.NewReader("{}"))
+		req.Header.Set(web.HeaderIdempotencyKey, "k-1")
+		resp, err := app.Test(req, 30_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != fiber.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("%d (Retry-After %q) %s, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	})
+}
+
 func TestIdempotentWritesCommitWithTheirOutcome(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		now, start := testClock()

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -113,6 +114,75 @@ func Reopen(t testing.TB, db *gorm.DB) *gorm.DB {
 	}
 	t.Cleanup(func() { _ = models.Close(again) })
 	return again
+}
+
+// Severable opens db's PostgreSQL database a second time through a TCP
+// relay of the test's own, and returns it with sever: sever cuts every
+// connection made through the relay and refuses new ones, as a database
+// server that has gone away would. It skips the test on SQLite, which has
+// no connection to cut.
+func Severable(t testing.TB, db *gorm.DB) (*gorm.DB, func()) {
+	t.Helper()
+	pg, ok := db.Dialector.(*postgres.Dialector)
+	if !ok {
+		t.Skip("a database connection to cut: PostgreSQL only")
+	}
+	u, err := url.Parse(pg.DSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	var (
+		mu      sync.Mutex
+		severed bool
+		open    []net.Conn
+	)
+	sever := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		severed = true
+		_ = ln.Close()
+		for _, c := range open {
+			_ = c.Close()
+		}
+	}
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = client.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, client, server)
+			if severed {
+				_ = client.Close()
+				_ = server.Close()
+			}
+			mu.Unlock()
+			go func() { _, _ = io.Copy(server, client); _ = server.Close() }()
+			go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
+		}
+	}()
+	u.Host = ln.Addr().String()
+	relayed, err := models.Open(context.Background(), u.String(), models.DBOptions{MaxOpenConns: 10})
+	if err != nil {
+		sever()
+		t.Fatalf("open through the relay: %v", err)
+	}
+	t.Cleanup(func() {
+		sever()
+		_ = models.Close(relayed)
+	})
+	return relayed, sever
 }
 
 // DSN creates a fresh empty database of dialect d and returns its DSN; the
