@@ -139,9 +139,10 @@ func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, d
 			"SELECT recorded.* FROM recorded, started")
 		// QueryContext, not QueryRowContext: a request transaction that
 		// could not begin (the database restarting) comes back as its own
-		// error, a 503, where the pool's QueryRowContext can only hand back
-		// a row that fails with "context canceled", a 500 (e2e's PostgreSQL
-		// restart met it).
+		// error, where the pool's QueryRowContext can only hand back a row
+		// that fails with "context canceled" (e2e's PostgreSQL restart met
+		// it as a 500; the idempotency middleware now reports the request
+		// transaction's own error in any case, RequestTx.BeginErr).
 		rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, slices.Concat(args, startValues(s))...)
 		if err != nil {
 			return false, err
