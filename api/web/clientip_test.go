@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"io"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -38,9 +39,11 @@ func clientIP(t *testing.T, app *fiber.App, forwardedFor ...string) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var b [64]byte
-	n, _ := resp.Body.Read(b[:])
-	return string(b[:n])
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // Behind a trusted proxy the client is the rightmost address of
