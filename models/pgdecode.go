@@ -37,10 +37,9 @@ type pgxColumn struct {
 
 // collectPgxRows is collectRows for pgx's rows: each column decoded as
 // its pgxColumn says.
-func collectPgxRows[T any](fields []scanField, sizeHint int, rows pgx.Rows, typeMap *pgtype.Map) ([]T, error) {
+func collectPgxRows[T any](fields []scanField, out []T, rows pgx.Rows, typeMap *pgtype.Map) ([]T, error) {
 	cols := pgxColumns(fields, rows.FieldDescriptions(), typeMap)
 	var text textArena
-	out := make([]T, 0, sizeHint)
 	for rows.Next() {
 		var zero T
 		out = append(out, zero)

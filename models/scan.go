@@ -34,12 +34,21 @@ import (
 // On PostgreSQL, outside transactions, the rows are read with pgx itself
 // (findAllPgx).
 func FindAll[T any](q *gorm.DB) ([]T, error) {
+	return FindAllInto[T](q, nil)
+}
+
+// FindAllInto is FindAll putting the rows in dst's array when it has room
+// for them (the statement's LIMIT), for a caller that recycles the slices
+// of rows it is done with. The rows are dst[:n]: what dst held before is
+// overwritten.
+func FindAllInto[T any](q *gorm.DB, dst []T) ([]T, error) {
 	if q.DryRun { // db.ToSQL: build the statement Find would run, run nothing
 		var rows []T
 		return rows, q.Find(&rows).Error
 	}
+	dst = slices.Grow(dst[:0], limitOf(q))
 	if pool, ok := onPostgresPool(q); ok {
-		return findAllPgx[T](q, pool)
+		return findAllPgx[T](q, pool, dst)
 	}
 	rows, err := q.Rows()
 	if err != nil {
@@ -54,19 +63,18 @@ func FindAll[T any](q *gorm.DB) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := collectRows[T](fields, limitOf(q), rows)
+	out, err := collectRows[T](fields, dst, rows)
 	if err != nil {
 		return nil, err
 	}
 	return out, rows.Err()
 }
 
-// collectRows scans every row into a new T, each column into the field
-// fields names for it; a column without one is read and dropped. sizeHint
-// is the rows expected (the statement's LIMIT), so that the page is
-// allocated once rather than grown.
-func collectRows[T any](fields []scanField, sizeHint int, rows *sql.Rows) ([]T, error) {
-	out := make([]T, 0, sizeHint)
+// collectRows scans every row into a new T appended to out, each column
+// into the field fields names for it; a column without one is read and
+// dropped. out has room for the rows expected (the statement's LIMIT), so
+// that the page is allocated once rather than grown.
+func collectRows[T any](fields []scanField, out []T, rows *sql.Rows) ([]T, error) {
 	dest := make([]any, len(fields))
 	var skip any
 	for rows.Next() {
@@ -96,11 +104,11 @@ type scanField struct {
 	offset uintptr
 }
 
-// maxSizeHint bounds the rows collectRows allocates ahead.
+// maxSizeHint bounds the rows FindAll allocates ahead.
 const maxSizeHint = 1000
 
-// limitOf is q's LIMIT, for preallocating the rows (0 when it has none or
-// an unusually large one).
+// limitOf is q's LIMIT, for allocating the rows ahead (0 when it has none
+// or an unusually large one).
 func limitOf(q *gorm.DB) int {
 	c, ok := q.Statement.Clauses["LIMIT"]
 	if !ok {
@@ -176,7 +184,7 @@ func onPostgresPool(q *gorm.DB) (*txRouter, bool) {
 // fifth of the request's CPU (docs/decisions.md, "Performance"). The
 // statement is the one Find would run, built by GORM. It takes its turn on
 // the pool (admission) until its rows are read.
-func findAllPgx[T any](q *gorm.DB, pool *txRouter) ([]T, error) {
+func findAllPgx[T any](q *gorm.DB, pool *txRouter, dst []T) ([]T, error) {
 	var built []T
 	stmt := q.Session(&gorm.Session{DryRun: true}).Find(&built).Statement
 	if stmt.Error != nil {
@@ -213,7 +221,7 @@ func findAllPgx[T any](q *gorm.DB, pool *txRouter) ([]T, error) {
 		if err != nil {
 			return err
 		}
-		if out, err = collectPgxRows[T](fields, limitOf(q), rows, pc.Conn().TypeMap()); err != nil {
+		if out, err = collectPgxRows[T](fields, dst, rows, pc.Conn().TypeMap()); err != nil {
 			return err
 		}
 		return rows.Err()

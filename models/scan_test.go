@@ -77,6 +77,44 @@ func TestFindAllScansAsFind(t *testing.T) {
 	})
 }
 
+// FindAllInto reads into the array of the slice it is given when it has
+// room for the statement's LIMIT, and the rows are only what the statement
+// returned: nothing of what the slice held before shows through.
+func TestFindAllIntoReusesTheArray(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		orgID := billingOrg(t, db, models.PlanFree, 1, 0, false)
+		now := models.Now()
+		for i, name := range []string{"Ada", "Bob"} {
+			lead := models.Lead{ID: models.NewID(), OrgID: orgID, Name: name, CreatedBy: models.ActorIntake, CreatedAt: now.Add(time.Duration(i)), UpdatedAt: now}
+			if err := db.Create(&lead).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		stale := make([]models.Lead, 5, 10)
+		for i := range stale {
+			stale[i] = models.Lead{ID: fmt.Sprint("stale-", i), Name: "Stale"}
+		}
+		q := func(limit int) *gorm.DB {
+			return db.Model(&models.Lead{}).Where("org_id = ?", orgID).Order("created_at").Limit(limit)
+		}
+		got, err := models.FindAllInto(q(10), stale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].Name != "Ada" || got[1].Name != "Bob" {
+			t.Fatalf("FindAllInto read %+v, want Ada and Bob only", got)
+		}
+		if &got[0] != &stale[0] {
+			t.Error("FindAllInto allocated new rows although the slice had room for 10")
+		}
+		// Without room for the LIMIT, a new array; the one given is left as it was.
+		got, err = models.FindAllInto(q(20), stale)
+		if err != nil || len(got) != 2 || &got[0] == &stale[0] {
+			t.Fatalf("with a LIMIT of 20: %d rows, same array %v, %v", len(got), len(got) > 0 && &got[0] == &stale[0], err)
+		}
+	})
+}
+
 // On PostgreSQL FindAll decodes the common column types itself
 // (pgdecode.go): it reads what GORM's Find (pgx's own scan) reads, edge
 // values included, and fails where Find fails.

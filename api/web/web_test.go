@@ -650,7 +650,8 @@ func TestSendPageWritesWhatEncodingJSONWrites(t *testing.T) {
 		{Name: `<script>&"x"</script>` + "\u2028\u2029\x00\\", At: time.Date(2026, 1, 2, 3, 4, 5, 120_000_000, time.FixedZone("IST", 5*3600+1800))},
 		{Name: "ü", At: time.Date(2026, 11, 26, 13, 0, 0, 1, time.UTC), Tags: map[string]int{"b": 2, "a": 1, "<": 0}},
 	}
-	for _, page := range []web.Page[row]{{Data: rows, NextCursor: &next, HasMore: true}, {Data: []row{}}} {
+	// The empty page first, while the pool of item buffers is empty.
+	for _, page := range []web.Page[row]{{Data: []row{}}, {Data: rows, NextCursor: &next, HasMore: true}, {Data: []row{}}} {
 		app := newApp()
 		app.Get("/", func(c *fiber.Ctx) error { return web.SendPage(c, page, view) })
 		resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
@@ -716,6 +717,62 @@ func TestCursorPaginationIsStableUnderInserts(t *testing.T) {
 		for _, id := range want {
 			if !seen[id] {
 				t.Fatalf("row %s never listed", id)
+			}
+		}
+	})
+}
+
+// A page read by Paginate and answered by SendPage gives its rows back for
+// later pages to reuse: once sent they are cleared (a buffer in the pool
+// keeps no row's strings alive), and a later, shorter page shows nothing of
+// a longer one before it.
+func TestSentPagesGiveTheirRowsBack(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		base := models.Now()
+		typ := "T-" + models.NewID()
+		var ids []string // newest first, as the list orders them
+		for i := range 5 {
+			row := models.WorkflowStart{ID: models.NewID(), WorkflowID: fmt.Sprintf("wf-%d", i), WorkflowType: typ, TaskQueue: "q",
+				Status: models.StartPending, NextAttemptAt: base, CreatedAt: base.Add(time.Duration(-i) * time.Second), UpdatedAt: base}
+			if err := db.Create(&row).Error; err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, row.ID)
+		}
+		type item struct {
+			ID string `json:"id"`
+		}
+		var sent web.Page[models.WorkflowStart]
+		app := newApp()
+		app.Get("/", func(c *fiber.Ctx) error {
+			page, err := web.Paginate(db.Model(&models.WorkflowStart{}).Where("workflow_type = ?", typ),
+				web.PageRequest{Limit: c.QueryInt("limit")}, func(s *models.WorkflowStart) web.Cursor { return web.Cursor{CreatedAt: s.CreatedAt, ID: s.ID} })
+			if err != nil {
+				return err
+			}
+			sent = page
+			return web.SendPage(c, page, func(s *models.WorkflowStart) item { return item{ID: s.ID} })
+		})
+		for _, limit := range []int{5, 2, 4, 1, 5} {
+			resp, err := app.Test(httptest.NewRequest("GET", fmt.Sprintf("/?limit=%d", limit), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got web.Page[item]
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+				t.Fatal(err)
+			}
+			var gotIDs []string
+			for _, it := range got.Data {
+				gotIDs = append(gotIDs, it.ID)
+			}
+			if want := ids[:limit]; !slices.Equal(gotIDs, want) || got.HasMore != (limit < 5) {
+				t.Fatalf("limit %d: ids %v, hasMore %v; want %v, %v", limit, gotIDs, got.HasMore, want, limit < 5)
+			}
+			for i, row := range sent.Data[:cap(sent.Data)] {
+				if row != (models.WorkflowStart{}) {
+					t.Fatalf("limit %d: row %d of the sent page is still %s, not cleared", limit, i, row.ID)
+				}
 			}
 		}
 	})
