@@ -47,6 +47,9 @@ func FindAllInto[T any](q *gorm.DB, dst []T) ([]T, error) {
 		return rows, q.Find(&rows).Error
 	}
 	dst = slices.Grow(dst[:0], limitOf(q))
+	if dst == nil {
+		dst = []T{} // as Find: no rows is an empty list, not nil
+	}
 	if pool, ok := onPostgresPool(q); ok {
 		return findAllPgx[T](q, pool, dst)
 	}

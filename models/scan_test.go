@@ -107,6 +107,10 @@ func TestFindAllIntoReusesTheArray(t *testing.T) {
 		if &got[0] != &stale[0] {
 			t.Error("FindAllInto allocated new rows although the slice had room for 10")
 		}
+		// No rows, and no LIMIT to allocate ahead for: an empty list, as Find reads.
+		if none, err := models.FindAll[models.Lead](db.Model(&models.Lead{}).Where("org_id = ?", models.NewID())); err != nil || none == nil || len(none) != 0 {
+			t.Fatalf("no rows: %#v, %v; want an empty slice", none, err)
+		}
 		// Without room for the LIMIT, a new array; the one given is left as it was.
 		got, err = models.FindAllInto(q(20), stale)
 		if err != nil || len(got) != 2 || &got[0] == &stale[0] {
