@@ -84,13 +84,21 @@ func Open(t testing.TB, d models.Dialect) *gorm.DB {
 // OpenEmpty returns a fresh database with no schema.
 func OpenEmpty(t testing.TB, d models.Dialect) *gorm.DB {
 	t.Helper()
-	dsn := DSN(t, d)
-	db, err := models.Open(context.Background(), dsn, models.DBOptions{MaxOpenConns: 10})
+	db, err := openDSN(t, DSN(t, d))
 	if err != nil {
 		t.Fatalf("open %s: %v", d, err)
 	}
-	t.Cleanup(func() { _ = models.Close(db) })
 	return db
+}
+
+// openDSN opens dsn as every handle of the tests is opened, and closes it
+// when the test ends.
+func openDSN(t testing.TB, dsn string) (*gorm.DB, error) {
+	db, err := models.Open(context.Background(), dsn, models.DBOptions{MaxOpenConns: 10})
+	if err == nil {
+		t.Cleanup(func() { _ = models.Close(db) })
+	}
+	return db, err
 }
 
 // Reopen opens db's database a second time, as another process of the suite
@@ -108,11 +116,10 @@ func Reopen(t testing.TB, db *gorm.DB) *gorm.DB {
 	default:
 		t.Fatalf("reopen: a database of type %T", db.Dialector)
 	}
-	again, err := models.Open(context.Background(), dsn, models.DBOptions{MaxOpenConns: 10})
+	again, err := openDSN(t, dsn)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	t.Cleanup(func() { _ = models.Close(again) })
 	return again
 }
 
@@ -172,16 +179,12 @@ func Severable(t testing.TB, db *gorm.DB) (*gorm.DB, func()) {
 			go func() { _, _ = io.Copy(client, server); _ = client.Close() }()
 		}
 	}()
+	t.Cleanup(sever) // after the handle is closed (cleanups run last first)
 	u.Host = ln.Addr().String()
-	relayed, err := models.Open(context.Background(), u.String(), models.DBOptions{MaxOpenConns: 10})
+	relayed, err := openDSN(t, u.String())
 	if err != nil {
-		sever()
 		t.Fatalf("open through the relay: %v", err)
 	}
-	t.Cleanup(func() {
-		sever()
-		_ = models.Close(relayed)
-	})
 	return relayed, sever
 }
 
