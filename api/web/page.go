@@ -163,10 +163,7 @@ func SendPage[T, R any](c *fiber.Ctx, p Page[T], f func(*T) R) error {
 	if items == nil { // a new buffer, and no rows: still a list, [] and not null
 		items = []R{}
 	}
-	for i := range p.Data {
-		items[i] = f(&p.Data[i])
-	}
-	err := SendJSON(c, Page[R]{Data: items, NextCursor: p.NextCursor, HasMore: p.HasMore})
+	err := SendJSON(c, mapPageInto(items, p, f))
 	putBuffer(buf, items)
 	if p.recycled != nil {
 		putBuffer(p.recycled, p.Data[:cap(p.Data)])
@@ -211,9 +208,14 @@ func SendJSON(c *fiber.Ctx, v any) error {
 
 // MapPage converts a page of rows into a page of response items.
 func MapPage[T, R any](p Page[T], f func(*T) R) Page[R] {
-	out := Page[R]{Data: make([]R, len(p.Data)), NextCursor: p.NextCursor, HasMore: p.HasMore}
+	return mapPageInto(make([]R, len(p.Data)), p, f)
+}
+
+// mapPageInto is MapPage writing the items into items, which holds
+// len(p.Data) of them.
+func mapPageInto[T, R any](items []R, p Page[T], f func(*T) R) Page[R] {
 	for i := range p.Data {
-		out.Data[i] = f(&p.Data[i])
+		items[i] = f(&p.Data[i])
 	}
-	return out
+	return Page[R]{Data: items, NextCursor: p.NextCursor, HasMore: p.HasMore}
 }
