@@ -95,7 +95,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	ct := &models.Contact{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name), Type: models.ContactPerson,
 		CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 	req.apply(ct)
-	if err := h.DB.WithContext(c.UserContext()).Create(ct).Error; err != nil {
+	if err := models.Insert(h.DB.WithContext(c.UserContext()), ct); err != nil {
 		return err
 	}
 	c.Location("/crm/contacts/" + ct.ID)

@@ -149,11 +149,11 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 		d.WonAt = &now
 	}
 	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(d).Error; err != nil {
+		if err := models.Insert(tx, d); err != nil {
 			return err
 		}
-		return tx.Create(&models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: "",
-			ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now}).Error
+		return models.Insert(tx, &models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: "",
+			ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now})
 	})
 	if err != nil {
 		return err

@@ -147,7 +147,7 @@ func (h *handlers) createTask(c *fiber.Ctx) error {
 	if t.AssignedToID == nil && agentScoped(p) {
 		t.AssignedToID = &p.MemberID // an AGENT's own task stays visible to them
 	}
-	if err := h.DB.WithContext(c.UserContext()).Create(t).Error; err != nil {
+	if err := models.Insert(h.DB.WithContext(c.UserContext()), t); err != nil {
 		return err
 	}
 	c.Location("/crm/tasks/" + t.ID)

@@ -1,0 +1,114 @@
+package models_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+)
+
+// TestInsertWritesWhatCreateWrites holds models.Insert to GORM's Create on
+// both dialects: the same stored row, a zero CreatedAt and UpdatedAt set
+// to one time, Create's error for a duplicate key (GORM's ErrDuplicatedKey
+// on PostgreSQL), and the write made in the transaction of the handle it
+// is given.
+func TestInsertWritesWhatCreateWrites(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		org := newOrg(t, db, models.PlanEnterprise, "UTC")
+		contact := func() *models.Contact {
+			return &models.Contact{ID: models.NewID(), OrgID: org.ID, Name: `Ada "<&>"`, Email: "ada@example.com",
+				Phone: "+1 415 555 2671", Company: "Engines", Designation: "CTO", Type: models.ContactPerson,
+				Notes: "two\nlines, ünïcode", CreatedBy: models.ActorSystem}
+		}
+		created, inserted := contact(), contact()
+		if err := db.Create(created).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := models.Insert(db, inserted); err != nil {
+			t.Fatal(err)
+		}
+		if inserted.CreatedAt.IsZero() || !inserted.CreatedAt.Equal(inserted.UpdatedAt) {
+			t.Fatalf("CreatedAt %v, UpdatedAt %v: want both set to one time, as Create sets them", inserted.CreatedAt, inserted.UpdatedAt)
+		}
+		var a, b models.Contact
+		if err := db.First(&a, "id = ?", created.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if err := db.First(&b, "id = ?", inserted.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if !b.CreatedAt.Equal(inserted.CreatedAt.Truncate(time.Microsecond)) {
+			t.Fatalf("stored CreatedAt %v, want %v", b.CreatedAt, inserted.CreatedAt)
+		}
+		b.ID, b.CreatedAt, b.UpdatedAt = a.ID, a.CreatedAt, a.UpdatedAt
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("Insert stored\n  %+v\nCreate stored\n  %+v", b, a)
+		}
+
+		errCreate, errInsert := db.Create(created).Error, models.Insert(db, inserted)
+		if errCreate == nil || errInsert == nil || errInsert.Error() != errCreate.Error() ||
+			errors.Is(errInsert, gorm.ErrDuplicatedKey) != errors.Is(errCreate, gorm.ErrDuplicatedKey) {
+			t.Fatalf("writing a row again: Insert reported %v, Create %v", errInsert, errCreate)
+		}
+
+		inTx := contact()
+		rollBack := errors.New("roll back")
+		if err := db.Transaction(func(tx *gorm.DB) error {
+			if err := models.Insert(tx, inTx); err != nil {
+				return err
+			}
+			var n int64
+			if err := tx.Model(&models.Contact{}).Where("id = ?", inTx.ID).Count(&n).Error; err != nil || n != 1 {
+				t.Errorf("inside the transaction the row is not there (%d rows, %v)", n, err)
+			}
+			return rollBack
+		}); !errors.Is(err, rollBack) {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := db.Model(&models.Contact{}).Where("id = ?", inTx.ID).Count(&n).Error; err != nil || n != 0 {
+			t.Fatalf("a row inserted in a rolled-back transaction is there (%d rows, %v)", n, err)
+		}
+	})
+}
+
+// defaultedContact is a contact whose notes GORM defaults: not a flat
+// model, which Insert leaves to Create.
+type defaultedContact struct {
+	ID          string `gorm:"primaryKey"`
+	OrgID       string
+	Name        string
+	Email       string
+	Phone       string
+	Company     string
+	Designation string
+	Type        string
+	Notes       string `gorm:"default:none yet"`
+	CreatedBy   models.Actor
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+func (defaultedContact) TableName() string { return "contacts" }
+
+func TestInsertLeavesDefaultsToCreate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		org := newOrg(t, db, models.PlanEnterprise, "UTC")
+		row := &defaultedContact{ID: models.NewID(), OrgID: org.ID, Name: "Ada", Type: models.ContactPerson}
+		if err := models.Insert(db, row); err != nil {
+			t.Fatal(err)
+		}
+		var stored models.Contact
+		if err := db.First(&stored, "id = ?", row.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if row.Notes != "none yet" || stored.Notes != "none yet" {
+			t.Fatalf("notes %q in the row, %q stored: want GORM's default, as Create writes it", row.Notes, stored.Notes)
+		}
+	})
+}
