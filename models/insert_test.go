@@ -77,21 +77,12 @@ func TestInsertWritesWhatCreateWrites(t *testing.T) {
 	})
 }
 
-// defaultedContact is a contact whose notes GORM defaults: not a flat
-// model, which Insert leaves to Create.
+// defaultedContact is a contact whose notes GORM defaults (the outer
+// field wins over the embedded one): not a flat model, which Insert leaves
+// to Create.
 type defaultedContact struct {
-	ID          string `gorm:"primaryKey"`
-	OrgID       string
-	Name        string
-	Email       string
-	Phone       string
-	Company     string
-	Designation string
-	Type        string
-	Notes       string `gorm:"default:none yet"`
-	CreatedBy   models.Actor
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	models.Contact
+	Notes string `gorm:"default:none yet"`
 }
 
 func (defaultedContact) TableName() string { return "contacts" }
@@ -99,7 +90,7 @@ func (defaultedContact) TableName() string { return "contacts" }
 func TestInsertLeavesDefaultsToCreate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		org := newOrg(t, db, models.PlanEnterprise, "UTC")
-		row := &defaultedContact{ID: models.NewID(), OrgID: org.ID, Name: "Ada", Type: models.ContactPerson}
+		row := &defaultedContact{Contact: models.Contact{ID: models.NewID(), OrgID: org.ID, Name: "Ada", Type: models.ContactPerson}}
 		if err := models.Insert(db, row); err != nil {
 			t.Fatal(err)
 		}
