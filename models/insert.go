@@ -15,7 +15,7 @@ import (
 // fraction of GORM's CPU. Create re-derives the statement for every row —
 // the columns it may write, an INSERT clause, one bound variable at a
 // time — which was 9 % of the suite's CPU under `POST /crm/contacts`, and
-// two fifths of the bytes that request allocated (docs/decisions.md,
+// nearly a third of the bytes that request allocated (docs/decisions.md,
 // "Performance"). Insert takes the statement GORM wrote for the model's
 // first row and only reads each later row's values, with GORM's own field
 // accessors, setting a zero CreatedAt or UpdatedAt to now as Create does.
