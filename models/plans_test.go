@@ -41,10 +41,7 @@ func TestPartialIndexesServeGenericPlans(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			stmt := tc.query(db.Session(&gorm.Session{DryRun: true})).Statement
-			args := make([]string, len(stmt.Vars))
-			for i, v := range stmt.Vars {
-				args[i] = literal(t, v)
-			}
+			args := arguments(t, stmt.Vars)
 			var plan []string
 			err := db.Transaction(func(tx *gorm.DB) error {
 				// A few rows make a sequential scan cheapest whatever the plan;
@@ -59,7 +56,7 @@ func TestPartialIndexesServeGenericPlans(t *testing.T) {
 					}
 				}
 				defer tx.Exec("DEALLOCATE generic_lookup")
-				return tx.Raw("EXPLAIN EXECUTE generic_lookup(" + strings.Join(args, ", ") + ")").Scan(&plan).Error
+				return tx.Raw("EXPLAIN EXECUTE generic_lookup" + args).Scan(&plan).Error
 			})
 			if err != nil {
 				t.Fatalf("explain %s: %v", stmt.SQL.String(), err)
@@ -69,6 +66,16 @@ func TestPartialIndexesServeGenericPlans(t *testing.T) {
 			}
 		})
 	}
+}
+
+// arguments writes a statement's variables as EXECUTE's argument list:
+// "(literal, literal, …)".
+func arguments(t *testing.T, vars []any) string {
+	args := make([]string, len(vars))
+	for i, v := range vars {
+		args[i] = literal(t, v)
+	}
+	return "(" + strings.Join(args, ", ") + ")"
 }
 
 // literal writes v as an SQL literal for EXECUTE's arguments.
@@ -110,10 +117,7 @@ func TestListPagesReuseTheirPlan(t *testing.T) {
 	var page []models.Contact
 	stmt := db.Session(&gorm.Session{DryRun: true}).Model(&models.Contact{}).Where("org_id = ?", org.ID).
 		Order("created_at DESC").Order("id DESC").Limit(26).Find(&page).Statement
-	args := make([]string, len(stmt.Vars))
-	for i, v := range stmt.Vars {
-		args[i] = literal(t, v)
-	}
+	args := arguments(t, stmt.Vars)
 	var generic int
 	err := db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec("PREPARE list_page AS " + stmt.SQL.String()).Error; err != nil {
@@ -121,7 +125,7 @@ func TestListPagesReuseTheirPlan(t *testing.T) {
 		}
 		defer tx.Exec("DEALLOCATE list_page")
 		for range 10 {
-			if err := tx.Exec("EXECUTE list_page(" + strings.Join(args, ", ") + ")").Error; err != nil {
+			if err := tx.Exec("EXECUTE list_page" + args).Error; err != nil {
 				return err
 			}
 		}
