@@ -11,6 +11,7 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/mailsink"
 	"github.com/business-suite/suite/worker/ready"
+	"github.com/business-suite/suite/workflows"
 )
 
 // runDev is `suite dev`: the whole suite in one process with nothing to
@@ -81,7 +82,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	}
 	defer w.Stop()
 
-	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity})
+	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity, TaskQueue: workflows.TaskQueue})
 	if cfg.TemporalUIURL == "" {
 		cfg.TemporalUIURL = ts.UIURL() // AI jobs link to their workflow in the embedded UI
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker"
 	"github.com/business-suite/suite/worker/ready"
+	"github.com/business-suite/suite/workflows"
 )
 
 // startWorker registers the suite's workflows and activities and starts
@@ -76,7 +77,7 @@ func runWorker(ctx context.Context, cfg Config) error {
 	}
 	defer w.Stop()
 
-	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity})
+	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity, TaskQueue: workflows.TaskQueue})
 	health, err := serveWorkerHealth(cfg.WorkerHealthAddr, checker, reg)
 	if err != nil {
 		return err

@@ -21,7 +21,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
 )
 
 // Check names.
@@ -60,9 +59,14 @@ type Options struct {
 	DB        *gorm.DB
 	Temporal  client.Client
 	Namespace string
-	// WorkerIdentity, when set, requires a poller with this identity on the
-	// suite task queue (processes that run a worker).
+	// WorkerIdentity, when set, requires a poller with this identity on
+	// TaskQueue (processes that run a worker).
 	WorkerIdentity string
+	// TaskQueue is the workflow task queue the worker polls
+	// (workflows.TaskQueue), needed with WorkerIdentity. The caller passes
+	// it, so this package, which the API imports too, depends on no
+	// workflow code.
+	TaskQueue string
 	// TTL is how long an answer is reused (default 2 s): probes and load
 	// balancers may ask often; the dependencies are asked at most this often.
 	TTL time.Duration
@@ -161,16 +165,19 @@ func (c *Checker) temporal(ctx context.Context) error {
 // answers only when it can serve the queue, and lists this process's worker
 // once its first poll arrived.
 func (c *Checker) worker(ctx context.Context) error {
-	desc, err := c.opts.Temporal.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if c.opts.TaskQueue == "" {
+		return fmt.Errorf("no task queue configured")
+	}
+	desc, err := c.opts.Temporal.DescribeTaskQueue(ctx, c.opts.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil {
-		return fmt.Errorf("matching does not serve task queue %s yet", workflows.TaskQueue)
+		return fmt.Errorf("matching does not serve task queue %s yet", c.opts.TaskQueue)
 	}
 	for _, p := range desc.GetPollers() {
 		if p.GetIdentity() == c.opts.WorkerIdentity {
 			return nil
 		}
 	}
-	return fmt.Errorf("this process's worker is not polling task queue %s yet", workflows.TaskQueue)
+	return fmt.Errorf("this process's worker is not polling task queue %s yet", c.opts.TaskQueue)
 }
 
 // Identity is a worker identity unique to this process and recognisable in

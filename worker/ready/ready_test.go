@@ -34,7 +34,7 @@ func TestWorkerCheckWaitsForThisProcessPoller(t *testing.T) {
 	}
 	defer other.Stop()
 
-	c := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: ts.GetDefaultNamespace(), WorkerIdentity: "me", TTL: time.Hour})
+	c := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: ts.GetDefaultNamespace(), WorkerIdentity: "me", TaskQueue: workflows.TaskQueue, TTL: time.Hour})
 	r := c.Fresh(ctx)
 	if r.Ready || r.Checks[ready.CheckWorker].Status != "down" || r.Checks[ready.CheckTemporal].Status != "ok" || r.Checks[ready.CheckDatabase].Status != "ok" {
 		t.Fatalf("ready without this process's worker: %+v", r)
@@ -77,7 +77,7 @@ func TestTemporalDownIsNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	c := ready.New(ready.Options{DB: db, Temporal: tc, WorkerIdentity: "me"})
+	c := ready.New(ready.Options{DB: db, Temporal: tc, WorkerIdentity: "me", TaskQueue: workflows.TaskQueue})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	r := c.Check(ctx)
