@@ -15,8 +15,8 @@ import (
 
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/worker/telemetry"
 	"github.com/business-suite/suite/workflows"
 )
 

@@ -25,8 +25,8 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/worker/ready"
-	"github.com/business-suite/suite/worker/telemetry"
 )
 
 // BodyLimit is the largest request body accepted (DESIGN §4).

@@ -34,13 +34,13 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/worker"
 	"github.com/business-suite/suite/worker/devserver"
 	"github.com/business-suite/suite/worker/mailsink"
 	"github.com/business-suite/suite/worker/ports"
-	"github.com/business-suite/suite/worker/telemetry"
 )
 
 // Env is one complete, isolated suite: database, Temporal, worker, app.

@@ -31,8 +31,8 @@ import (
 	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/worker/telemetry"
 	"github.com/business-suite/suite/workflows"
 )
 

@@ -24,8 +24,8 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/worker/telemetry"
 )
 
 // openDB connects to the configured database; dev tells whether this is
