@@ -25,8 +25,8 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/internal/telemetry"
-	"github.com/business-suite/suite/worker/ready"
 )
 
 // BodyLimit is the largest request body accepted (DESIGN §4).
@@ -170,7 +170,7 @@ func New(d Deps) *fiber.App {
 }
 
 // readyz reports whether work can flow through this replica (see package
-// worker/ready; the answer is cached for a few seconds). The outbox backlog
+// internal/ready; the answer is cached for a few seconds). The outbox backlog
 // is shown but does not make it unready: the relay drains it on its own.
 func readyz(d Deps) fiber.Handler {
 	return func(c *fiber.Ctx) error {

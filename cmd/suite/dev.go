@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/mailsink"
-	"github.com/business-suite/suite/worker/ready"
 	"github.com/business-suite/suite/workflows"
 )
 
@@ -105,7 +105,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// awaitReady waits until work can flow (see package worker/ready) before
+// awaitReady waits until work can flow (see package internal/ready) before
 // the banner claims the suite is running. If that takes more than a moment
 // it says what it is waiting for, and says it again when the reason changes.
 func awaitReady(ctx context.Context, checker *ready.Checker) error {

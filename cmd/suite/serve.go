@@ -17,7 +17,7 @@ import (
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/worker/ready"
+	"github.com/business-suite/suite/internal/ready"
 )
 
 // apiServer is a listening HTTP API replica with its background loops.

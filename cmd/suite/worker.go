@@ -15,9 +15,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker"
-	"github.com/business-suite/suite/worker/ready"
 	"github.com/business-suite/suite/workflows"
 )
 
@@ -90,7 +90,7 @@ func runWorker(ctx context.Context, cfg Config) error {
 }
 
 // serveWorkerHealth serves /healthz, /readyz (the database answers and this
-// worker polls the suite task queue; see package worker/ready) and /metrics
+// worker polls the suite task queue; see package internal/ready) and /metrics
 // for the worker process.
 func serveWorkerHealth(addr string, checker *ready.Checker, reg *prometheus.Registry) (*http.Server, error) {
 	mux := http.NewServeMux()

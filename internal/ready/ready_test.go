@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
-	"github.com/business-suite/suite/worker/ready"
 	"github.com/business-suite/suite/workflows"
 )
 
