@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities/netguard"
+	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
 )
 

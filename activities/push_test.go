@@ -35,7 +35,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
-	"github.com/business-suite/suite/activities/netguard"
+	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )

@@ -16,7 +16,6 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/identityclient"
-	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/api/ai"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/billing"
@@ -25,6 +24,7 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/internal/telemetry"
 )

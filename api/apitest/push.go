@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/business-suite/suite/activities/netguard"
+	"github.com/business-suite/suite/internal/netguard"
 )
 
 // WithPushService lets the Env's API and worker reach web-push services on

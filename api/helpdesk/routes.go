@@ -12,10 +12,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities/netguard"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
 )
 

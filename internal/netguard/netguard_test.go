@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/business-suite/suite/activities/netguard"
+	"github.com/business-suite/suite/internal/netguard"
 )
 
 func TestCheckURL(t *testing.T) {
