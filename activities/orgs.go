@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities/identityclient"
+	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/models"
 )
 

@@ -15,7 +15,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
-	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/api/ai"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/billing"
@@ -24,6 +23,7 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/internal/telemetry"

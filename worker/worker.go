@@ -16,7 +16,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/ai"
-	"github.com/business-suite/suite/activities/identityclient"
+	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
 
 	"github.com/business-suite/suite/workflows"

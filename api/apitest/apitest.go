@@ -29,11 +29,11 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/ai"
-	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"

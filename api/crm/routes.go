@@ -9,9 +9,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/models"
 )
 

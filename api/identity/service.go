@@ -3,7 +3,7 @@
 // EdDSA access tokens and rotating refresh tokens, JWKS and OpenID discovery
 // documents, and service-to-service endpoints that register organizations
 // and memberships. The rest of the suite reaches it only over HTTP
-// (activities/identityclient), so it can run as its own service, and
+// (internal/identityclient), so it can run as its own service, and
 // verifies its tokens through the JWKS, so an external OIDC provider can
 // replace it.
 package identity

@@ -15,9 +15,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities/identityclient"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/identity"
+	"github.com/business-suite/suite/internal/identityclient"
 )
 
 // identityWiring is the identity service (when served here), its client and
