@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 )
 
@@ -22,60 +23,6 @@ type StripeFailure struct {
 	Status  int    `json:"status,omitempty"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
-}
-
-// BillingConfig is the Stripe configuration (STRIPE_* variables).
-type BillingConfig struct {
-	SecretKey     string
-	WebhookSecret string
-	// APIBase replaces https://api.stripe.com (stripe-mock in tests).
-	APIBase string
-	// Prices maps PriceKey(plan, interval) to a Stripe price id; a missing
-	// entry is looked up by the price's lookup key (PriceLookupKey).
-	Prices map[string]string
-	// HTTPTimeout bounds one Stripe request (default 20 s).
-	HTTPTimeout time.Duration
-}
-
-// Configured tells whether billing can run: without a secret key every
-// payments route answers 503 billing_not_configured.
-func (c BillingConfig) Configured() bool { return c.SecretKey != "" }
-
-// WebhookConfigured tells whether Stripe events can be verified.
-func (c BillingConfig) WebhookConfigured() bool { return c.Configured() && c.WebhookSecret != "" }
-
-// PriceKey is the key of BillingConfig.Prices for a plan and interval.
-func PriceKey(plan, interval string) string { return plan + "/" + interval }
-
-// PriceLookupKey is the Stripe lookup key searched when no price id is
-// configured: starter_monthly, business_yearly, …
-func PriceLookupKey(plan, interval string) string { return plan + "_" + interval + "ly" }
-
-// NewClient builds the Stripe client: bounded requests, and no retries of
-// its own — Temporal retries each step with backoff and the same
-// idempotency key, visibly in the workflow history. Nil when billing is not
-// configured.
-func (c BillingConfig) NewClient() *client.API {
-	if !c.Configured() {
-		return nil
-	}
-	timeout := c.HTTPTimeout
-	if timeout <= 0 {
-		timeout = 20 * time.Second
-	}
-	cfg := &stripe.BackendConfig{
-		HTTPClient:        &http.Client{Timeout: timeout},
-		MaxNetworkRetries: stripe.Int64(0),
-		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
-	}
-	if c.APIBase != "" {
-		cfg.URL = stripe.String(c.APIBase)
-	}
-	return client.New(c.SecretKey, &stripe.Backends{
-		API:     stripe.GetBackendWithConfig(stripe.APIBackend, cfg),
-		Connect: stripe.GetBackendWithConfig(stripe.ConnectBackend, cfg),
-		Uploads: stripe.GetBackendWithConfig(stripe.UploadsBackend, cfg),
-	})
 }
 
 // Billing are the activities of the SubscriptionChange workflow. Every
@@ -88,12 +35,12 @@ type Billing struct {
 	DB *gorm.DB
 	// Stripe is nil when billing is not configured.
 	Stripe *client.API
-	// Prices maps PriceKey(plan, interval) to a Stripe price id.
+	// Prices maps stripeconfig.PriceKey(plan, interval) to a Stripe price id.
 	Prices map[string]string
 }
 
 // NewBilling builds the billing activities from the configuration.
-func NewBilling(db *gorm.DB, cfg BillingConfig) *Billing {
+func NewBilling(db *gorm.DB, cfg stripeconfig.Config) *Billing {
 	return &Billing{DB: db, Stripe: cfg.NewClient(), Prices: cfg.Prices}
 }
 
@@ -299,10 +246,10 @@ func (a *Billing) EnsureCustomer(ctx context.Context, changeID string) (string, 
 
 // price resolves a plan's Stripe price: configured, else by lookup key.
 func (a *Billing) price(ctx context.Context, sc *client.API, plan, interval string) (string, error) {
-	if id := a.Prices[PriceKey(plan, interval)]; id != "" {
+	if id := a.Prices[stripeconfig.PriceKey(plan, interval)]; id != "" {
 		return id, nil
 	}
-	key := PriceLookupKey(plan, interval)
+	key := stripeconfig.PriceLookupKey(plan, interval)
 	lp := &stripe.PriceListParams{LookupKeys: []*string{stripe.String(key)}, Active: stripe.Bool(true)}
 	lp.Context = ctx
 	lp.Limit = stripe.Int64(1)

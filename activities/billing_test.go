@@ -14,6 +14,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/stripetest"
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -396,7 +397,7 @@ func TestPriceLookupKeyFallback(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		cfg := st.Config()
-		delete(cfg.Prices, activities.PriceKey(models.PlanStarter, models.IntervalMonth))
+		delete(cfg.Prices, stripeconfig.PriceKey(models.PlanStarter, models.IntervalMonth))
 		a := activities.NewBilling(db, cfg)
 		c := withCustomer(t, db, a, models.PlanStarter)
 		before := len(st.Requests(http.MethodGet, "/v1/prices"))
@@ -424,8 +425,8 @@ func TestPriceLookupKeyFallback(t *testing.T) {
 // Without a secret key nothing is sent and the step fails for good.
 func TestBillingNotConfigured(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		a := activities.NewBilling(db, activities.BillingConfig{})
-		if a.Stripe != nil || (activities.BillingConfig{}).Configured() {
+		a := activities.NewBilling(db, stripeconfig.Config{})
+		if a.Stripe != nil || (stripeconfig.Config{}).Configured() {
 			t.Fatal("an empty configuration must not be configured")
 		}
 		c := openChange(t, db, models.PlanFree, models.PlanStarter, false, false)

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/ai"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/billing"
@@ -26,6 +25,7 @@ import (
 	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/internal/ready"
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/internal/telemetry"
 )
 
@@ -79,7 +79,7 @@ type Deps struct {
 	// Billing is the Stripe configuration; without a secret key every
 	// payments and billing-operator route answers 503
 	// billing_not_configured.
-	Billing activities.BillingConfig
+	Billing stripeconfig.Config
 	// TemporalUIURL is the Temporal Web UI's address; AI jobs link to their
 	// workflow there ("" leaves the link out).
 	TemporalUIURL string

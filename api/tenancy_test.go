@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 )
 
@@ -246,7 +246,7 @@ func TestEveryTenantRouteRefusesAnotherOrganization(t *testing.T) {
 	// Billing is configured (so the payments routes get as far as their
 	// ids), with a Stripe address where nothing answers: no probe may reach
 	// Stripe, and tenant A's change is recorded without a workflow.
-	billing := apitest.WithBilling(activities.BillingConfig{SecretKey: "sk_test_tenancy", WebhookSecret: "whsec_tenancy",
+	billing := apitest.WithBilling(stripeconfig.Config{SecretKey: "sk_test_tenancy", WebhookSecret: "whsec_tenancy",
 		APIBase: "http://127.0.0.1:9"})
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		a, b := newTenant(t, e, "Tenant A", true), newTenant(t, e, "Tenant B", false)

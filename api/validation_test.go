@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 )
 
@@ -167,5 +167,5 @@ func TestEveryWriteRouteListsEveryBadFieldAtOnce(t *testing.T) {
 		}
 		// Billing is on (so the payments routes reach their input), with a
 		// Stripe address where nothing answers: no case may get that far.
-	}, apitest.WithBilling(activities.BillingConfig{SecretKey: "sk_test_validation", APIBase: "http://127.0.0.1:9"}))
+	}, apitest.WithBilling(stripeconfig.Config{SecretKey: "sk_test_validation", APIBase: "http://127.0.0.1:9"}))
 }

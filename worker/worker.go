@@ -18,6 +18,7 @@ import (
 	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
+	"github.com/business-suite/suite/internal/stripeconfig"
 
 	"github.com/business-suite/suite/workflows"
 )
@@ -32,7 +33,7 @@ type Deps struct {
 	AI ai.Provider
 	// Billing is the Stripe configuration (SubscriptionChange); without a
 	// secret key its activities fail with BillingNotConfigured.
-	Billing activities.BillingConfig
+	Billing stripeconfig.Config
 	// PushEgress decides which push services may be reached (public https
 	// only unless tests allow more).
 	PushEgress netguard.Policy

@@ -31,7 +31,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/webhook"
 
-	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/internal/stripeconfig"
 )
 
 // Test credentials and prices of every Stripe a test starts.
@@ -42,12 +42,12 @@ const (
 
 // Prices are the configured price ids of the test configuration.
 var Prices = map[string]string{
-	activities.PriceKey("starter", "month"):    "price_starter_month",
-	activities.PriceKey("business", "month"):   "price_business_month",
-	activities.PriceKey("enterprise", "month"): "price_enterprise_month",
-	activities.PriceKey("starter", "year"):     "price_starter_year",
-	activities.PriceKey("business", "year"):    "price_business_year",
-	activities.PriceKey("enterprise", "year"):  "price_enterprise_year",
+	stripeconfig.PriceKey("starter", "month"):    "price_starter_month",
+	stripeconfig.PriceKey("business", "month"):   "price_business_month",
+	stripeconfig.PriceKey("enterprise", "month"): "price_enterprise_month",
+	stripeconfig.PriceKey("starter", "year"):     "price_starter_year",
+	stripeconfig.PriceKey("business", "year"):    "price_business_year",
+	stripeconfig.PriceKey("enterprise", "year"):  "price_enterprise_year",
 }
 
 // Request is one request the suite sent to Stripe.
@@ -131,12 +131,12 @@ func Start(t testing.TB) *Stripe {
 }
 
 // Config is a billing configuration that talks to this Stripe.
-func (s *Stripe) Config() activities.BillingConfig {
+func (s *Stripe) Config() stripeconfig.Config {
 	prices := make(map[string]string, len(Prices))
 	for k, v := range Prices {
 		prices[k] = v
 	}
-	return activities.BillingConfig{SecretKey: SecretKey, WebhookSecret: WebhookSecret, APIBase: s.URL, Prices: prices, HTTPTimeout: 10 * time.Second}
+	return stripeconfig.Config{SecretKey: SecretKey, WebhookSecret: WebhookSecret, APIBase: s.URL, Prices: prices, HTTPTimeout: 10 * time.Second}
 }
 
 // Respond makes the next times requests matching method and pattern (a

@@ -34,6 +34,7 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/internal/identityclient"
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
@@ -79,7 +80,7 @@ type options struct {
 	webhookKeyRate int
 	autoClose      time.Duration
 	aiProvider     ai.Provider
-	billing        activities.BillingConfig
+	billing        stripeconfig.Config
 	pushService    bool
 	mailReject     func(rcpt string) *smtp.SMTPError
 	temporalLog    io.Writer
@@ -108,7 +109,7 @@ func WithAIProvider(p ai.Provider) Option {
 
 // WithBilling gives the worker a Stripe configuration (stripetest's, which
 // points at stripe-mock); without it billing is not configured.
-func WithBilling(cfg activities.BillingConfig) Option {
+func WithBilling(cfg stripeconfig.Config) Option {
 	return func(o *options) { o.billing = cfg }
 }
 

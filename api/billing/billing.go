@@ -22,9 +22,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -39,7 +39,7 @@ var ErrNotConfigured = models.Err(models.ErrUnavailable, "billing_not_configured
 type Service struct {
 	DB      *gorm.DB
 	Starter *outbox.Starter
-	Config  activities.BillingConfig
+	Config  stripeconfig.Config
 }
 
 // Configured tells whether billing is on (a Stripe secret key is set).

@@ -12,10 +12,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/stripetest"
 	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/worker/ports"
@@ -24,11 +24,11 @@ import (
 
 func TestMain(m *testing.M) { stripetest.Main(m) }
 
-var configured = activities.BillingConfig{SecretKey: stripetest.SecretKey, WebhookSecret: secret}
+var configured = stripeconfig.Config{SecretKey: stripetest.SecretKey, WebhookSecret: secret}
 
 // service is a billing core whose outbox only records (Temporal is not
 // reachable and no relay runs): these tests look at what is recorded.
-func service(t *testing.T, db *gorm.DB, cfg activities.BillingConfig) *billing.Service {
+func service(t *testing.T, db *gorm.DB, cfg stripeconfig.Config) *billing.Service {
 	t.Helper()
 	addr, err := ports.Addr("127.0.0.1")
 	if err != nil {
@@ -88,7 +88,7 @@ func TestOpenRecordsTheChangeWithItsWorkflowStart(t *testing.T) {
 		ctx := context.Background()
 		org := seedOrg(t, db, models.PlanFree)
 
-		_, err := service(t, db, activities.BillingConfig{}).Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
+		_, err := service(t, db, stripeconfig.Config{}).Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
 		var de *models.DomainError
 		if !errors.Is(err, models.ErrUnavailable) || !errors.As(err, &de) || de.Code != "billing_not_configured" {
 			t.Fatalf("unconfigured: %v", err)
@@ -131,7 +131,7 @@ func TestRetryStartsANewRunOfTheChange(t *testing.T) {
 		if _, err := models.CloseSubscriptionChange(ctx, db, c.ID, models.ChangeFailed, "card_declined", "declined"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := service(t, db, activities.BillingConfig{}).Retry(ctx, c.ID, "staff-1"); !errors.Is(err, models.ErrUnavailable) {
+		if _, _, err := service(t, db, stripeconfig.Config{}).Retry(ctx, c.ID, "staff-1"); !errors.Is(err, models.ErrUnavailable) {
 			t.Fatalf("unconfigured retry: %v", err)
 		}
 		retried, retry, err := svc.Retry(ctx, c.ID, "staff-1")
@@ -162,7 +162,7 @@ func TestReceiveEventStoresOnceAndSignalsTheChange(t *testing.T) {
 		_ = json.Unmarshal(payload, &evID)
 
 		// Without a webhook secret, and with a bad signature: nothing is stored.
-		if _, err := service(t, db, activities.BillingConfig{SecretKey: "sk_test_x"}).ReceiveEvent(ctx, payload, stripetest.Sign(payload, secret, time.Now())); !errors.Is(err, models.ErrUnavailable) {
+		if _, err := service(t, db, stripeconfig.Config{SecretKey: "sk_test_x"}).ReceiveEvent(ctx, payload, stripetest.Sign(payload, secret, time.Now())); !errors.Is(err, models.ErrUnavailable) {
 			t.Fatalf("no webhook secret: %v", err)
 		}
 		if _, err := svc.ReceiveEvent(ctx, payload, stripetest.Sign(payload, "whsec_wrong", time.Now())); !billing.IsBadWebhook(err) {

@@ -17,6 +17,7 @@ import (
 	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/activities/ai/openaicompat"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 )
 
@@ -210,21 +211,21 @@ func (c Config) DatabaseDSN() string {
 }
 
 // Billing is the Stripe configuration the billing core needs.
-func (c Config) Billing() activities.BillingConfig {
+func (c Config) Billing() stripeconfig.Config {
 	prices := map[string]string{}
 	for key, id := range map[string]string{
-		activities.PriceKey(models.PlanStarter, models.IntervalMonth):    c.StripePriceStarter,
-		activities.PriceKey(models.PlanBusiness, models.IntervalMonth):   c.StripePriceBusiness,
-		activities.PriceKey(models.PlanEnterprise, models.IntervalMonth): c.StripePriceEnterprise,
-		activities.PriceKey(models.PlanStarter, models.IntervalYear):     c.StripePriceStarterYearly,
-		activities.PriceKey(models.PlanBusiness, models.IntervalYear):    c.StripePriceBusinessYearly,
-		activities.PriceKey(models.PlanEnterprise, models.IntervalYear):  c.StripePriceEnterpriseYearly,
+		stripeconfig.PriceKey(models.PlanStarter, models.IntervalMonth):    c.StripePriceStarter,
+		stripeconfig.PriceKey(models.PlanBusiness, models.IntervalMonth):   c.StripePriceBusiness,
+		stripeconfig.PriceKey(models.PlanEnterprise, models.IntervalMonth): c.StripePriceEnterprise,
+		stripeconfig.PriceKey(models.PlanStarter, models.IntervalYear):     c.StripePriceStarterYearly,
+		stripeconfig.PriceKey(models.PlanBusiness, models.IntervalYear):    c.StripePriceBusinessYearly,
+		stripeconfig.PriceKey(models.PlanEnterprise, models.IntervalYear):  c.StripePriceEnterpriseYearly,
 	} {
 		if id = strings.TrimSpace(id); id != "" {
 			prices[key] = id
 		}
 	}
-	return activities.BillingConfig{SecretKey: c.StripeSecretKey, WebhookSecret: c.StripeWebhookSecret, APIBase: c.StripeAPIBase, Prices: prices}
+	return stripeconfig.Config{SecretKey: c.StripeSecretKey, WebhookSecret: c.StripeWebhookSecret, APIBase: c.StripeAPIBase, Prices: prices}
 }
 
 // DemoEnabled tells whether to seed the demo organization.
