@@ -36,14 +36,6 @@ type InvitationEmailResult struct {
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// InviteLink is the accept link for token, "" without SUITE_INVITE_URL.
-func InviteLink(template, token string) string {
-	if template == "" {
-		return ""
-	}
-	return strings.ReplaceAll(template, "{token}", token)
-}
-
 // SendInvitationEmail e-mails the invitation's token to the invited
 // address. Retried by its workflow on SMTP 4xx answers and connection
 // failures; a 5xx answer is final.
@@ -97,7 +89,7 @@ func (a *Invitations) SendInvitationEmail(ctx context.Context, invitationID stri
 func (a *Invitations) invitationText(inviter, org, role string, inv models.Invitation, token string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s invited you (%s) to join %s on Business Suite as %s.\n\n", inviter, inv.Email, org, role)
-	if link := InviteLink(a.InviteURL, token); link != "" {
+	if link := models.InviteLink(a.InviteURL, token); link != "" {
 		fmt.Fprintf(&b, "Accept the invitation:\n\n  %s\n\n", link)
 	}
 	endpoint := strings.TrimRight(a.PublicURL, "/") + "/crm/invitations/accept"

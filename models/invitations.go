@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -97,4 +98,15 @@ func InvitationToken(key []byte, invitationID string) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("invitation\x00" + invitationID))
 	return "inv_" + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// InviteLink is the accept link for token: template (SUITE_INVITE_URL) with
+// {token} replaced, or "" without a template. The API shows it when it
+// creates an invitation and the e-mail activity sends it, so both build the
+// same link.
+func InviteLink(template, token string) string {
+	if template == "" {
+		return ""
+	}
+	return strings.ReplaceAll(template, "{token}", token)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
@@ -81,7 +80,7 @@ func (h *handlers) invite(tx *outbox.Tx, m *models.Member, invitedBy string, now
 	if err != nil {
 		return nil, err
 	}
-	return &invitationResponse{ID: inv.ID, Token: token, AcceptURL: activities.InviteLink(h.InviteURL, token),
+	return &invitationResponse{ID: inv.ID, Token: token, AcceptURL: models.InviteLink(h.InviteURL, token),
 		ExpiresAt: inv.ExpiresAt, EmailStatus: inv.EmailStatus}, nil
 }
 
