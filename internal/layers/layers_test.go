@@ -1,0 +1,180 @@
+package layers_test
+
+import (
+	"bufio"
+	"fmt"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// module is the module path that go.mod must declare; the rules name the
+// suite's own packages under it.
+const module = "github.com/business-suite/suite"
+
+// rule forbids the production files under dir (a directory relative to the
+// module root, with everything below it) to import the packages under
+// forbidden (import paths, with everything below them).
+type rule struct {
+	dir       string
+	except    []string // directories under dir the rule does not apply to
+	forbidden []string
+	why       string
+}
+
+var rules = []rule{
+	{
+		dir: "api",
+		// apitest starts a whole suite (worker included) for the API's
+		// tests; only test files import it.
+		except:    []string{"api/apitest"},
+		forbidden: []string{module + "/worker", module + "/activities"},
+		why:       "the API and the worker are siblings, and the API only records work for workflows; shared code belongs in internal/",
+	},
+	{
+		dir:       "worker",
+		forbidden: []string{module + "/api"},
+		why:       "the worker and the API are siblings; shared code belongs in internal/",
+	},
+	{
+		dir:       "activities",
+		forbidden: []string{module + "/api", module + "/worker"},
+		why:       "activities sit below the API and the worker that registers them",
+	},
+	{
+		dir: "workflows",
+		forbidden: []string{module + "/api", module + "/worker",
+			"gorm.io", "github.com/stripe", "github.com/sashabaranov/go-openai", "net/http"},
+		why: "workflow code is deterministic orchestration: databases, Stripe, AI models and HTTP are reached through activities",
+	},
+	{
+		dir:       "models",
+		forbidden: []string{module + "/api", module + "/worker", module + "/workflows", module + "/activities"},
+		why:       "models is the bottom layer that every other one shares",
+	},
+	{
+		dir:       "internal",
+		forbidden: []string{module + "/api", module + "/worker", module + "/workflows", module + "/activities"},
+		why:       "internal holds platform code that several layers import, so it may depend on none of them",
+	},
+}
+
+func TestImportsFlowOneWay(t *testing.T) {
+	root := moduleRoot(t)
+	checked := make([]int, len(rules)) // production files each rule saw
+	var violations []string
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			// What the go command ignores too, and nested modules.
+			name := d.Name()
+			if rel != "." && (name == "vendor" || name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			if rel != "." {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		var applies []int
+		for i, r := range rules {
+			if under(dir, r.dir) && !slices.ContainsFunc(r.except, func(e string) bool { return under(dir, e) }) {
+				applies = append(applies, i)
+			}
+		}
+		if len(applies) == 0 {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, i := range applies {
+			checked[i]++
+			r := rules[i]
+			for _, spec := range f.Imports {
+				imp, err := strconv.Unquote(spec.Path.Value)
+				if err != nil {
+					return fmt.Errorf("%s: import %s: %w", rel, spec.Path.Value, err)
+				}
+				for _, bad := range r.forbidden {
+					if under(imp, bad) {
+						violations = append(violations, fmt.Sprintf("%s:%d imports %s: %s/ must not import %s (%s)",
+							rel, fset.Position(spec.Pos()).Line, imp, r.dir, bad, r.why))
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rules {
+		if checked[i] == 0 {
+			t.Errorf("rule for %s/ checked no file: the directory moved or the walk is wrong", r.dir)
+		}
+		t.Logf("%s/: %d production files checked", r.dir, checked[i])
+	}
+	for _, v := range violations {
+		t.Error(v)
+	}
+}
+
+// under tells whether path is prefix or lies below it, by whole elements:
+// "gorm.io/gorm" is under "gorm.io", "net/http/httptest" under "net/http",
+// but "models2" is not under "models".
+func under(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+// moduleRoot walks up from the test's working directory to go.mod and
+// checks that it declares the module the rules name.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := os.Open(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			defer f.Close()
+			s := bufio.NewScanner(f)
+			for s.Scan() {
+				if name, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
+					if name = strings.Trim(strings.TrimSpace(name), `"`); name != module {
+						t.Fatalf("%s/go.mod declares module %s, the rules name %s", dir, name, module)
+					}
+					return dir
+				}
+			}
+			t.Fatalf("%s/go.mod declares no module", dir)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
