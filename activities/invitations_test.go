@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/worker/mailsink"
@@ -129,7 +130,7 @@ func TestSendInvitationEmailOverSMTP(t *testing.T) {
 // smtp:// means STARTTLS, required: the message goes out encrypted to a
 // server that offers it, and not at all to one that does not.
 func TestSendInvitationEmailRequiresSTARTTLS(t *testing.T) {
-	db := dbtest.Open(t, models.SQLite)
+	db := dbtest.Open(t, database.SQLite)
 	certSrv := httptest.NewTLSServer(http.NotFoundHandler()) // for its certificate
 	defer certSrv.Close()
 	pool := x509.NewCertPool()

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -118,7 +119,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		out = LeadOutcome{LeadID: lead.ID}
 		return tx.Create(&lead).Error
 	})
-	if models.IsUniqueViolation(err) && !retried(ctx) {
+	if database.IsUniqueViolation(err) && !retried(ctx) {
 		// A concurrent intake created the lead for this e-mail first: run
 		// once more, and merge into it.
 		return a.UpsertLead(context.WithValue(ctx, retriedKey{}, true), intakeID)

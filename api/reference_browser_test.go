@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/business-suite/suite/api/apitest"
-	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/internal/database"
 )
 
 // chromium finds the browser for TestReferenceInABrowser: $CHROMIUM, else
@@ -88,7 +88,7 @@ func (w *outsideWorld) seen() []string {
 // the page, and no request goes anywhere but the suite itself.
 func TestReferenceInABrowser(t *testing.T) {
 	exe := chromium(t)
-	e := apitest.New(t, models.SQLite)
+	e := apitest.New(t, database.SQLite)
 	outside := newOutsideWorld(t)
 
 	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(),

@@ -8,7 +8,7 @@ import (
 
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/docs"
-	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/internal/database"
 )
 
 // TestReferenceRoutes checks what the server sends for the reference: the
@@ -16,7 +16,7 @@ import (
 // every file it loads, revalidated by ETag. TestReferenceInABrowser checks
 // what a browser makes of them.
 func TestReferenceRoutes(t *testing.T) {
-	e := apitest.New(t, models.SQLite)
+	e := apitest.New(t, database.SQLite)
 
 	root := e.Do(apitest.Request{Method: "GET", Path: "/"}).Expect(302)
 	if root.Header.Get("Location") != "/docs" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
@@ -63,7 +64,7 @@ func logProbeActivity(ctx context.Context) error {
 // headers, and every line the workflow and its activities log carries it.
 func TestWorkLogLinesCarryTheRequestID(t *testing.T) {
 	logs := &lockedBuffer{}
-	e := apitest.New(t, models.SQLite, apitest.WithTemporalLog(logs), apitest.WithRegistered(func(r sdkworker.Registry) {
+	e := apitest.New(t, database.SQLite, apitest.WithTemporalLog(logs), apitest.WithRegistered(func(r sdkworker.Registry) {
 		r.RegisterWorkflowWithOptions(logProbe, workflow.RegisterOptions{Name: "LogProbe"})
 		r.RegisterActivityWithOptions(logProbeActivity, activity.RegisterOptions{Name: "LogProbeActivity"})
 	}))

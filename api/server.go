@@ -86,6 +86,9 @@ type Deps struct {
 	// InFlight, when set, counts the requests being served (see
 	// outbox.Starter.YieldTo).
 	InFlight *web.InFlight
+	// Requests tunes the request transactions and Idempotency-Keys (tests
+	// set a clock or a BeforeCommit hook); the zero value is production's.
+	Requests web.RequestOptions
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -138,18 +141,20 @@ func New(d Deps) *fiber.App {
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(d.Metrics, promhttp.HandlerOpts{})))
 	mountReference(app)
 
-	// Authentication runs before idempotency: a request refused for its
-	// credential stores nothing.
-	idem := web.Idempotency(d.DB, web.IdempotencyOptions{})
+	// Every POST, PUT, PATCH and DELETE runs in one request transaction
+	// (web.Tx), and a POST with an Idempotency-Key is answered once. It runs
+	// after authentication: a request refused for its credential stores
+	// nothing.
+	requests := web.Transactional(d.DB, d.Requests)
 	if d.Identity != nil {
-		identity.Mount(app, d.Identity, idem)
+		identity.Mount(app, d.Identity, requests)
 	}
 	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log, InviteURL: d.InviteURL,
 		WebhookKeyRate: d.WebhookKeyRate}
 	// The public lead intake is registered before the /crm group, so the
 	// group's Authorization check never runs for it.
-	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps)...)
-	crm.Routes(app.Group("/crm", d.Auth.CRM(), idem), crmDeps)
+	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps, requests)...)
+	crm.Routes(app.Group("/crm", d.Auth.CRM(), requests), crmDeps)
 	hdDeps := helpdesk.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Log: d.Log, VAPIDPublicKey: d.VAPIDPublicKey,
 		AutoCloseAfter: d.TicketAutoCloseAfter, PushEgress: d.PushEgress}
 	// Public help-center routes are registered before the group's
@@ -158,13 +163,13 @@ func New(d Deps) *fiber.App {
 	bill := &billing.Service{DB: d.DB, Starter: d.Starter, Config: d.Billing}
 	// Stripe's webhook is authenticated by its signature, not by a suite
 	// credential: registered before the group's credential check.
-	app.Post("/helpdesk/payments/webhook", billing.Webhook(bill))
-	hd := app.Group("/helpdesk", d.Auth.Helpdesk(), idem)
+	app.Post("/helpdesk/payments/webhook", requests, billing.Webhook(bill))
+	hd := app.Group("/helpdesk", d.Auth.Helpdesk(), requests)
 	helpdesk.Routes(hd, hdDeps)
 	billing.PaymentRoutes(hd, bill)
 	// The operator API: billing staff, across organizations.
-	billing.OpsRoutes(app.Group("/ops/v1", d.Auth.Staff(), idem), bill)
-	ai.Routes(app.Group("/v1/ai", d.Auth.AI(), idem), ai.Deps{DB: d.DB, Starter: d.Starter, Temporal: d.Temporal, Log: d.Log,
+	billing.OpsRoutes(app.Group("/ops/v1", d.Auth.Staff(), requests), bill)
+	ai.Routes(app.Group("/v1/ai", d.Auth.AI(), requests), ai.Deps{DB: d.DB, Starter: d.Starter, Temporal: d.Temporal, Log: d.Log,
 		TemporalUI: d.TemporalUIURL, Namespace: d.TemporalNamespace})
 	return app
 }

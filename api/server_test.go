@@ -17,7 +17,7 @@ import (
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models/dbtest"
 )
 
@@ -48,7 +48,7 @@ func TestOperationsEndpoints(t *testing.T) {
 }
 
 func TestProblemResponsesForTheBasics(t *testing.T) {
-	e := apitest.New(t, models.SQLite)
+	e := apitest.New(t, database.SQLite)
 	// Unknown route: 404 problem+json with a request id.
 	e.Do(apitest.Request{Method: "GET", Path: "/no/such/route"}).ExpectProblem(404, "not_found")
 
@@ -90,7 +90,7 @@ func TestProblemResponsesForTheBasics(t *testing.T) {
 }
 
 func TestReadyzReportsTemporalDown(t *testing.T) {
-	db := dbtest.Open(t, models.SQLite)
+	db := dbtest.Open(t, database.SQLite)
 	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/business-suite/suite/api/apitest"
-	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/internal/database"
 )
 
 // TestOneTraceFromRequestToActivity: the request that creates an
@@ -28,7 +28,7 @@ func TestOneTraceFromRequestToActivity(t *testing.T) {
 	otel.SetTracerProvider(provider)
 	t.Cleanup(func() { otel.SetTracerProvider(previous) })
 
-	e := apitest.New(t, models.SQLite)
+	e := apitest.New(t, database.SQLite)
 	owner := e.SignUp(apitest.UniqueEmail("trace"))
 	orgID := e.CreateOrg(owner, "Traced Co")
 	e.WaitOrgStatus(orgID, "active")

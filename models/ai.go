@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models/aidata"
 )
 
@@ -100,7 +101,7 @@ type AIDocument struct {
 // content in db's dialect: octet_length in PostgreSQL; SQLite's length
 // counts bytes only of a blob.
 func ContentBytesSQL(db *gorm.DB) string {
-	if DialectFor(db) == SQLite {
+	if database.DialectFor(db) == database.SQLite {
 		return "length(CAST(content AS BLOB))"
 	}
 	return "octet_length(content)"

@@ -46,7 +46,7 @@ func fieldsOf(err error) []string {
 
 func TestPlansCarryAITokenQuotas(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		want := map[string]*int64{models.PlanFree: ptr(0), models.PlanStarter: ptr(0), models.PlanBusiness: ptr(1_000_000), models.PlanEnterprise: nil}
+		want := map[string]*int64{models.PlanFree: ptr[int64](0), models.PlanStarter: ptr[int64](0), models.PlanBusiness: ptr[int64](1_000_000), models.PlanEnterprise: nil}
 		for name, quota := range want {
 			p, err := models.FindPlan(context.Background(), db, name)
 			if err != nil {
@@ -59,7 +59,7 @@ func TestPlansCarryAITokenQuotas(t *testing.T) {
 	})
 }
 
-func ptr(n int64) *int64 { return &n }
+func ptr[T any](v T) *T { return &v }
 
 func TestCreateAIDocumentValidates(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {

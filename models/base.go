@@ -6,15 +6,17 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/internal/database"
 )
 
 // NewID returns a new UUIDv7 string: unique, and ordered by creation time,
 // which keeps B-tree inserts local and makes the id a good tie-breaker.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// Now is the clock used for every stored timestamp: UTC, truncated to the
-// microsecond precision PostgreSQL keeps, so a value reads back unchanged.
-func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+// Now is the clock used for every stored timestamp (database.Now: UTC,
+// truncated to the microsecond precision PostgreSQL keeps).
+func Now() time.Time { return database.Now() }
 
 // ValidID tells whether s is a well-formed id; malformed ids are answered
 // with 404 without touching the database.

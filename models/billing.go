@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/internal/database"
 )
 
 // Kinds of subscription change.
@@ -267,7 +269,7 @@ func OpenSubscriptionChange(tx *gorm.DB, req OpenChange) (*SubscriptionChange, e
 		return nil, err
 	}
 	if err := tx.Create(change).Error; err != nil {
-		if IsUniqueViolation(err) { // a concurrent change won the race
+		if database.IsUniqueViolation(err) { // a concurrent change won the race
 			return nil, changeInProgress(nil)
 		}
 		return nil, err
@@ -541,7 +543,7 @@ func RetrySubscriptionChange(tx *gorm.DB, changeID, requestedBy string) (*Subscr
 	res := tx.Model(&SubscriptionChange{}).Where("id = ? AND status = ?", change.ID, ChangeFailed).
 		Updates(map[string]any{"status": ChangePending, "attempts": change.Attempts + 1, "completed_at": nil, "updated_at": now})
 	if res.Error != nil {
-		if IsUniqueViolation(res.Error) {
+		if database.IsUniqueViolation(res.Error) {
 			return nil, nil, changeInProgress(nil)
 		}
 		return nil, nil, res.Error

@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -337,7 +338,7 @@ func TestOneStripeCustomerPerOrganization(t *testing.T) {
 		}
 		// Two organizations never share a customer.
 		other := billingOrg(t, db, models.PlanFree, 1, 0, false)
-		if _, err := models.SetStripeCustomer(ctx, db, other, "cus_first"); !models.IsUniqueViolation(err) {
+		if _, err := models.SetStripeCustomer(ctx, db, other, "cus_first"); !database.IsUniqueViolation(err) {
 			t.Fatalf("shared customer: %v", err)
 		}
 	})

@@ -2,8 +2,6 @@ package models
 
 import (
 	"context"
-	"testing"
-	"time"
 
 	"gorm.io/gorm"
 )
@@ -20,24 +18,3 @@ func MigrateTo(ctx context.Context, db *gorm.DB, version int64) error {
 
 // StartColumns are the workflow_starts columns RecordWithStart writes.
 const StartColumns = startColumns
-
-// HoldTurns takes every turn on db's pool (admission) until release, and
-// makes a statement that waits for one wait for good instead of going
-// ahead after a while (for the rest of db's life). Waiting tells how many
-// statements wait now.
-func HoldTurns(t testing.TB, db *gorm.DB) (release func(), waiting func() int64) {
-	t.Helper()
-	turns := db.Statement.ConnPool.(*txRouter).turns
-	if err := turns.sem.Acquire(t.Context(), turns.turns); err != nil {
-		t.Fatal(err)
-	}
-	turns.maxWait = time.Hour
-	return func() {
-			turns.sem.Release(turns.turns)
-		}, func() int64 {
-			return turns.waiting.Load()
-		}
-}
-
-// WaitFor polls until cond holds, failing t after ten seconds.
-var WaitFor = waitFor

@@ -5,6 +5,8 @@ import (
 	"unicode"
 
 	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/internal/database"
 )
 
 // Search highlights are delimited in the database with two private-use
@@ -54,7 +56,7 @@ func CleanText(s string) string {
 func SearchArticles(db *gorm.DB, orgID, q string, limit int) ([]ArticleHit, error) {
 	hits := []ArticleHit{}
 	var err error
-	if DialectFor(db) == Postgres {
+	if database.DialectFor(db) == database.Postgres {
 		err = searchPostgres(db, orgID, q, limit, &hits)
 	} else {
 		err = searchSQLite(db, orgID, q, limit, &hits)

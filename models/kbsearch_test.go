@@ -7,6 +7,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -35,7 +36,7 @@ func FuzzSearchArticles(f *testing.F) {
 		}
 		for _, tg := range targets {
 			if _, err := models.SearchArticles(tg.db.WithContext(t.Context()), tg.org, q, 5); err != nil {
-				t.Fatalf("%s: search %q (from %q): %v", models.DialectFor(tg.db), q, raw, err)
+				t.Fatalf("%s: search %q (from %q): %v", database.DialectFor(tg.db), q, raw, err)
 			}
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/internal/database"
 )
 
 // Each dialect has its own ordered, forward-only migration files with the
@@ -58,7 +60,7 @@ func newMigrationProvider(db *gorm.DB) (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	dialect := DialectFor(db)
+	dialect := database.DialectFor(db)
 	fsys, err := fs.Sub(migrationFS, "migrations/"+string(dialect))
 	if err != nil {
 		return nil, err
@@ -69,7 +71,7 @@ func newMigrationProvider(db *gorm.DB) (*goose.Provider, error) {
 	// other's order for that reason.
 	opts := []goose.ProviderOption{goose.WithGoMigrations(goMigrations(dialect)...), goose.WithAllowOutofOrder(true)}
 	gooseDialect := goose.DialectSQLite3
-	if dialect == Postgres {
+	if dialect == database.Postgres {
 		gooseDialect = goose.DialectPostgres
 		locker, err := lock.NewPostgresSessionLocker()
 		if err != nil {
@@ -82,7 +84,7 @@ func newMigrationProvider(db *gorm.DB) (*goose.Provider, error) {
 
 // goMigrations are the steps SQL cannot express, numbered among the SQL
 // files (no SQL file of either dialect may take their versions).
-func goMigrations(d Dialect) []*goose.Migration {
+func goMigrations(d database.Dialect) []*goose.Migration {
 	return []*goose.Migration{
 		goose.NewGoMigration(6, &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
 			return fillKBBodyText(ctx, tx, d)
@@ -92,9 +94,9 @@ func goMigrations(d Dialect) []*goose.Migration {
 
 // fillKBBodyText derives the plain text of existing knowledge-base
 // articles (version 5 added the column empty), in batches by id.
-func fillKBBodyText(ctx context.Context, tx *sql.Tx, d Dialect) error {
+func fillKBBodyText(ctx context.Context, tx *sql.Tx, d database.Dialect) error {
 	p1, p2 := "?", "?"
-	if d == Postgres {
+	if d == database.Postgres {
 		p1, p2 = "$1", "$2"
 	}
 	last := ""

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -47,7 +48,7 @@ func TestMigrationsFromEmptyAreIdempotentAndMatchModels(t *testing.T) {
 // default, so it has no such case.)
 func TestConcurrentMigrateIsSerialised(t *testing.T) {
 	for _, d := range dbtest.Dialects(t) {
-		if d != models.Postgres {
+		if d != database.Postgres {
 			continue
 		}
 		t.Run(string(d), func(t *testing.T) {
@@ -58,12 +59,12 @@ func TestConcurrentMigrateIsSerialised(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					db, err := models.Open(context.Background(), dsn, models.DBOptions{MaxOpenConns: 2})
+					db, err := database.Open(context.Background(), dsn, database.Options{MaxOpenConns: 2})
 					if err != nil {
 						errs <- err
 						return
 					}
-					defer func() { _ = models.Close(db) }()
+					defer func() { _ = database.Close(db) }()
 					_, err = models.Migrate(context.Background(), db)
 					errs <- err
 				}()

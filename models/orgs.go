@@ -9,6 +9,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/business-suite/suite/internal/database"
 )
 
 // Organization states. An organization leaves provisioning for active or
@@ -44,7 +46,7 @@ func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(
 // LockForUpdate adds FOR UPDATE on PostgreSQL. SQLite needs none: its
 // IMMEDIATE transactions already serialise writers.
 func LockForUpdate(tx *gorm.DB) *gorm.DB {
-	if DialectFor(tx) == Postgres {
+	if database.DialectFor(tx) == database.Postgres {
 		return tx.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
 	return tx

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/business-suite/suite/internal/database"
 )
 
 // Workflow start states.
@@ -123,8 +123,8 @@ func startValues(s *WorkflowStart) []any {
 // RETURNING of the caller's, whose one returned row is scanned into dest —
 // and records the workflow start s only if insert wrote its row; it
 // reports whether it did. PostgreSQL does both in one statement (a
-// data-modifying WITH: no BEGIN and COMMIT around two INSERTs), other
-// databases in one transaction. A start already recorded under s's
+// data-modifying WITH: no BEGIN and COMMIT around two INSERTs), SQLite in
+// one transaction (a savepoint when db is one already). A start already recorded under s's
 // workflow ID is an error, and then nothing is written.
 func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, dest ...any) (bool, error) {
 	if s.SignalName != "" {
@@ -133,16 +133,10 @@ func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, d
 	prepareOutboxRow(s)
 	now := Now()
 	s.CreatedAt, s.UpdatedAt = now, now
-	if DialectFor(db) == Postgres {
-		query := numbered("WITH recorded AS (" + insert + "),\n" +
+	if database.DialectFor(db) == database.Postgres {
+		query := database.Numbered("WITH recorded AS (" + insert + "),\n" +
 			"started AS (INSERT INTO workflow_starts (" + startColumns + ") SELECT " + startPlaceholders + " FROM recorded RETURNING 1)\n" +
 			"SELECT recorded.* FROM recorded, started")
-		// QueryContext, not QueryRowContext: a request transaction that
-		// could not begin (the database restarting) comes back as its own
-		// error, where the pool's QueryRowContext can only hand back a row
-		// that fails with "context canceled" (e2e's PostgreSQL restart met
-		// it as a 500; the idempotency middleware now reports the request
-		// transaction's own error in any case, RequestTx.BeginErr).
 		rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, slices.Concat(args, startValues(s))...)
 		if err != nil {
 			return false, err
@@ -175,32 +169,4 @@ func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, d
 		return nil
 	})
 	return written, err
-}
-
-// numberedStatements caches numbered's answers.
-var numberedStatements sync.Map // query with ? → query with $n
-
-// numbered rewrites query's ? placeholders as PostgreSQL's $1, $2, … in
-// order, once per query text. GORM's Raw does the same rewriting on every
-// call, with a look at every argument: for the intake's 27-argument
-// statement, 6 % of an accepted submission's CPU (docs/decisions.md,
-// "Performance"). Like Raw's, the rewriting takes every ? for a
-// placeholder: query must have none in a literal, and its arguments are
-// passed as they are (no slice is expanded into a list).
-func numbered(query string) string {
-	if q, ok := numberedStatements.Load(query); ok {
-		return q.(string)
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r != '?' {
-			b.WriteRune(r)
-			continue
-		}
-		n++
-		b.WriteString("$" + strconv.Itoa(n))
-	}
-	numberedStatements.Store(query, b.String())
-	return b.String()
 }

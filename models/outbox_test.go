@@ -1,8 +1,6 @@
 package models_test
 
 import (
-	"context"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -75,35 +73,4 @@ func TestRecordWithStartWritesEveryOutboxColumn(t *testing.T) {
 	if !slices.Equal(written, want) {
 		t.Fatalf("RecordWithStart writes %v, the model has %v", written, want)
 	}
-}
-
-// A request transaction that cannot begin (the database went away) comes
-// back from RecordWithStart as its own error, not as "context canceled":
-// the first is answered 503, the second was a 500.
-func TestRecordWithStartReportsWhyTheRequestTxFailed(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		// The request's transaction is on a pool of its own, closed, so
-		// that its BEGIN fails while db's pool still works.
-		gone := dbtest.OpenEmpty(t, models.DialectFor(db))
-		goneDB, err := gone.DB()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, rt, err := models.BeginRequestTx(t.Context(), gone)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rt.Rollback()
-		if err := goneDB.Close(); err != nil {
-			t.Fatal(err)
-		}
-		window := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
-		_, err = models.RecordWithStart(db.WithContext(ctx),
-			"INSERT INTO rate_counters (bucket, window_start, hits, expires_at) VALUES (?, ?, 1, ?) RETURNING hits",
-			[]any{"b", window, window.Add(time.Hour)},
-			&models.WorkflowStart{WorkflowID: "wf/closed", WorkflowType: "probe", TaskQueue: "q", Input: "{}"}, new(int))
-		if err == nil || errors.Is(err, context.Canceled) {
-			t.Fatalf("RecordWithStart in a request transaction that could not begin: %v", err)
-		}
-	})
 }

@@ -1,7 +1,6 @@
 package models
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"time"
@@ -10,36 +9,214 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// OpenTicket creates t (its number set here) in org in one transaction: it
-// takes the next ticket number within the plan's seat and monthly ticket
-// limits, finds or creates the requester's customer (named requesterName,
-// or after the e-mail's local part), and records both on the customer's
-// history, by actor. Two creations can never both take the last slot: the
-// check runs under a lock on the workspace's ticket counter.
-func OpenTicket(ctx context.Context, db *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor) error {
-	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		number, err := takeTicketSlot(tx, org, t.CreatedAt)
-		if err != nil {
+// The ticket operations below run in tx, the caller's transaction (a
+// request's, or an activity's own): they write several rows, which commit
+// or roll back together with the rest of the caller's change.
+
+// OpenTicket creates t (its number set here) in org: it takes the next
+// ticket number within the plan's seat and monthly ticket limits, finds or
+// creates the requester's customer (named requesterName, or after the
+// e-mail's local part), and records both on the customer's history, by
+// actor. Two creations can never both take the last slot: the check runs
+// under a lock on the workspace's ticket counter.
+func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor) error {
+	number, err := takeTicketSlot(tx, org, t.CreatedAt)
+	if err != nil {
+		return err
+	}
+	t.Number = number
+	cust, created, err := customerFor(tx, org.ID, t.RequesterEmail, requesterName)
+	if err != nil {
+		return err
+	}
+	t.CustomerID = &cust.ID
+	if created {
+		if err := RecordCustomerEvent(tx, org.ID, cust.ID, nil, "customer_created", "Customer created from a ticket", by); err != nil {
 			return err
 		}
-		t.Number = number
-		cust, created, err := customerFor(tx, org.ID, t.RequesterEmail, requesterName)
-		if err != nil {
-			return err
+	}
+	if err := tx.Create(t).Error; err != nil {
+		return err
+	}
+	return RecordCustomerEvent(tx, org.ID, cust.ID, &t.ID, "ticket_created",
+		"Ticket #"+Itoa(t.Number)+" opened: "+t.Subject, by)
+}
+
+// ErrTicketClosed refuses a change to a closed ticket.
+var ErrTicketClosed = Err(ErrConflict, "ticket_closed", "The ticket is closed; open a new one.")
+
+// TicketUpdate is a change asked of a ticket; a nil field is left as it
+// is. Agent is set to change the assignee: a member id, or nil to
+// unassign (the caller checks that the id is a member's).
+type TicketUpdate struct {
+	Status   *string
+	Priority *string
+	SetAgent bool
+	Agent    *string
+	Subject  *string
+	// Tags is the tags' JSON array.
+	Tags *string
+}
+
+// TicketChange is what an update or a comment did that the caller acts
+// on in the same transaction: timers to start or cancel, a member to
+// notify.
+type TicketChange struct {
+	// Solved: the ticket moved to solved (SolveCount counts it); its
+	// auto-close timer is due.
+	Solved bool
+	// Unsolved: the ticket left solved; the auto-close timer of its
+	// SolveCount is moot.
+	Unsolved bool
+	// Notify is the member to tell: the new assignee of an update, the
+	// assignee of a ticket its customer replied on.
+	Notify *string
+}
+
+// UpdateTicket applies u to the workspace's ticket id, locked, by actor:
+// status moves follow the workflow (CheckTicketMove; 409 naming the
+// allowed moves), a solved ticket keeps its assignee, a closed ticket is
+// final. The change is saved and told on the customer's history.
+func UpdateTicket(tx *gorm.DB, orgID, id string, u TicketUpdate, by Actor, now time.Time) (*Ticket, TicketChange, error) {
+	var change TicketChange
+	t, err := changeableTicket(tx, orgID, id)
+	if err != nil {
+		return nil, change, err
+	}
+	var events []string
+	if u.SetAgent && !sameID(u.Agent, t.AgentID) {
+		t.AgentID = u.Agent
+		if u.Agent == nil {
+			events = append(events, "Ticket #"+Itoa(t.Number)+" unassigned")
+		} else {
+			change.Notify = u.Agent
+			events = append(events, "Ticket #"+Itoa(t.Number)+" assigned to an agent")
 		}
-		t.CustomerID = &cust.ID
-		if created {
-			if err := RecordCustomerEvent(tx, org.ID, cust.ID, nil, "customer_created", "Customer created from a ticket", by); err != nil {
-				return err
+	}
+	if u.Status != nil && *u.Status != t.Status {
+		from := t.Status
+		if err := CheckTicketMove(from, *u.Status, t.AgentID != nil); err != nil {
+			return nil, change, err
+		}
+		change = moveTicket(t, *u.Status, now, change)
+		events = append(events, "Ticket #"+Itoa(t.Number)+" moved from "+from+" to "+t.Status)
+	}
+	if t.Status == TicketSolved && t.AgentID == nil {
+		return nil, change, Err(ErrConflict, "assignee_required", "A solved ticket keeps its assignee; reopen it first.")
+	}
+	if u.Priority != nil {
+		t.Priority = *u.Priority
+	}
+	if u.Subject != nil {
+		t.Subject = strings.TrimSpace(*u.Subject)
+	}
+	if u.Tags != nil {
+		t.Tags = *u.Tags
+	}
+	t.UpdatedAt = now
+	if err := tx.Save(t).Error; err != nil {
+		return nil, change, err
+	}
+	if t.CustomerID != nil {
+		for _, e := range events {
+			if err := RecordCustomerEvent(tx, t.OrgID, *t.CustomerID, &t.ID, "ticket_updated", e, by); err != nil {
+				return nil, change, err
 			}
 		}
-		if err := tx.Create(t).Error; err != nil {
-			return err
-		}
-		return RecordCustomerEvent(tx, org.ID, cust.ID, &t.ID, "ticket_created",
-			"Ticket #"+Itoa(t.Number)+" opened: "+t.Subject, by)
-	})
+	}
+	return t, change, nil
 }
+
+// changeableTicket loads the workspace's ticket id, locked, unless it is closed
+// (final: it takes no change).
+func changeableTicket(tx *gorm.DB, orgID, id string) (*Ticket, error) {
+	t, err := FindInOrg[Ticket](LockForUpdate(tx), orgID, id, "The ticket")
+	if err == nil && t.Status == TicketClosed {
+		return nil, ErrTicketClosed
+	}
+	return t, err
+}
+
+// moveTicket moves t to status, keeping the solved bookkeeping: solving
+// records solvedAt and counts the solve; leaving solved clears solvedAt.
+func moveTicket(t *Ticket, status string, now time.Time, change TicketChange) TicketChange {
+	wasSolved := t.Status == TicketSolved
+	t.Status = status
+	switch {
+	case status == TicketSolved:
+		t.SolvedAt = &now
+		t.SolveCount++
+		change.Solved = true
+	case wasSolved:
+		t.SolvedAt = nil
+		change.Unsolved = true
+	}
+	return change
+}
+
+// AddTicketComment adds cm (its TicketID set here) to the workspace's
+// ticket id, locked, by actor. A customer's comment is public, names the
+// requester as its author and reopens a pending, on-hold or solved ticket
+// (Unsolved when it was solved); the ticket's assignee is to be told
+// (Notify). The first public agent reply records the first-response
+// time and opens a new ticket. A closed ticket takes no comments.
+func AddTicketComment(tx *gorm.DB, orgID, id string, cm *TicketComment, by Actor, now time.Time) (*Ticket, TicketChange, error) {
+	var change TicketChange
+	t, err := changeableTicket(tx, orgID, id)
+	if err != nil {
+		return nil, change, err
+	}
+	cm.TicketID = t.ID
+	var event string
+	if cm.AuthorType == AuthorCustomer {
+		cm.Public, cm.AuthorCustomerID = true, t.CustomerID
+		event = "Customer replied on ticket #" + Itoa(t.Number)
+		if CustomerReopens(t.Status) {
+			change = moveTicket(t, TicketOpen, now, change)
+			event += " (reopened)"
+		}
+		change.Notify = t.AgentID
+	} else if cm.Public {
+		if t.FirstResponseAt == nil {
+			t.FirstResponseAt = &now
+		}
+		if t.Status == TicketNew {
+			t.Status = TicketOpen // an agent's reply opens a new ticket
+		}
+		event = "Agent replied on ticket #" + Itoa(t.Number)
+	}
+	if err := tx.Create(cm).Error; err != nil {
+		return nil, change, err
+	}
+	t.UpdatedAt = now
+	if err := tx.Save(t).Error; err != nil {
+		return nil, change, err
+	}
+	if event != "" && t.CustomerID != nil {
+		if err := RecordCustomerEvent(tx, t.OrgID, *t.CustomerID, &t.ID, "comment_added", event, by); err != nil {
+			return nil, change, err
+		}
+	}
+	return t, change, nil
+}
+
+// DeleteTicket deletes the workspace's ticket id, locked, and tells it on
+// the customer's history by actor. It returns the deleted ticket.
+func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
+	t, err := FindInOrg[Ticket](LockForUpdate(tx), orgID, id, "The ticket")
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Delete(t).Error; err != nil {
+		return nil, err
+	}
+	if t.CustomerID == nil {
+		return t, nil
+	}
+	return t, RecordCustomerEvent(tx, t.OrgID, *t.CustomerID, nil, "ticket_deleted", "Ticket #"+Itoa(t.Number)+" deleted", by)
+}
+
+func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
 // takeTicketSlot locks the workspace's counter, checks the plan's seat and
 // monthly ticket limits, and returns the next ticket number.

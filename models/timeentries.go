@@ -1,7 +1,6 @@
 package models
 
 import (
-	"context"
 	"time"
 
 	"gorm.io/gorm"
@@ -21,16 +20,13 @@ type TimeEntry struct {
 }
 
 // LogTime stores entry, time spent on ticket (one of the entry's customer's
-// tickets), and records it on the customer's history by actor, in one
-// transaction.
-func LogTime(ctx context.Context, db *gorm.DB, entry *TimeEntry, ticket *Ticket, by Actor) error {
-	return db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(entry).Error; err != nil {
-			return err
-		}
-		return RecordCustomerEvent(tx, entry.OrgID, entry.CustomerID, &ticket.ID, "time_logged",
-			Itoa(entry.Minutes)+" minutes logged on ticket #"+Itoa(ticket.Number), by)
-	})
+// tickets), and records it on the customer's history by actor, in tx.
+func LogTime(tx *gorm.DB, entry *TimeEntry, ticket *Ticket, by Actor) error {
+	if err := tx.Create(entry).Error; err != nil {
+		return err
+	}
+	return RecordCustomerEvent(tx, entry.OrgID, entry.CustomerID, &ticket.ID, "time_logged",
+		Itoa(entry.Minutes)+" minutes logged on ticket #"+Itoa(ticket.Number), by)
 }
 
 // TimeTotals sums the minutes of the time entries q selects: all of them,

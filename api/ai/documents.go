@@ -63,7 +63,7 @@ func (h *handlers) createDocument(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	doc, err := models.CreateAIDocument(c.UserContext(), h.DB, in)
+	doc, err := models.CreateAIDocument(c.UserContext(), web.Tx(c), in)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (h *handlers) getDocument(c *fiber.Ctx) error {
 // processed, and a job not yet started fails with source_not_found.
 func (h *handlers) deleteDocument(c *fiber.Ctx) error {
 	p := auth.From(c)
-	if err := models.DeleteAIDocument(c.UserContext(), h.DB, p.OrgID, param(c, "id")); err != nil {
+	if err := models.DeleteAIDocument(c.UserContext(), web.Tx(c), p.OrgID, param(c, "id")); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -114,15 +114,13 @@ func (h *handlers) analyze(c *fiber.Ctx) error {
 func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 	p := auth.From(c)
 	in.OrgID, in.CreatedBy = p.OrgID, p.Actor()
-	var job *models.AIJob
-	err := h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
-		var err error
-		if job, err = models.CreateAIJob(tx.DB, in); err != nil {
-			return err
-		}
-		return tx.Start(outbox.Start{WorkflowID: workflows.AIJobID(job.ID), Workflow: workflows.AIJobWorkflow,
-			Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: workflows.KindAIJob})
-	})
+	tx := h.Starter.In(c, web.Tx(c))
+	job, err := models.CreateAIJob(tx.DB, in)
+	if err != nil {
+		return err
+	}
+	err = tx.Start(outbox.Start{WorkflowID: workflows.AIJobID(job.ID), Workflow: workflows.AIJobWorkflow,
+		Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: workflows.KindAIJob})
 	if err != nil {
 		return err
 	}
@@ -198,21 +196,25 @@ func (h *handlers) listJobs(c *fiber.Ctx) error {
 // Canceling a canceled job again changes nothing; a finished one is a 409.
 func (h *handlers) cancelJob(c *fiber.Ctx) error {
 	p := auth.From(c)
-	job, err := models.CancelAIJob(c.UserContext(), h.DB, p.OrgID, param(c, "id"))
+	job, err := models.CancelAIJob(c.UserContext(), web.Tx(c), p.OrgID, param(c, "id"))
 	if err != nil {
 		return err
 	}
 	if h.Temporal != nil {
-		// Best effort: the workflow checks the job's status before every
-		// step, so it stops even if this call fails (Temporal down) or comes
-		// before the outbox has started it.
-		ctx, cancel := context.WithTimeout(c.UserContext(), 5*time.Second)
-		defer cancel()
-		err := h.Temporal.CancelWorkflow(ctx, workflows.AIJobID(job.ID), "")
-		var gone *serviceerror.NotFound
-		if err != nil && !errors.As(err, &gone) {
-			h.Log.WarnContext(c.UserContext(), "cancel AI job workflow", "job_id", job.ID, "error", err.Error())
-		}
+		// Best effort, once the cancellation is committed (no Temporal call
+		// while the transaction holds its locks): the workflow checks the
+		// job's status before every step, so it stops even if this call
+		// fails (Temporal down) or comes before the outbox has started it.
+		ctx := c.UserContext()
+		web.AfterCommit(c, func() {
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			err := h.Temporal.CancelWorkflow(ctx, workflows.AIJobID(job.ID), "")
+			var gone *serviceerror.NotFound
+			if err != nil && !errors.As(err, &gone) {
+				h.Log.WarnContext(ctx, "cancel AI job workflow", "job_id", job.ID, "error", err.Error())
+			}
+		})
 	}
 	return c.JSON(h.toJob(job))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/business-suite/suite/activities/ai/openaicompat"
 	"github.com/business-suite/suite/activities/ai/openaicompat/openaitest"
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -139,7 +140,7 @@ func TestAIOpenAICompatibleProvider(t *testing.T) {
 // 202 (the start waits in the outbox with the job), and the job runs once
 // Temporal is back.
 func TestAIJobSurvivesTemporalOutage(t *testing.T) {
-	e := apitest.New(t, models.SQLite, apitest.WithTemporalDown())
+	e := apitest.New(t, database.SQLite, apitest.WithTemporalDown())
 	owner := e.SignUp(apitest.UniqueEmail("owner"))
 	// With Temporal down the organization stays provisioning; activate it
 	// by hand (its registration is not what is tested).

@@ -33,6 +33,8 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/internal/telemetry"
@@ -47,7 +49,7 @@ import (
 // Env is one complete, isolated suite: database, Temporal, worker, app.
 type Env struct {
 	T        *testing.T
-	Dialect  models.Dialect
+	Dialect  database.Dialect
 	DB       *gorm.DB
 	Temporal client.Client
 	Worker   sdkworker.Worker
@@ -59,6 +61,9 @@ type Env struct {
 	Identity *identity.Service
 	// Mail is the SMTP sink the worker sends e-mail to (invitations).
 	Mail *mailsink.Sink
+	// Keyed makes Do send a fresh Idempotency-Key with every POST that has
+	// none (Each runs every test both ways).
+	Keyed bool
 
 	workerDeps   worker.Deps
 	temporalAddr string
@@ -84,6 +89,14 @@ type options struct {
 	pushService    bool
 	mailReject     func(rcpt string) *smtp.SMTPError
 	temporalLog    io.Writer
+	beforeCommit   func(c *fiber.Ctx, tx *gorm.DB) error
+}
+
+// WithBeforeCommit runs fn last in every request transaction that is about
+// to commit (web.RequestOptions.BeforeCommit): a test makes a request's
+// last statement fail with it.
+func WithBeforeCommit(fn func(c *fiber.Ctx, tx *gorm.DB) error) Option {
+	return func(o *options) { o.beforeCommit = fn }
 }
 
 // WithTemporalLog writes the log lines of the Env's Temporal clients and
@@ -143,16 +156,30 @@ func WithRegistered(fn func(r sdkworker.Registry)) Option {
 	return func(o *options) { o.register = append(o.register, fn) }
 }
 
-// Each runs fn once per available dialect, each with its own Env.
+// Each runs fn once per available dialect, and on each as a client that
+// sends no Idempotency-Key ("plain") and as one that sends a fresh key with
+// every POST ("keyed"), each with its own Env: every mutating handler is
+// tested both in a transaction of its own and with its answer stored under
+// a key, on both dialects.
 func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
 	t.Helper()
 	for _, d := range dbtest.Dialects(t) {
-		t.Run(string(d), func(t *testing.T) { fn(t, New(t, d, opts...)) })
+		for _, keyed := range []bool{false, true} {
+			name := string(d) + "/plain"
+			if keyed {
+				name = string(d) + "/keyed"
+			}
+			t.Run(name, func(t *testing.T) {
+				e := New(t, d, opts...)
+				e.Keyed = keyed
+				fn(t, e)
+			})
+		}
 	}
 }
 
 // New starts an Env on dialect d; everything stops when the test ends.
-func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
+func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 	t.Helper()
 	var o options
 	for _, opt := range opts {
@@ -246,7 +273,7 @@ func New(t *testing.T, d models.Dialect, opts ...Option) *Env {
 		Metrics: prometheus.NewRegistry(), Version: "test", TemporalNamespace: e.namespace,
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
 		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL,
-		WebhookKeyRate: o.webhookKeyRate, Billing: o.billing})
+		WebhookKeyRate: o.webhookKeyRate, Billing: o.billing, Requests: web.RequestOptions{BeforeCommit: o.beforeCommit}})
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e

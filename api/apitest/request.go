@@ -98,10 +98,11 @@ func (e *Env) Do(req Request) *Response {
 	for k, v := range req.Headers {
 		httpReq.Header.Set(k, v)
 	}
-	if req.Method == http.MethodPost && httpReq.Header.Get("Idempotency-Key") == "" && !strings.HasSuffix(req.Path, "/webhook") {
-		// Every POST is sent as a careful client sends it, so that every
-		// handler is tested inside the idempotency middleware's transaction
-		// (the webhooks' keys mean more than a retry: they are left alone).
+	if e.Keyed && req.Method == http.MethodPost && httpReq.Header.Get("Idempotency-Key") == "" && !strings.HasSuffix(req.Path, "/webhook") {
+		// A keyed Env sends every POST as a careful client sends it, with a
+		// fresh Idempotency-Key, so that each handler runs both ways: its
+		// answer stored in its transaction, and without (the webhooks' keys
+		// mean more than a retry: they are left alone).
 		httpReq.Header.Set("Idempotency-Key", "apitest-"+rand.Text())
 	}
 	httpResp, err := e.App.Test(httpReq, 30_000)

@@ -63,60 +63,43 @@ func start(c *models.SubscriptionChange) outbox.Start {
 }
 
 // Open records a change of plan (models.OpenSubscriptionChange: its rules
-// and errors) and its workflow start in one transaction. It is a 503
+// and errors) and its workflow start in tx. It is a 503
 // billing_not_configured when billing is off.
-func (s *Service) Open(ctx context.Context, req models.OpenChange) (*models.SubscriptionChange, error) {
+func (s *Service) Open(tx *outbox.Tx, req models.OpenChange) (*models.SubscriptionChange, error) {
 	if !s.Configured() {
 		return nil, ErrNotConfigured
 	}
-	var change *models.SubscriptionChange
-	err := s.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		c, err := models.OpenSubscriptionChange(tx.DB, req)
-		if err != nil {
-			return err
-		}
-		change = c
-		return tx.Start(start(c))
-	})
+	change, err := models.OpenSubscriptionChange(tx.DB, req)
 	if err != nil {
 		return nil, err
 	}
-	return change, nil
+	return change, tx.Start(start(change))
 }
 
 // Retry re-runs a failed change from the step that failed
 // (models.RetrySubscriptionChange: its rules, e.g. 409 change_applied),
 // recording who asked, and starts the retry's workflow run
-// (subscription/<org>/<change>/retry-<n>) in the same transaction. by names
-// the billing-staff user (or "suite-admin" from the shell).
-func (s *Service) Retry(ctx context.Context, changeID, by string) (*models.SubscriptionChange, *models.SubscriptionChangeRetry, error) {
+// (subscription/<org>/<change>/retry-<n>), in tx. by names the
+// billing-staff user (or "suite-admin" from the shell).
+func (s *Service) Retry(tx *outbox.Tx, changeID, by string) (*models.SubscriptionChange, *models.SubscriptionChangeRetry, error) {
 	if !s.Configured() {
 		return nil, nil, ErrNotConfigured
 	}
-	var change *models.SubscriptionChange
-	var retry *models.SubscriptionChangeRetry
-	err := s.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		c, r, err := models.RetrySubscriptionChange(tx.DB, changeID, by)
-		if err != nil {
-			return err
-		}
-		change, retry = c, r
-		return tx.Start(start(c))
-	})
+	change, retry, err := models.RetrySubscriptionChange(tx.DB, changeID, by)
 	if err != nil {
 		return nil, nil, err
 	}
-	return change, retry, nil
+	return change, retry, tx.Start(start(change))
 }
 
 // ReceiveEvent handles one webhook delivery: the Stripe-Signature header
 // is verified (ErrBadSignature or ErrBadPayload: a 400, nothing recorded),
 // the event is stored once (a replay returns Duplicate and does nothing),
-// and what it means is done in one transaction: the organization's
-// subscription state (a deleted subscription returns it to free) and the
-// signal to the change it concerns, delivered by the outbox relay — also
-// when Temporal is down right now.
-func (s *Service) ReceiveEvent(ctx context.Context, payload []byte, signature string) (*models.EventRoute, error) {
+// and what it means is done in tx: the organization's subscription state
+// (a deleted subscription returns it to free) and the signal to the change
+// it concerns, delivered by the outbox relay — also when Temporal is down
+// right now. tx is begun only for a verified event.
+func (s *Service) ReceiveEvent(tx func() *outbox.Tx, payload []byte, signature string) (*models.EventRoute, error) {
 	if !s.Config.WebhookConfigured() {
 		return nil, ErrNotConfigured
 	}
@@ -124,30 +107,20 @@ func (s *Service) ReceiveEvent(ctx context.Context, payload []byte, signature st
 	if err != nil {
 		return nil, err
 	}
-	var route *models.EventRoute
-	err = s.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		r, err := models.RecordStripeEvent(tx.DB, ev)
-		if err != nil {
-			return err
-		}
-		route = r
-		if r.Change == nil {
-			return nil
-		}
-		st := start(r.Change)
-		return tx.Signal(outbox.Signal{
-			WorkflowID: st.WorkflowID,
-			Name:       workflows.SignalStripeEvent,
-			Input: workflows.StripeEventSignal{EventID: ev.ID, Type: ev.Type, SubscriptionID: ev.SubscriptionID,
-				InvoiceID: ev.InvoiceID, SubscriptionStatus: ev.SubscriptionStatus},
-			// The change's own start may still wait in the outbox.
-			Start: &st,
-		})
-	})
-	if err != nil {
-		return nil, err
+	otx := tx()
+	route, err := models.RecordStripeEvent(otx.DB, ev)
+	if err != nil || route.Change == nil {
+		return route, err
 	}
-	return route, nil
+	st := start(route.Change)
+	return route, otx.Signal(outbox.Signal{
+		WorkflowID: st.WorkflowID,
+		Name:       workflows.SignalStripeEvent,
+		Input: workflows.StripeEventSignal{EventID: ev.ID, Type: ev.Type, SubscriptionID: ev.SubscriptionID,
+			InvoiceID: ev.InvoiceID, SubscriptionStatus: ev.SubscriptionStatus},
+		// The change's own start may still wait in the outbox.
+		Start: &st,
+	})
 }
 
 // Wait returns the change once its workflow has moved past pending —

@@ -58,7 +58,7 @@ func openStarter(t *testing.T, db *gorm.DB) (*billing.Service, string, *models.S
 	t.Helper()
 	org := seedOrg(t, db, models.PlanFree)
 	svc := service(t, db, configured)
-	c, err := svc.Open(context.Background(), models.OpenChange{OrgID: org, Plan: models.PlanStarter})
+	c, err := open(svc, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,23 +85,22 @@ func count(t *testing.T, db *gorm.DB, model any, where string, args ...any) int6
 
 func TestOpenRecordsTheChangeWithItsWorkflowStart(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		ctx := context.Background()
 		org := seedOrg(t, db, models.PlanFree)
 
-		_, err := service(t, db, stripeconfig.Config{}).Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
+		_, err := open(service(t, db, stripeconfig.Config{}), models.OpenChange{OrgID: org, Plan: models.PlanStarter})
 		var de *models.DomainError
 		if !errors.Is(err, models.ErrUnavailable) || !errors.As(err, &de) || de.Code != "billing_not_configured" {
 			t.Fatalf("unconfigured: %v", err)
 		}
 		svc := service(t, db, configured)
-		if _, err := svc.Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanFree}); !errors.Is(err, models.ErrInvalid) {
+		if _, err := open(svc, models.OpenChange{OrgID: org, Plan: models.PlanFree}); !errors.Is(err, models.ErrInvalid) {
 			t.Fatalf("free: %v", err)
 		}
 		if n := count(t, db, &models.SubscriptionChange{}, "org_id = ?", org); n != 0 || len(outboxRows(t, db, org)) != 0 {
 			t.Fatal("a refused change left a change or a workflow start behind")
 		}
 
-		c, err := svc.Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanBusiness, Interval: models.IntervalYear, RequestedBy: "user-1"})
+		c, err := open(svc, models.OpenChange{OrgID: org, Plan: models.PlanBusiness, Interval: models.IntervalYear, RequestedBy: "user-1"})
 		if err != nil || c.Kind != models.ChangeCreate || c.RequestedBy != "user-1" {
 			t.Fatalf("%+v %v", c, err)
 		}
@@ -125,18 +124,18 @@ func TestRetryStartsANewRunOfTheChange(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		ctx := context.Background()
 		svc, org, c := openStarter(t, db)
-		if _, _, err := svc.Retry(ctx, c.ID, "staff-1"); !errors.Is(err, models.ErrConflict) {
+		if _, _, err := retry(svc, c.ID, "staff-1"); !errors.Is(err, models.ErrConflict) {
 			t.Fatalf("retry of an open change: %v", err)
 		}
 		if _, err := models.CloseSubscriptionChange(ctx, db, c.ID, models.ChangeFailed, "card_declined", "declined"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := service(t, db, stripeconfig.Config{}).Retry(ctx, c.ID, "staff-1"); !errors.Is(err, models.ErrUnavailable) {
+		if _, _, err := retry(service(t, db, stripeconfig.Config{}), c.ID, "staff-1"); !errors.Is(err, models.ErrUnavailable) {
 			t.Fatalf("unconfigured retry: %v", err)
 		}
-		retried, retry, err := svc.Retry(ctx, c.ID, "staff-1")
-		if err != nil || retried.Status != models.ChangePending || retry.Number != 1 || retry.RequestedBy != "staff-1" {
-			t.Fatalf("%+v %+v %v", retried, retry, err)
+		retried, r, err := retry(svc, c.ID, "staff-1")
+		if err != nil || retried.Status != models.ChangePending || r.Number != 1 || r.RequestedBy != "staff-1" {
+			t.Fatalf("%+v %+v %v", retried, r, err)
 		}
 		rows := outboxRows(t, db, org)
 		if len(rows) != 2 || rows[1].WorkflowID != "subscription/"+org+"/"+c.ID+"/retry-1" || rows[1].WorkflowID != billing.WorkflowID(retried) {
@@ -162,10 +161,10 @@ func TestReceiveEventStoresOnceAndSignalsTheChange(t *testing.T) {
 		_ = json.Unmarshal(payload, &evID)
 
 		// Without a webhook secret, and with a bad signature: nothing is stored.
-		if _, err := service(t, db, stripeconfig.Config{SecretKey: "sk_test_x"}).ReceiveEvent(ctx, payload, stripetest.Sign(payload, secret, time.Now())); !errors.Is(err, models.ErrUnavailable) {
+		if _, err := receive(service(t, db, stripeconfig.Config{SecretKey: "sk_test_x"}), payload, stripetest.Sign(payload, secret, time.Now())); !errors.Is(err, models.ErrUnavailable) {
 			t.Fatalf("no webhook secret: %v", err)
 		}
-		if _, err := svc.ReceiveEvent(ctx, payload, stripetest.Sign(payload, "whsec_wrong", time.Now())); !billing.IsBadWebhook(err) {
+		if _, err := receive(svc, payload, stripetest.Sign(payload, "whsec_wrong", time.Now())); !billing.IsBadWebhook(err) {
 			t.Fatalf("wrong secret: %v", err)
 		}
 		if count(t, db, &models.StripeEvent{}, "id = ?", evID.ID) != 0 {
@@ -173,7 +172,7 @@ func TestReceiveEventStoresOnceAndSignalsTheChange(t *testing.T) {
 		}
 
 		for i := range 2 {
-			route, err := svc.ReceiveEvent(ctx, payload, stripetest.Sign(payload, secret, time.Now()))
+			route, err := receive(svc, payload, stripetest.Sign(payload, secret, time.Now()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +207,7 @@ func TestWaitHoldsUntilTheWorkflowHasMoved(t *testing.T) {
 		ctx := context.Background()
 		org := seedOrg(t, db, models.PlanFree)
 		svc := service(t, db, configured)
-		c, err := svc.Open(ctx, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
+		c, err := open(svc, models.OpenChange{OrgID: org, Plan: models.PlanStarter})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,4 +230,30 @@ func TestWaitHoldsUntilTheWorkflowHasMoved(t *testing.T) {
 			t.Fatalf("%+v %v", got, err)
 		}
 	})
+}
+
+// open, retry and receive call the billing core in a transaction of their
+// own, as a request does in its own.
+func open(svc *billing.Service, req models.OpenChange) (c *models.SubscriptionChange, err error) {
+	err = svc.Starter.Transact(context.Background(), func(tx *outbox.Tx) error {
+		c, err = svc.Open(tx, req)
+		return err
+	})
+	return c, err
+}
+
+func retry(svc *billing.Service, changeID, by string) (c *models.SubscriptionChange, r *models.SubscriptionChangeRetry, err error) {
+	err = svc.Starter.Transact(context.Background(), func(tx *outbox.Tx) error {
+		c, r, err = svc.Retry(tx, changeID, by)
+		return err
+	})
+	return c, r, err
+}
+
+func receive(svc *billing.Service, payload []byte, signature string) (route *models.EventRoute, err error) {
+	err = svc.Starter.Transact(context.Background(), func(tx *outbox.Tx) error {
+		route, err = svc.ReceiveEvent(func() *outbox.Tx { return tx }, payload, signature)
+		return err
+	})
+	return route, err
 }

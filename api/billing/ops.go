@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
@@ -87,9 +88,10 @@ func (h *ops) list(c *fiber.Ctx) error {
 	return web.SendPage(c, rows, func(ch *models.SubscriptionChange) opsChange { return toOpsChange(ch, retries[ch.ID]) })
 }
 
-// withRetries is change as billing staff see it, with its retries.
-func (h *ops) withRetries(c *fiber.Ctx, change *models.SubscriptionChange) (opsChange, error) {
-	retries, err := models.SubscriptionChangeRetries(c.UserContext(), h.s.DB, change.ID)
+// withRetries is change as billing staff see it, with its retries read on
+// db (the request's transaction after a retry).
+func withRetries(c *fiber.Ctx, db *gorm.DB, change *models.SubscriptionChange) (opsChange, error) {
+	retries, err := models.SubscriptionChangeRetries(c.UserContext(), db, change.ID)
 	if err != nil {
 		return opsChange{}, err
 	}
@@ -104,7 +106,7 @@ func (h *ops) get(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.withRetries(c, change)
+	out, err := withRetries(c, h.s.DB, change)
 	if err != nil {
 		return err
 	}
@@ -120,14 +122,15 @@ func (h *ops) retry(c *fiber.Ctx) error {
 	}
 	// Retry reads the change under a row lock, and a malformed or unknown
 	// id is not found there either.
-	change, _, err := h.s.Retry(c.UserContext(), c.Params("id"), requester(auth.From(c)))
+	tx := h.s.Starter.In(c, web.Tx(c))
+	change, _, err := h.s.Retry(tx, c.Params("id"), requester(auth.From(c)))
 	if errors.Is(err, models.ErrNotFound) {
 		return models.NotFound("The subscription change")
 	}
 	if err != nil {
 		return downgradeProblem(err)
 	}
-	out, err := h.withRetries(c, change)
+	out, err := withRetries(c, tx.DB, change)
 	if err != nil {
 		return err
 	}

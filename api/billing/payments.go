@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 )
@@ -169,7 +170,7 @@ func requester(p *auth.Principal) string {
 // after waiting for the workflow's first steps when the caller asked with
 // Prefer: wait=N.
 func (h *payments) open(c *fiber.Ctx, req models.OpenChange) error {
-	change, err := h.s.Open(c.UserContext(), req)
+	change, err := h.s.Open(h.s.Starter.In(c, web.Tx(c)), req)
 	if err != nil {
 		return downgradeProblem(err)
 	}
@@ -297,7 +298,7 @@ func Webhook(s *Service) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		// The body is Fiber's buffer, reused after the handler returns.
 		payload := append([]byte(nil), c.Body()...)
-		route, err := s.ReceiveEvent(c.UserContext(), payload, strings.Clone(c.Get("Stripe-Signature")))
+		route, err := s.ReceiveEvent(func() *outbox.Tx { return s.Starter.In(c, web.Tx(c)) }, payload, strings.Clone(c.Get("Stripe-Signature")))
 		switch {
 		case errors.Is(err, ErrBadSignature):
 			return web.NewProblem(fiber.StatusBadRequest, "invalid_signature",

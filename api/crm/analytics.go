@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 )
 
@@ -80,13 +81,15 @@ func (h *handlers) analytics(c *fiber.Ctx) error {
 		return err
 	}
 	db := h.DB.WithContext(ctx)
-	inOrg := func(model any) *gorm.DB { return db.Model(model).Where("org_id = ?", p.OrgID) }
+	inOrg := func(model any) *gorm.DB { return web.Scope{OrgID: p.OrgID}.Narrow(db.Model(model)) }
+	// AGENTs count only the leads, deals and tasks assigned to them.
+	assigned := func(model any) *gorm.DB { return rowScope(p, "assigned_to_id").Narrow(db.Model(model)) }
 	out := analyticsResponse{Currency: org.Currency, DealsByStage: make([]stageSummary, 0, len(models.DealStages))}
 
 	if err := inOrg(&models.Contact{}).Count(&out.Counts.Contacts).Error; err != nil {
 		return err
 	}
-	if err := scope(inOrg(&models.Lead{}), p, "assigned_to_id").Count(&out.Counts.Leads).Error; err != nil {
+	if err := assigned(&models.Lead{}).Count(&out.Counts.Leads).Error; err != nil {
 		return err
 	}
 
@@ -94,7 +97,7 @@ func (h *handlers) analytics(c *fiber.Ctx) error {
 		OpenDeals, WonDeals, LostDeals           int64
 		PipelineValue, WeightedValue, WonRevenue float64
 	}
-	err = scope(inOrg(&models.Deal{}), p, "assigned_to_id").Select(
+	err = assigned(&models.Deal{}).Select(
 		"COUNT(CASE WHEN stage IN "+openStages+" THEN 1 END) AS open_deals, "+
 			"COUNT(CASE WHEN stage = ? THEN 1 END) AS won_deals, "+
 			"COUNT(CASE WHEN stage = ? THEN 1 END) AS lost_deals, "+
@@ -113,7 +116,7 @@ func (h *handlers) analytics(c *fiber.Ctx) error {
 		Count  int64
 		Amount float64
 	}
-	err = scope(inOrg(&models.Deal{}), p, "assigned_to_id").
+	err = assigned(&models.Deal{}).
 		Select("stage, COUNT(*) AS count, COALESCE(SUM(amount), 0) AS amount").Group("stage").Scan(&byStage).Error
 	if err != nil {
 		return err
@@ -130,7 +133,7 @@ func (h *handlers) analytics(c *fiber.Ctx) error {
 
 	today := time.Now().In(org.Location()).Format(time.DateOnly)
 	var tasks struct{ OpenTasks, OverdueTasks int64 }
-	err = scope(inOrg(&models.Task{}), p, "assigned_to_id").Select(
+	err = assigned(&models.Task{}).Select(
 		"COUNT(CASE WHEN status = ? THEN 1 END) AS open_tasks, "+
 			"COUNT(CASE WHEN status = ? AND due_date <> '' AND due_date < ? THEN 1 END) AS overdue_tasks",
 		taskOpen, taskOpen, today).Scan(&tasks).Error

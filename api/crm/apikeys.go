@@ -34,16 +34,7 @@ func toKey(k *models.APIKey) keyResponse {
 func keyCursor(k *models.APIKey) web.Cursor { return web.Cursor{CreatedAt: k.CreatedAt, ID: k.ID} }
 
 func (h *handlers) listKeys(c *fiber.Ctx) error {
-	p := auth.From(c)
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.APIKey{}).Where("org_id = ?", p.OrgID), page, keyCursor)
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, toKey)
+	return web.List(c, h.DB, web.In(web.Scope{OrgID: auth.From(c).OrgID}), web.Listing[models.APIKey, keyResponse]{Cursor: keyCursor, View: toKey})
 }
 
 type createKeyRequest struct {
@@ -58,7 +49,7 @@ func (h *handlers) createKey(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	k, secret, err := models.CreateAPIKey(c.UserContext(), h.DB, p.OrgID, req.Service, strings.TrimSpace(req.Name), p.UserID)
+	k, secret, err := models.CreateAPIKey(c.UserContext(), web.Tx(c), p.OrgID, req.Service, strings.TrimSpace(req.Name), p.UserID)
 	if err != nil {
 		return err
 	}
@@ -76,7 +67,7 @@ func (h *handlers) revokeKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	res := h.DB.WithContext(c.UserContext()).Model(&models.APIKey{}).
+	res := web.Tx(c).Model(&models.APIKey{}).
 		Where("id = ? AND org_id = ?", keyID, p.OrgID).
 		Update("revoked_at", gorm.Expr("COALESCE(revoked_at, ?)", models.Now()))
 	if res.Error != nil {
@@ -85,6 +76,6 @@ func (h *handlers) revokeKey(c *fiber.Ctx) error {
 	if res.RowsAffected == 0 {
 		return models.NotFound("The API key")
 	}
-	h.Auth.ForgetKeys() // the other processes see the epoch move
+	web.AfterCommit(c, h.Auth.ForgetKeys) // the other processes see the epoch move
 	return c.SendStatus(fiber.StatusNoContent)
 }

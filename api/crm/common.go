@@ -1,9 +1,6 @@
 package crm
 
 import (
-	"reflect"
-	"strings"
-
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
@@ -22,18 +19,19 @@ func (h *handlers) orgOf(c *fiber.Ctx, bodyOrgID string) (*auth.Principal, error
 	return h.Auth.ResolveOrg(c, orgID)
 }
 
+// userBody decodes the body of a request that only a signed-in user may
+// make (an API key is a 403) into req, and returns the user.
+func userBody(c *fiber.Ctx, req any) (*auth.Principal, error) {
+	p := auth.From(c)
+	if err := auth.RequireUser(p); err != nil {
+		return nil, err
+	}
+	return p, web.Decode(c, req)
+}
+
 // agentScoped tells whether the caller sees only work assigned to them:
 // AGENTs do; ADMINs, OWNERs and API keys see everything.
 func agentScoped(p *auth.Principal) bool { return !p.IsKey() && p.Role == models.RoleAgent }
-
-// scope restricts q to rows assigned to the caller when agentScoped and
-// the rows have an assignee column ("" — everyone sees every row).
-func scope(q *gorm.DB, p *auth.Principal, column string) *gorm.DB {
-	if column != "" && agentScoped(p) {
-		return q.Where(column+" = ?", p.MemberID)
-	}
-	return q
-}
 
 // checkLinked fails with 422 on field unless id names a row of model in orgID.
 func checkLinked(db *gorm.DB, model any, orgID, field string, id *string) error {
@@ -52,62 +50,26 @@ func checkLinked(db *gorm.DB, model any, orgID, field string, id *string) error 
 	return models.Invalid(models.FieldError{Field: field, Code: "not_found", Message: "Must be the id of a record of this organization."})
 }
 
-// findScoped loads one row of the organization (and, for AGENTs when
-// column is set, assigned to them); anything else is a 404.
-func findScoped[T any](c *fiber.Ctx, db *gorm.DB, p *auth.Principal, id, assigneeColumn, what string) (*T, error) {
-	return models.FindInOrg[T](scope(db.WithContext(c.UserContext()), p, assigneeColumn), p.OrgID, id, what)
-}
-
-// getScoped answers the row of T named by the :id parameter, seen as the
-// caller sees it (findScoped), shown by view.
-func getScoped[T, R any](h *handlers, c *fiber.Ctx, assigneeColumn, what string, view func(*T) R) error {
-	row, err := pathRow[T](h, c, assigneeColumn, what)
-	if err != nil {
-		return err
+// rowScope is the rows of the organization p acts in that p sees: for an
+// AGENT, when the rows have an assignee column, only theirs.
+func rowScope(p *auth.Principal, assigneeColumn string) web.Scope {
+	s := web.Scope{OrgID: p.OrgID}
+	if assigneeColumn != "" && agentScoped(p) {
+		s.Column, s.Value = assigneeColumn, p.MemberID
 	}
-	return c.JSON(view(row))
+	return s
 }
 
-// pathRow is the row of T named by the :id parameter in the organization
-// the query names (orgOf), seen as the caller sees it (findScoped).
-func pathRow[T any](h *handlers, c *fiber.Ctx, assigneeColumn, what string) (*T, error) {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return nil, err
-	}
-	return findScoped[T](c, h.DB, p, c.Params("id"), assigneeColumn, what)
-}
-
-// updateScoped changes the row of T named by the :id parameter, seen as the
-// caller p sees it (findScoped), in one transaction: the row is locked,
-// change applies the request to it (or refuses, changing nothing) and the
-// row is saved. It returns the saved row.
-func updateScoped[T any](h *handlers, c *fiber.Ctx, p *auth.Principal, assigneeColumn, what string, change func(tx *gorm.DB, row *T) error) (*T, error) {
-	var row *T
-	err := h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		if row, err = findScoped[T](c, models.LockForUpdate(tx), p, c.Params("id"), assigneeColumn, what); err != nil {
-			return err
+// inOrg is the Scoper of the CRM's reads and removals: the organization
+// the query names (orgOf) and the rows of it the caller sees (rowScope).
+func (h *handlers) inOrg(assigneeColumn string) web.Scoper {
+	return func(c *fiber.Ctx) (web.Scope, error) {
+		p, err := h.orgOf(c, "")
+		if err != nil {
+			return web.Scope{}, err
 		}
-		if err := change(tx, row); err != nil {
-			return err
-		}
-		return tx.Save(row).Error
-	})
-	return row, err
-}
-
-// deleteScoped deletes the row of T named by the :id parameter, seen as the
-// caller sees it (findScoped), and answers 204.
-func deleteScoped[T any](h *handlers, c *fiber.Ctx, assigneeColumn, what string) error {
-	row, err := pathRow[T](h, c, assigneeColumn, what)
-	if err != nil {
-		return err
+		return rowScope(p, assigneeColumn), nil
 	}
-	if err := h.DB.WithContext(c.UserContext()).Delete(row).Error; err != nil {
-		return err
-	}
-	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // nullable turns "" into nil (clearing an optional reference).
@@ -130,81 +92,4 @@ func shownActor(a models.Actor) string {
 		return id
 	}
 	return string(a)
-}
-
-// listing describes a list route over T, shown as R: the column by which
-// AGENTs see only their own rows ("" — everyone sees all), the query
-// parameters it filters by, and how a row pages and shows.
-type listing[T, R any] struct {
-	assignee string
-	// filter points to a struct of the route's query parameters (string
-	// fields named by their json tags, with validate rules); narrow
-	// applies it once filled and valid.
-	filter any
-	narrow func(q *gorm.DB) *gorm.DB
-	cursor func(*T) web.Cursor
-	view   func(*T) R
-}
-
-// list answers a list route: the organization's rows of T as the caller
-// may see them, narrowed by the route's filters, newest first, a page at
-// a time.
-func list[T, R any](h *handlers, c *fiber.Ctx, l listing[T, R]) error {
-	p, err := h.orgOf(c, "")
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	if l.filter != nil {
-		fillFromQuery(c, l.filter)
-		if err := web.Validate(l.filter); err != nil {
-			return err
-		}
-	}
-	q := scope(h.DB.WithContext(c.UserContext()).Model(new(T)).Where("org_id = ?", p.OrgID), p, l.assignee)
-	if l.narrow != nil {
-		q = l.narrow(q)
-	}
-	rows, err := web.Paginate(q, page, l.cursor)
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, l.view)
-}
-
-// fillFromQuery sets each string field of the struct filter points to
-// from the query parameter its json tag names (as c.Query reads it; an
-// absent parameter is ""), trimmed of spaces when tagged query:"trim".
-func fillFromQuery(c *fiber.Ctx, filter any) {
-	v := reflect.ValueOf(filter).Elem()
-	for i := range v.NumField() {
-		field := v.Type().Field(i)
-		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
-		if f := v.Field(i); name != "" && f.Kind() == reflect.String {
-			value := c.Query(name)
-			if field.Tag.Get("query") == "trim" {
-				value = strings.TrimSpace(value)
-			}
-			f.SetString(value)
-		}
-	}
-}
-
-// equal narrows q to rows whose column is value, when value is set.
-func equal(q *gorm.DB, column, value string) *gorm.DB {
-	if value == "" {
-		return q
-	}
-	return q.Where(column+" = ?", value)
-}
-
-// containing narrows q to rows with text in one of columns, when set.
-func containing(q *gorm.DB, text string, columns ...string) *gorm.DB {
-	if text == "" {
-		return q
-	}
-	return web.ContainsText(q, text, columns...)
 }

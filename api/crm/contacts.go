@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -41,9 +42,9 @@ func (h *handlers) listContacts(c *fiber.Ctx) error {
 		Type string `json:"type" validate:"omitempty,oneof=person company"`
 		Q    string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return list(h, c, listing[models.Contact, contactResponse]{filter: &f, cursor: contactCursor, view: toContact,
-		narrow: func(q *gorm.DB) *gorm.DB {
-			return containing(equal(q, "type", f.Type), f.Q, "name", "email", "company")
+	return web.List(c, h.DB, h.inOrg(""), web.Listing[models.Contact, contactResponse]{Filter: &f, Cursor: contactCursor, View: toContact,
+		Narrow: func(q *gorm.DB) *gorm.DB {
+			return web.Containing(web.Equal(q, "type", f.Type), f.Q, "name", "email", "company")
 		}})
 }
 
@@ -95,7 +96,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	ct := &models.Contact{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name), Type: models.ContactPerson,
 		CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 	req.apply(ct)
-	if err := models.Insert(h.DB.WithContext(c.UserContext()), ct); err != nil {
+	if err := database.Insert(web.OneStatementTx(c), ct); err != nil {
 		return err
 	}
 	c.Location("/crm/contacts/" + ct.ID)
@@ -103,7 +104,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 }
 
 func (h *handlers) getContact(c *fiber.Ctx) error {
-	return getScoped(h, c, "", "The contact", toContact)
+	return web.Get(c, h.DB, h.inOrg(""), "The contact", toContact)
 }
 
 type updateContactRequest struct {
@@ -120,7 +121,7 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	ct, err := updateScoped(h, c, p, "", "The contact", func(tx *gorm.DB, ct *models.Contact) error {
+	ct, err := web.Update(c, rowScope(p, ""), "The contact", func(tx *gorm.DB, ct *models.Contact) error {
 		if req.Name != nil {
 			ct.Name = strings.TrimSpace(*req.Name)
 		}
@@ -137,5 +138,5 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 // deleteContact deletes a contact; deals and tasks linked to it keep
 // existing and lose the link (ON DELETE SET NULL).
 func (h *handlers) deleteContact(c *fiber.Ctx) error {
-	return deleteScoped[models.Contact](h, c, "", "The contact")
+	return web.Delete[models.Contact](c, h.inOrg(""), "The contact")
 }

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -55,8 +56,10 @@ func (h *handlers) listDeals(c *fiber.Ctx) error {
 		Stage        string `validate:"omitempty,oneof=NEW QUALIFIED MEETING PROPOSAL NEGOTIATION WON LOST" json:"stage"`
 		AssignedToID string `validate:"omitempty,uuid" json:"assignedToId"`
 	}
-	return list(h, c, listing[models.Deal, dealResponse]{assignee: "assigned_to_id", filter: &f, cursor: dealCursor, view: toDeal,
-		narrow: func(q *gorm.DB) *gorm.DB { return equal(equal(q, "stage", f.Stage), "assigned_to_id", f.AssignedToID) }})
+	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Deal, dealResponse]{Filter: &f, Cursor: dealCursor, View: toDeal,
+		Narrow: func(q *gorm.DB) *gorm.DB {
+			return web.Equal(web.Equal(q, "stage", f.Stage), "assigned_to_id", f.AssignedToID)
+		}})
 }
 
 type dealFields struct {
@@ -148,25 +151,25 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 	if d.Stage == models.StageWon {
 		d.WonAt = &now
 	}
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		if err := models.Insert(tx, d); err != nil {
-			return err
-		}
-		return models.Insert(tx, &models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: "",
-			ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now})
-	})
+	tx := web.Tx(c)
+	if err := database.Insert(tx, d); err != nil {
+		return err
+	}
+	err = database.Insert(tx, &models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: "",
+		ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now})
 	if err != nil {
 		return err
 	}
 	c.Location("/crm/deals/" + d.ID)
-	return c.Status(fiber.StatusCreated).JSON(h.withHistory(c, d))
+	return c.Status(fiber.StatusCreated).JSON(withHistory(tx, d))
 }
 
-// withHistory adds the stage history to a deal response.
-func (h *handlers) withHistory(c *fiber.Ctx, d *models.Deal) dealResponse {
+// withHistory adds the stage history, read on db (the request's
+// transaction after a change), to a deal response.
+func withHistory(db *gorm.DB, d *models.Deal) dealResponse {
 	out := toDeal(d)
 	var changes []models.DealStageChange
-	if err := h.DB.WithContext(c.UserContext()).Where("deal_id = ?", d.ID).Order("created_at, id").Find(&changes).Error; err == nil {
+	if err := db.Where("deal_id = ?", d.ID).Order("created_at, id").Find(&changes).Error; err == nil {
 		out.History = make([]stageChangeOut, len(changes))
 		for i, ch := range changes {
 			out.History[i] = stageChangeOut{From: ch.FromStage, To: ch.ToStage, ChangedBy: shownActor(ch.ChangedBy), ChangedAt: ch.CreatedAt}
@@ -176,7 +179,9 @@ func (h *handlers) withHistory(c *fiber.Ctx, d *models.Deal) dealResponse {
 }
 
 func (h *handlers) getDeal(c *fiber.Ctx) error {
-	return getScoped(h, c, "assigned_to_id", "The deal", func(d *models.Deal) dealResponse { return h.withHistory(c, d) })
+	return web.Get(c, h.DB, h.inOrg("assigned_to_id"), "The deal", func(d *models.Deal) dealResponse {
+		return withHistory(h.DB.WithContext(c.UserContext()), d)
+	})
 }
 
 type updateDealRequest struct {
@@ -194,7 +199,7 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d, err := updateScoped(h, c, p, "assigned_to_id", "The deal", func(tx *gorm.DB, d *models.Deal) error {
+	d, err := web.Update(c, rowScope(p, "assigned_to_id"), "The deal", func(tx *gorm.DB, d *models.Deal) error {
 		if req.Title != nil {
 			d.Title = strings.TrimSpace(*req.Title)
 		}
@@ -214,9 +219,9 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(h.withHistory(c, d))
+	return c.JSON(withHistory(web.Tx(c), d))
 }
 
 func (h *handlers) deleteDeal(c *fiber.Ctx) error {
-	return deleteScoped[models.Deal](h, c, "assigned_to_id", "The deal")
+	return web.Delete[models.Deal](c, h.inOrg("assigned_to_id"), "The deal")
 }

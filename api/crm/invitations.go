@@ -11,6 +11,7 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -125,25 +126,21 @@ func (h *handlers) resendInvitation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var m models.Member
-	var out *invitationResponse
-	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
-		if _, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
-			return err
-		}
-		if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
-			return memberNotFound(err)
-		}
-		if m.Status != models.MemberInvited {
-			return models.Err(models.ErrConflict, "not_invited", "%s has already joined; there is no invitation to resend.", m.Email)
-		}
-		if err := canGrant(p, m.Role); err != nil {
-			return err
-		}
-		var err error
-		out, err = h.invite(tx, &m, p.UserID, models.Now())
+	tx := h.Starter.In(c, web.Tx(c))
+	if _, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
 		return err
-	})
+	}
+	var m models.Member
+	if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
+		return memberNotFound(err)
+	}
+	if m.Status != models.MemberInvited {
+		return models.Err(models.ErrConflict, "not_invited", "%s has already joined; there is no invitation to resend.", m.Email)
+	}
+	if err := canGrant(p, m.Role); err != nil {
+		return err
+	}
+	out, err := h.invite(tx, &m, p.UserID, models.Now())
 	if err != nil {
 		return err
 	}
@@ -175,12 +172,9 @@ var (
 // checked before anything about the invitation is told, so a token that
 // reached someone else reveals nothing more than that it is not theirs.
 func (h *handlers) acceptInvitation(c *fiber.Ctx) error {
-	p := auth.From(c)
-	if err := auth.RequireUser(p); err != nil {
-		return err
-	}
 	var req acceptInvitationRequest
-	if err := web.Decode(c, &req); err != nil {
+	p, err := userBody(c, &req)
+	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
@@ -194,56 +188,58 @@ func (h *handlers) acceptInvitation(c *fiber.Ctx) error {
 	if models.NormalizeEmail(p.Email) != inv.Email {
 		return errInvitationEmail
 	}
-	var m models.Member
-	var org *models.Organization
 	now := models.Now()
-	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		var err error
-		if org, err = models.FindOrg(ctx, models.LockForUpdate(tx.DB), inv.OrgID); err != nil {
-			return errInvitationRevoked // the organization is gone
-		}
-		if err := models.LockForUpdate(tx.DB).Take(&inv, "id = ?", inv.ID).Error; err != nil {
-			return err
-		}
-		switch {
-		case inv.Status == models.InvitationAccepted:
-			return errInvitationUsed
-		case inv.Status == models.InvitationRevoked:
-			return errInvitationRevoked
-		case inv.ExpiresAt.Before(now):
-			return errInvitationExpired
-		}
-		if err := tx.Take(&m, "id = ? AND status = ?", inv.MemberID, models.MemberInvited).Error; err != nil {
-			if isNotFound(err) {
-				return errInvitationRevoked
-			}
-			return err
-		}
-		var already int64
-		if err := tx.Model(&models.Member{}).Where("org_id = ? AND user_id = ? AND status <> ?", inv.OrgID, p.UserID, models.MemberRemoved).
-			Count(&already).Error; err != nil {
-			return err
-		}
-		if already > 0 {
-			return models.Err(models.ErrConflict, "already_member", "You are already a member of this organization.")
-		}
-		userID := p.UserID
-		m.UserID, m.Status, m.Name, m.UpdatedAt = &userID, models.MemberActive, cmp.Or(m.Name, p.Name), now
-		if err := tx.Model(&models.Member{}).Where("id = ?", m.ID).
-			Updates(map[string]any{"user_id": &userID, "status": m.Status, "name": m.Name, "updated_at": now}).Error; err != nil {
-			return err
-		}
-		if err := tx.Model(&models.Invitation{}).Where("id = ?", inv.ID).Updates(map[string]any{"status": models.InvitationAccepted,
-			"accepted_by": &userID, "accepted_at": &now, "updated_at": now}).Error; err != nil {
-			return err
-		}
-		return startOrgSync(tx, inv.OrgID)
-	})
+	org, m, err := join(h.Starter.In(c, web.Tx(c)), p, &inv, now)
 	if err != nil {
-		if models.IsUniqueViolation(err) {
+		if database.IsUniqueViolation(err) {
 			return models.Err(models.ErrConflict, "already_member", "You are already a member of this organization.")
 		}
 		return err
 	}
-	return c.JSON(acceptInvitationResponse{Organization: toOrg(org, m.Role), Member: toMember(&m)})
+	return c.JSON(acceptInvitationResponse{Organization: toOrg(org, m.Role), Member: toMember(m)})
+}
+
+// join makes p the member inv invited, in tx, if the invitation is still
+// good; it reports which organization they joined.
+func join(tx *outbox.Tx, p *auth.Principal, inv *models.Invitation, now time.Time) (org *models.Organization, m *models.Member, err error) {
+	if org, err = models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), inv.OrgID); err != nil {
+		return nil, nil, errInvitationRevoked // the organization is gone
+	}
+	if err := models.LockForUpdate(tx.DB).Take(inv, "id = ?", inv.ID).Error; err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case inv.Status == models.InvitationAccepted:
+		return nil, nil, errInvitationUsed
+	case inv.Status == models.InvitationRevoked:
+		return nil, nil, errInvitationRevoked
+	case inv.ExpiresAt.Before(now):
+		return nil, nil, errInvitationExpired
+	}
+	m = new(models.Member)
+	if err := tx.Take(m, "id = ? AND status = ?", inv.MemberID, models.MemberInvited).Error; err != nil {
+		if isNotFound(err) {
+			return nil, nil, errInvitationRevoked
+		}
+		return nil, nil, err
+	}
+	var already int64
+	if err := tx.Model(&models.Member{}).Where("org_id = ? AND user_id = ? AND status <> ?", inv.OrgID, p.UserID, models.MemberRemoved).
+		Count(&already).Error; err != nil {
+		return nil, nil, err
+	}
+	if already > 0 {
+		return nil, nil, models.Err(models.ErrConflict, "already_member", "You are already a member of this organization.")
+	}
+	userID := p.UserID
+	m.UserID, m.Status, m.Name, m.UpdatedAt = &userID, models.MemberActive, cmp.Or(m.Name, p.Name), now
+	if err := tx.Model(&models.Member{}).Where("id = ?", m.ID).
+		Updates(map[string]any{"user_id": &userID, "status": m.Status, "name": m.Name, "updated_at": now}).Error; err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Model(&models.Invitation{}).Where("id = ?", inv.ID).Updates(map[string]any{"status": models.InvitationAccepted,
+		"accepted_by": &userID, "accepted_at": &now, "updated_at": now}).Error; err != nil {
+		return nil, nil, err
+	}
+	return org, m, startOrgSync(tx, inv.OrgID)
 }

@@ -83,7 +83,7 @@ func TestInvitationNeedsItsTokenAndTheInvitedAddress(t *testing.T) {
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization/" + orgID + "/apikeys", Headers: squatter.Auth()}).ExpectProblem(404, "not_found")
 		// Even when the identity service lists the address's account as a
 		// member (mirroring), the pending invitation is not taken.
-		if err := e.Identity.SetMembers(t.Context(), orgID, []identity.Membership{
+		if err := e.Identity.SetMembers(e.DB.WithContext(t.Context()), orgID, []identity.Membership{
 			{OrgID: orgID, UserID: owner.ID, Role: models.RoleOwner}, {OrgID: orgID, UserID: squatter.ID, Role: models.RoleAdmin},
 		}); err != nil {
 			t.Fatal(err)

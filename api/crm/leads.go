@@ -11,8 +11,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -56,9 +58,9 @@ func (h *handlers) listLeads(c *fiber.Ctx) error {
 		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
 		Q            string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return list(h, c, listing[models.Lead, leadResponse]{assignee: "assigned_to_id", filter: &f, cursor: leadCursor, view: toLead,
-		narrow: func(q *gorm.DB) *gorm.DB {
-			return containing(equal(equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID), f.Q, "name", "email", "company")
+	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Lead, leadResponse]{Filter: &f, Cursor: leadCursor, View: toLead,
+		Narrow: func(q *gorm.DB) *gorm.DB {
+			return web.Containing(web.Equal(web.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID), f.Q, "name", "email", "company")
 		}})
 }
 
@@ -120,29 +122,28 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 		CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 	intake := &models.LeadIntake{ID: models.NewID(), OrgID: p.OrgID, DedupeKey: "api:" + lead.ID, LeadID: lead.ID,
 		Payload: mustJSON(pl), Status: models.IntakeReceived, Authenticated: true, CreatedAt: now}
-	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
-		if lead.Email != "" {
-			var existing models.Lead
-			if err := tx.Select("id").Scopes(models.LeadWithEmail(p.OrgID, lead.Email)).Take(&existing).Error; err == nil {
-				return models.Err(models.ErrConflict, "duplicate_lead", "Lead %s already has this e-mail address.", existing.ID)
-			}
+	tx := h.Starter.In(c, web.Tx(c))
+	if lead.Email != "" {
+		var existing models.Lead
+		if err := tx.Select("id").Scopes(models.LeadWithEmail(p.OrgID, lead.Email)).Take(&existing).Error; err == nil {
+			return models.Err(models.ErrConflict, "duplicate_lead", "Lead %s already has this e-mail address.", existing.ID)
 		}
-		if err := models.RescoreLead(tx.DB, lead, now); err != nil {
-			return err
-		}
-		if err := tx.Create(lead).Error; err != nil {
-			return err
-		}
-		if err := tx.Create(intake).Error; err != nil {
-			return err
-		}
-		return tx.Start(outbox.Start{WorkflowID: workflows.LeadIntakeID(p.OrgID, intake.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
-			Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: workflows.KindLeadIntake})
-	})
-	if err != nil {
-		if models.IsUniqueViolation(err) {
+	}
+	if err := models.RescoreLead(tx.DB, lead, now); err != nil {
+		return err
+	}
+	if err := tx.Create(lead).Error; err != nil {
+		if database.IsUniqueViolation(err) {
 			return models.Err(models.ErrConflict, "duplicate_lead", "A lead with this e-mail address exists.")
 		}
+		return err
+	}
+	if err := tx.Create(intake).Error; err != nil {
+		return err
+	}
+	err = tx.Start(outbox.Start{WorkflowID: workflows.LeadIntakeID(p.OrgID, intake.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
+		Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: workflows.KindLeadIntake})
+	if err != nil {
 		return err
 	}
 	c.Location("/crm/leads/" + lead.ID)
@@ -155,7 +156,7 @@ func mustJSON(v any) string {
 }
 
 func (h *handlers) getLead(c *fiber.Ctx) error {
-	return getScoped(h, c, "assigned_to_id", "The lead", toLead)
+	return web.Get(c, h.DB, h.inOrg("assigned_to_id"), "The lead", toLead)
 }
 
 type updateLeadRequest struct {
@@ -180,7 +181,7 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	l, err := updateScoped(h, c, p, "assigned_to_id", "The lead", func(tx *gorm.DB, l *models.Lead) error {
+	l, err := web.Update(c, rowScope(p, "assigned_to_id"), "The lead", func(tx *gorm.DB, l *models.Lead) error {
 		if req.Status != nil {
 			if err := models.CheckLeadMove(l.Status, *req.Status); err != nil {
 				return err
@@ -216,7 +217,7 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 		return nil
 	})
 	if err != nil {
-		if models.IsUniqueViolation(err) {
+		if database.IsUniqueViolation(err) {
 			return models.Err(models.ErrConflict, "duplicate_lead", "Another lead has this e-mail address.")
 		}
 		return err
@@ -225,7 +226,7 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 }
 
 func (h *handlers) deleteLead(c *fiber.Ctx) error {
-	return deleteScoped[models.Lead](h, c, "assigned_to_id", "The lead")
+	return web.Delete[models.Lead](c, h.inOrg("assigned_to_id"), "The lead")
 }
 
 type activityResponse struct {
@@ -245,20 +246,14 @@ func toActivity(a *models.LeadActivity) activityResponse {
 
 // listLeadActivities is the lead's timeline, most recent occurrence first.
 func (h *handlers) listLeadActivities(c *fiber.Ctx) error {
-	l, err := pathRow[models.Lead](h, c, "assigned_to_id", "The lead")
+	l, err := web.Load[models.Lead](c, h.DB, h.inOrg("assigned_to_id"), "The lead")
 	if err != nil {
 		return err
 	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	q := h.DB.WithContext(c.UserContext()).Model(&models.LeadActivity{}).Where("lead_id = ?", l.ID)
-	rows, err := web.PaginateBy(q, page, "occurred_at", func(a *models.LeadActivity) web.Cursor { return web.Cursor{CreatedAt: a.OccurredAt, ID: a.ID} })
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, toActivity)
+	return web.List(c, h.DB, web.In(web.Scope{OrgID: l.OrgID}), web.Listing[models.LeadActivity, activityResponse]{
+		Narrow:     func(q *gorm.DB) *gorm.DB { return q.Where("lead_id = ?", l.ID) },
+		TimeColumn: "occurred_at", View: toActivity,
+		Cursor: func(a *models.LeadActivity) web.Cursor { return web.Cursor{CreatedAt: a.OccurredAt, ID: a.ID} }})
 }
 
 type addActivityRequest struct {
@@ -289,7 +284,7 @@ func (h *handlers) addLeadActivity(c *fiber.Ctx) error {
 	if req.OccurredAt != nil {
 		when = req.OccurredAt.UTC().Truncate(time.Microsecond)
 	}
-	a, err := h.logActivity(c, p.OrgID, c.Params("id"), &models.LeadActivity{Type: req.Type, Body: strings.TrimSpace(req.Body),
+	a, err := logActivity(c, p, c.Params("id"), &models.LeadActivity{Type: req.Type, Body: strings.TrimSpace(req.Body),
 		OccurredAt: when, CreatedBy: p.Actor(), CreatedAt: now})
 	if err != nil {
 		return err
@@ -297,21 +292,16 @@ func (h *handlers) addLeadActivity(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(toActivity(a))
 }
 
-// logActivity adds an activity to a lead visible to the caller, rescoring it.
-func (h *handlers) logActivity(c *fiber.Ctx, orgID, leadID string, a *models.LeadActivity) (*models.LeadActivity, error) {
-	p, err := h.orgOf(c, orgID)
+// logActivity adds an activity to a lead visible to p, rescoring it, in
+// the request's transaction.
+func logActivity(c *fiber.Ctx, p *auth.Principal, leadID string, a *models.LeadActivity) (*models.LeadActivity, error) {
+	tx := web.Tx(c)
+	l, err := web.Find[models.Lead](models.LockForUpdate(tx), rowScope(p, "assigned_to_id"), leadID, "The lead")
 	if err != nil {
 		return nil, err
 	}
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		l, err := findScoped[models.Lead](c, models.LockForUpdate(tx), p, leadID, "assigned_to_id", "The lead")
-		if err != nil {
-			return err
-		}
-		a.ID, a.OrgID, a.LeadID = models.NewID(), l.OrgID, l.ID
-		return models.AddLeadActivity(tx, l, a)
-	})
-	return a, err
+	a.ID, a.OrgID, a.LeadID = models.NewID(), l.OrgID, l.ID
+	return a, models.AddLeadActivity(tx, l, a)
 }
 
 type sendMessageRequest struct {
@@ -328,7 +318,7 @@ func (h *handlers) sendMessage(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	l, err := findScoped[models.Lead](c, h.DB, p, c.Params("id"), "assigned_to_id", "The lead")
+	l, err := web.Find[models.Lead](h.DB.WithContext(c.UserContext()), rowScope(p, "assigned_to_id"), c.Params("id"), "The lead")
 	if err != nil {
 		return err
 	}
@@ -343,7 +333,7 @@ func (h *handlers) sendMessage(c *fiber.Ctx) error {
 		link = "sms:" + phone + "?body=" + url.QueryEscape(req.Text)
 	}
 	now := models.Now()
-	if _, err := h.logActivity(c, p.OrgID, l.ID, &models.LeadActivity{Type: "message",
+	if _, err := logActivity(c, p, l.ID, &models.LeadActivity{Type: "message",
 		Body: req.Channel + " message to " + phone + ": " + strings.TrimSpace(req.Text), OccurredAt: now, CreatedBy: p.Actor(), CreatedAt: now}); err != nil {
 		return err
 	}
@@ -382,53 +372,48 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		} `json:"contact"`
 		Deal dealResponse `json:"deal"`
 	}
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		l, err := findScoped[models.Lead](c, models.LockForUpdate(tx), p, c.Params("id"), "assigned_to_id", "The lead")
-		if err != nil {
-			return err
-		}
-		if l.Status == models.LeadConverted {
-			return models.Err(models.ErrConflict, "already_converted", "The lead was already converted.")
-		}
-		if l.Status == models.LeadUnqualified {
-			return models.Err(models.ErrConflict, "illegal_status_transition", "An UNQUALIFIED lead cannot be converted; requalify it first.")
-		}
-		now := models.Now()
-		contact := &models.Contact{ID: models.NewID(), OrgID: l.OrgID, Name: cmp.Or(l.Name, l.Email), Email: l.Email,
-			Phone: l.Phone, Company: l.Company, Type: cmp.Or(req.ContactType, models.ContactPerson),
-			Notes: "Converted from lead " + l.ID, CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
-		if contact.Name == "" {
-			contact.Name = l.Phone
-		}
-		amount := l.Value
-		if req.Amount != nil {
-			amount = cents(*req.Amount)
-		}
-		title := strings.TrimSpace(req.DealTitle)
-		if title == "" {
-			title = cmp.Or(l.Company, contact.Name) + " deal"
-		}
-		deal := &models.Deal{ID: models.NewID(), OrgID: l.OrgID, Title: title, Amount: amount, Currency: org.Currency,
-			Stage: cmp.Or(req.Stage, models.StageQualified), CompanyName: l.Company, ContactEmail: l.Email,
-			ContactID: &contact.ID, LeadID: &l.ID, AssignedToID: l.AssignedToID, CreatedBy: p.Actor(),
-			StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
-		for _, row := range []any{contact, deal, &models.DealStageChange{ID: models.NewID(), OrgID: l.OrgID, DealID: deal.ID,
-			ToStage: deal.Stage, ChangedBy: p.Actor(), CreatedAt: now}} {
-			if err := tx.Create(row).Error; err != nil {
-				return err
-			}
-		}
-		l.Status, l.ContactID, l.DealID = models.LeadConverted, &contact.ID, &deal.ID
-		if err := models.AddLeadActivity(tx, l, &models.LeadActivity{ID: models.NewID(), OrgID: l.OrgID, LeadID: l.ID,
-			Type: "system", Body: "Converted to contact " + contact.ID + " and deal " + deal.ID, OccurredAt: now,
-			CreatedBy: p.Actor(), CreatedAt: now}); err != nil {
-			return err
-		}
-		out.Lead, out.Contact.ID, out.Deal = toLead(l), contact.ID, toDeal(deal)
-		return nil
-	})
+	tx := web.Tx(c)
+	l, err := web.Find[models.Lead](models.LockForUpdate(tx), rowScope(p, "assigned_to_id"), c.Params("id"), "The lead")
 	if err != nil {
 		return err
 	}
+	if l.Status == models.LeadConverted {
+		return models.Err(models.ErrConflict, "already_converted", "The lead was already converted.")
+	}
+	if l.Status == models.LeadUnqualified {
+		return models.Err(models.ErrConflict, "illegal_status_transition", "An UNQUALIFIED lead cannot be converted; requalify it first.")
+	}
+	now := models.Now()
+	contact := &models.Contact{ID: models.NewID(), OrgID: l.OrgID, Name: cmp.Or(l.Name, l.Email), Email: l.Email,
+		Phone: l.Phone, Company: l.Company, Type: cmp.Or(req.ContactType, models.ContactPerson),
+		Notes: "Converted from lead " + l.ID, CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
+	if contact.Name == "" {
+		contact.Name = l.Phone
+	}
+	amount := l.Value
+	if req.Amount != nil {
+		amount = cents(*req.Amount)
+	}
+	title := strings.TrimSpace(req.DealTitle)
+	if title == "" {
+		title = cmp.Or(l.Company, contact.Name) + " deal"
+	}
+	deal := &models.Deal{ID: models.NewID(), OrgID: l.OrgID, Title: title, Amount: amount, Currency: org.Currency,
+		Stage: cmp.Or(req.Stage, models.StageQualified), CompanyName: l.Company, ContactEmail: l.Email,
+		ContactID: &contact.ID, LeadID: &l.ID, AssignedToID: l.AssignedToID, CreatedBy: p.Actor(),
+		StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
+	for _, row := range []any{contact, deal, &models.DealStageChange{ID: models.NewID(), OrgID: l.OrgID, DealID: deal.ID,
+		ToStage: deal.Stage, ChangedBy: p.Actor(), CreatedAt: now}} {
+		if err := tx.Create(row).Error; err != nil {
+			return err
+		}
+	}
+	l.Status, l.ContactID, l.DealID = models.LeadConverted, &contact.ID, &deal.ID
+	if err := models.AddLeadActivity(tx, l, &models.LeadActivity{ID: models.NewID(), OrgID: l.OrgID, LeadID: l.ID,
+		Type: "system", Body: "Converted to contact " + contact.ID + " and deal " + deal.ID, OccurredAt: now,
+		CreatedBy: p.Actor(), CreatedAt: now}); err != nil {
+		return err
+	}
+	out.Lead, out.Contact.ID, out.Deal = toLead(l), contact.ID, toDeal(deal)
 	return c.Status(fiber.StatusCreated).JSON(out)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -224,7 +225,7 @@ func TestWebhookCredentialsAndValidation(t *testing.T) {
 // 202, the start waits in the outbox, and the lead arrives once Temporal is
 // back.
 func TestWebhookIntakeSurvivesTemporalOutage(t *testing.T) {
-	e := apitest.New(t, models.SQLite, apitest.WithTemporalDown())
+	e := apitest.New(t, database.SQLite, apitest.WithTemporalDown())
 	owner := e.SignUp(apitest.UniqueEmail("owner"))
 	// With Temporal down the organization stays provisioning; activate it
 	// by hand to accept leads (its registration is not what is tested).

@@ -10,6 +10,7 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -111,37 +112,9 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 	if req.Target != nil {
 		m.Target = cents(*req.Target)
 	}
-	var invitation *invitationResponse
-	err := h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
-		org, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID)
-		if err != nil {
-			return err
-		}
-		var existing models.Member
-		err = tx.Take(&existing, "org_id = ? AND email = ?", p.OrgID, m.Email).Error
-		if err == nil && existing.Status != models.MemberRemoved {
-			return models.Err(models.ErrConflict, "already_member", "%s is already a member or invited.", m.Email)
-		}
-		if err != nil && !isNotFound(err) {
-			return err
-		}
-		if err := models.CheckSeat(tx.DB, org); err != nil {
-			return err
-		}
-		if err == nil { // re-inviting a removed member reuses their row
-			m.ID, m.CreatedAt = existing.ID, existing.CreatedAt
-			err = tx.Save(m).Error
-		} else {
-			err = tx.Create(m).Error
-		}
-		if err != nil {
-			return err
-		}
-		invitation, err = h.invite(tx, m, inviter, now)
-		return err
-	})
+	invitation, err := h.addInvited(h.Starter.In(c, web.Tx(c)), p, m, inviter, now)
 	if err != nil {
-		if models.IsUniqueViolation(err) {
+		if database.IsUniqueViolation(err) {
 			return models.Err(models.ErrConflict, "already_member", "%s is already a member or invited.", m.Email)
 		}
 		return err
@@ -149,6 +122,36 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 	c.Location("/crm/organization/" + p.OrgID + "/members/" + m.ID)
 	c.Set(fiber.HeaderCacheControl, "no-store") // the token: never stored by the idempotency layer
 	return c.Status(fiber.StatusCreated).JSON(invitedMemberResponse{memberResponse: toMember(m), Invitation: invitation})
+}
+
+// addInvited records the invited member m (reusing a removed member's row)
+// and their invitation in tx, within the organization's seats.
+func (h *handlers) addInvited(tx *outbox.Tx, p *auth.Principal, m *models.Member, inviter string, now time.Time) (*invitationResponse, error) {
+	org, err := models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), p.OrgID)
+	if err != nil {
+		return nil, err
+	}
+	var existing models.Member
+	err = tx.Take(&existing, "org_id = ? AND email = ?", p.OrgID, m.Email).Error
+	if err == nil && existing.Status != models.MemberRemoved {
+		return nil, models.Err(models.ErrConflict, "already_member", "%s is already a member or invited.", m.Email)
+	}
+	if err != nil && !isNotFound(err) {
+		return nil, err
+	}
+	if err := models.CheckSeat(tx.DB, org); err != nil {
+		return nil, err
+	}
+	if err == nil { // re-inviting a removed member reuses their row
+		m.ID, m.CreatedAt = existing.ID, existing.CreatedAt
+		err = tx.Save(m).Error
+	} else {
+		err = tx.Create(m).Error
+	}
+	if err != nil {
+		return nil, err
+	}
+	return h.invite(tx, m, inviter, now)
 }
 
 type updateMemberRequest struct {
@@ -167,45 +170,50 @@ func (h *handlers) updateMember(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	var m models.Member
-	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
-		if _, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
-			return err
-		}
-		if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
-			return memberNotFound(err)
-		}
-		roleChanged := req.Role != nil && *req.Role != m.Role
-		if roleChanged {
-			if err := canGrant(p, m.Role, *req.Role); err != nil {
-				return err
-			}
-			if m.Role == models.RoleOwner && m.Status == models.MemberActive {
-				if owners, err := models.CountOwners(tx.DB, p.OrgID); err != nil || owners <= 1 {
-					return firstErr(err, errLastOwner)
-				}
-			}
-			m.Role = *req.Role
-		}
-		if req.Name != nil {
-			m.Name = strings.TrimSpace(*req.Name)
-		}
-		if req.Target != nil {
-			m.Target = cents(*req.Target)
-		}
-		m.UpdatedAt = models.Now()
-		if err := tx.Save(&m).Error; err != nil {
-			return err
-		}
-		if roleChanged && m.Status == models.MemberActive {
-			return startOrgSync(tx, p.OrgID)
-		}
-		return nil
-	})
+	m, err := changeMember(h.Starter.In(c, web.Tx(c)), p, memberID, req)
 	if err != nil {
 		return err
 	}
-	return c.JSON(toMember(&m))
+	return c.JSON(toMember(m))
+}
+
+// changeMember applies req to the organization's member memberID in tx:
+// the last OWNER keeps their role, and a changed role is synchronized to the
+// identity service.
+func changeMember(tx *outbox.Tx, p *auth.Principal, memberID string, req updateMemberRequest) (*models.Member, error) {
+	if _, err := models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), p.OrgID); err != nil {
+		return nil, err
+	}
+	var m models.Member
+	if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
+		return nil, memberNotFound(err)
+	}
+	roleChanged := req.Role != nil && *req.Role != m.Role
+	if roleChanged {
+		if err := canGrant(p, m.Role, *req.Role); err != nil {
+			return nil, err
+		}
+		if m.Role == models.RoleOwner && m.Status == models.MemberActive {
+			if owners, err := models.CountOwners(tx.DB, p.OrgID); err != nil || owners <= 1 {
+				return nil, firstErr(err, errLastOwner)
+			}
+		}
+		m.Role = *req.Role
+	}
+	if req.Name != nil {
+		m.Name = strings.TrimSpace(*req.Name)
+	}
+	if req.Target != nil {
+		m.Target = cents(*req.Target)
+	}
+	m.UpdatedAt = models.Now()
+	if err := tx.Save(&m).Error; err != nil {
+		return nil, err
+	}
+	if roleChanged && m.Status == models.MemberActive {
+		return &m, startOrgSync(tx, p.OrgID)
+	}
+	return &m, nil
 }
 
 // removeMember removes a member or withdraws an invite (its token stops
@@ -215,38 +223,42 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	err = h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
-		if _, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
-			return err
-		}
-		var m models.Member
-		if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
-			return memberNotFound(err)
-		}
-		if err := canGrant(p, m.Role); err != nil {
-			return err
-		}
-		if m.Role == models.RoleOwner && m.Status == models.MemberActive {
-			if owners, err := models.CountOwners(tx.DB, p.OrgID); err != nil || owners <= 1 {
-				return firstErr(err, errLastOwner)
-			}
-		}
-		wasActive := m.Status == models.MemberActive
-		if err := tx.Model(&m).Updates(map[string]any{"status": models.MemberRemoved, "updated_at": models.Now()}).Error; err != nil {
-			return err
-		}
-		if err := revokeInvitations(tx.DB, m.ID, models.Now()); err != nil { // a withdrawn invite's token stops working
-			return err
-		}
-		if wasActive {
-			return startOrgSync(tx, p.OrgID)
-		}
-		return nil
-	})
+	err = withdrawMember(h.Starter.In(c, web.Tx(c)), p, memberID)
 	if err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// withdrawMember removes the organization's member memberID in tx, or
+// withdraws their invitation; the last OWNER stays.
+func withdrawMember(tx *outbox.Tx, p *auth.Principal, memberID string) error {
+	if _, err := models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), p.OrgID); err != nil {
+		return err
+	}
+	var m models.Member
+	if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
+		return memberNotFound(err)
+	}
+	if err := canGrant(p, m.Role); err != nil {
+		return err
+	}
+	if m.Role == models.RoleOwner && m.Status == models.MemberActive {
+		if owners, err := models.CountOwners(tx.DB, p.OrgID); err != nil || owners <= 1 {
+			return firstErr(err, errLastOwner)
+		}
+	}
+	wasActive := m.Status == models.MemberActive
+	if err := tx.Model(&m).Updates(map[string]any{"status": models.MemberRemoved, "updated_at": models.Now()}).Error; err != nil {
+		return err
+	}
+	if err := revokeInvitations(tx.DB, m.ID, models.Now()); err != nil { // a withdrawn invite's token stops working
+		return err
+	}
+	if wasActive {
+		return startOrgSync(tx, p.OrgID)
+	}
+	return nil
 }
 
 // pathMember is the :memberId of an /organization/:id/members/:memberId

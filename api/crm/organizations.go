@@ -76,12 +76,9 @@ type createOrgRequest struct {
 // records its registration workflow in the same transaction. It waits
 // briefly for provisioning: 201 when done, else 202 with a Location.
 func (h *handlers) createOrg(c *fiber.Ctx) error {
-	p := auth.From(c)
-	if err := auth.RequireUser(p); err != nil {
-		return err
-	}
 	var req createOrgRequest
-	if err := web.Decode(c, &req); err != nil {
+	p, err := userBody(c, &req)
+	if err != nil {
 		return err
 	}
 	now := models.Now()
@@ -94,16 +91,15 @@ func (h *handlers) createOrg(c *fiber.Ctx) error {
 	if owner.Email == "" {
 		owner.Email = "user-" + p.UserID // tokens from an external provider may lack an e-mail
 	}
-	err := h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
-		if err := tx.Create(org).Error; err != nil {
-			return err
-		}
-		if err := tx.Create(owner).Error; err != nil {
-			return err
-		}
-		return tx.Start(outbox.Start{WorkflowID: workflows.OrgRegistrationID(org.ID), Workflow: workflows.OrgRegistrationWorkflow,
-			Input: workflows.OrgInput{OrgID: org.ID}, OrgID: org.ID, Kind: workflows.KindOrgRegistration})
-	})
+	tx := h.Starter.In(c, web.Tx(c))
+	if err := tx.Create(org).Error; err != nil {
+		return err
+	}
+	if err := tx.Create(owner).Error; err != nil {
+		return err
+	}
+	err = tx.Start(outbox.Start{WorkflowID: workflows.OrgRegistrationID(org.ID), Workflow: workflows.OrgRegistrationWorkflow,
+		Input: workflows.OrgInput{OrgID: org.ID}, OrgID: org.ID, Kind: workflows.KindOrgRegistration})
 	if err != nil {
 		return err
 	}
@@ -248,30 +244,26 @@ func (h *handlers) updateOrg(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	var org *models.Organization
-	err := h.Starter.Transact(c.UserContext(), func(tx *outbox.Tx) error {
-		var err error
-		if org, err = models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID); err != nil {
-			return err
-		}
-		renamed := req.Name != nil && strings.TrimSpace(*req.Name) != org.Name
-		if req.Name != nil {
-			org.Name = strings.TrimSpace(*req.Name)
-		}
-		req.apply(org)
-		org.UpdatedAt = models.Now()
-		// The registration workflow owns the status (models.ActiveOrgs
-		// relies on active being final): never written back from here.
-		if err := tx.Omit("status", "failure_reason").Save(org).Error; err != nil {
-			return err
-		}
-		if renamed && org.Status == models.OrgActive {
-			return startOrgSync(tx, org.ID)
-		}
-		return nil
-	})
+	tx := h.Starter.In(c, web.Tx(c))
+	org, err := models.FindOrg(c.UserContext(), models.LockForUpdate(tx.DB), p.OrgID)
 	if err != nil {
 		return err
+	}
+	renamed := req.Name != nil && strings.TrimSpace(*req.Name) != org.Name
+	if req.Name != nil {
+		org.Name = strings.TrimSpace(*req.Name)
+	}
+	req.apply(org)
+	org.UpdatedAt = models.Now()
+	// The registration workflow owns the status (models.ActiveOrgs relies
+	// on active being final): never written back from here.
+	if err := tx.Omit("status", "failure_reason").Save(org).Error; err != nil {
+		return err
+	}
+	if renamed && org.Status == models.OrgActive {
+		if err := startOrgSync(tx, org.ID); err != nil {
+			return err
+		}
 	}
 	return c.JSON(toOrg(org, p.Role))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/identity"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -94,7 +95,7 @@ func TestCreateOrganizationRegistersWithIdentity(t *testing.T) {
 // here the identity service is unreachable, so the saga eventually gives up
 // — we only check the immediate answer and that nothing is lost.
 func TestCreateOrganizationAnswers202WhileProvisioning(t *testing.T) {
-	e := apitest.New(t, models.SQLite, apitest.WithIdentityURL("http://127.0.0.1:1/identity"))
+	e := apitest.New(t, database.SQLite, apitest.WithIdentityURL("http://127.0.0.1:1/identity"))
 	u := e.SignUp(apitest.UniqueEmail("slow"))
 	r := e.Do(apitest.Request{Method: "POST", Path: "/crm/organization", Headers: u.Auth(), Body: map[string]string{"name": "Slow Co"}}).Expect(202)
 	var created org
@@ -377,7 +378,7 @@ func TestRemovedMemberIsNotResurrectedBySync(t *testing.T) {
 		}
 		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/organization/" + orgID + "/members/" + m.ID, Headers: owner.Auth()}).Expect(204)
 		// The identity service has not heard of the removal yet.
-		if err := e.Identity.SetMembers(t.Context(), orgID, []identity.Membership{
+		if err := e.Identity.SetMembers(e.DB.WithContext(t.Context()), orgID, []identity.Membership{
 			{OrgID: orgID, UserID: owner.ID, Role: models.RoleOwner}, {OrgID: orgID, UserID: agent.ID, Role: models.RoleAgent},
 		}); err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -55,9 +56,9 @@ func (h *handlers) listTasks(c *fiber.Ctx) error {
 		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
 		DueBefore    string `json:"dueBefore" validate:"omitempty,datetime=2006-01-02"`
 	}
-	return list(h, c, listing[models.Task, taskResponse]{assignee: "assigned_to_id", filter: &f, cursor: taskCursor, view: toTask,
-		narrow: func(q *gorm.DB) *gorm.DB {
-			q = equal(equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID)
+	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Task, taskResponse]{Filter: &f, Cursor: taskCursor, View: toTask,
+		Narrow: func(q *gorm.DB) *gorm.DB {
+			q = web.Equal(web.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID)
 			if f.DueBefore != "" {
 				// YYYY-MM-DD text orders like the dates it holds.
 				q = q.Where("due_date <> '' AND due_date < ?", f.DueBefore)
@@ -147,7 +148,7 @@ func (h *handlers) createTask(c *fiber.Ctx) error {
 	if t.AssignedToID == nil && agentScoped(p) {
 		t.AssignedToID = &p.MemberID // an AGENT's own task stays visible to them
 	}
-	if err := models.Insert(h.DB.WithContext(c.UserContext()), t); err != nil {
+	if err := database.Insert(web.Tx(c), t); err != nil {
 		return err
 	}
 	c.Location("/crm/tasks/" + t.ID)
@@ -168,7 +169,7 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	t, err := updateScoped(h, c, p, "assigned_to_id", "The task", func(tx *gorm.DB, t *models.Task) error {
+	t, err := web.Update(c, rowScope(p, "assigned_to_id"), "The task", func(tx *gorm.DB, t *models.Task) error {
 		if req.Title != nil {
 			t.Title = strings.TrimSpace(*req.Title)
 		}
@@ -184,11 +185,11 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 }
 
 func (h *handlers) getTask(c *fiber.Ctx) error {
-	return getScoped(h, c, "assigned_to_id", "The task", toTask)
+	return web.Get(c, h.DB, h.inOrg("assigned_to_id"), "The task", toTask)
 }
 
 func (h *handlers) deleteTask(c *fiber.Ctx) error {
-	return deleteScoped[models.Task](h, c, "assigned_to_id", "The task")
+	return web.Delete[models.Task](c, h.inOrg("assigned_to_id"), "The task")
 }
 
 // decodeInOrg decodes a write body into dst, resolves the organization it

@@ -1,7 +1,6 @@
 package crm
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
@@ -20,7 +20,8 @@ import (
 )
 
 // Webhook returns the handler chain of POST /crm/leads/webhook, the public
-// intake for external forms. It takes no Authorization header: the caller
+// intake for external forms; requests is the request-transaction middleware
+// (web.Transactional). It takes no Authorization header: the caller
 // sends x-api-key (a crm_ key) or names the organization with orgId in the
 // body. An orgId-only sender can only create leads, within rate limits: a
 // submission whose e-mail is already a lead is recorded on that lead's
@@ -35,7 +36,7 @@ import (
 // counter is taken in blocks (web.Limit.Lease): counted one request at a
 // time, every intake of a busy integration updated the same row in turn,
 // and that row lock capped the accept rate.
-func Webhook(d Deps) []fiber.Handler {
+func Webhook(d Deps, requests fiber.Handler) []fiber.Handler {
 	h := &handlers{Deps: d, activeOrgs: new(models.ActiveOrgs)}
 	keyRate := d.WebhookKeyRate
 	if keyRate <= 0 {
@@ -58,7 +59,7 @@ func Webhook(d Deps) []fiber.Handler {
 		h.webhookAuth, // before idempotency: a refused request stores nothing
 		web.Limit{Name: "webhook-key", Max: keyRate, Window: time.Minute, Only: keyed, Lease: keyRate / keyRateBlocks,
 			Key: func(c *fiber.Ctx) string { return c.Locals("webhookSender").(webhookSender).key.ID }}.Handler(d.DB),
-		web.Idempotency(d.DB, web.IdempotencyOptions{}),
+		requests, // web.Transactional: after the credential, so a refused request stores nothing
 		h.webhook,
 	}
 }
@@ -133,7 +134,6 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	req := c.Locals("webhookRequest").(*webhookRequest)
 	sender := c.Locals("webhookSender").(webhookSender)
 	orgID := sender.orgID
-	ctx := c.UserContext()
 	pl := req.payload("webhook")
 	payload := mustJSON(pl)
 	key := sender.name() + "/"
@@ -154,9 +154,11 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	// A new submission — the common case — is one statement: the intake,
 	// its lead looked up by e-mail, and its workflow start.
 	insert, args := models.InsertLeadIntake(intake, matchEmail)
-	written, err := h.Starter.InsertWith(ctx, insert, args, leadIntakeStart(intake), &intake.LeadID, &intake.Duplicate)
+	written, err := h.Starter.In(c, web.OneStatementTx(c)).InsertWith(insert, args, leadIntakeStart(intake), &intake.LeadID, &intake.Duplicate)
 	if err == nil && !written {
-		err = h.resubmitted(ctx, intake, matchEmail)
+		// The statement found its dedupe key taken and wrote nothing: the
+		// request goes on in its transaction.
+		err = h.resubmitted(h.Starter.In(c, web.Tx(c)), intake, matchEmail)
 	}
 	if err != nil {
 		return err
@@ -198,8 +200,8 @@ func intakeKeyPart(k string) string {
 // that intake (in becomes it); past the window it is a new submission,
 // recorded under the key with the start of its 24-hour period appended, so
 // that resends within that period are answered as it in turn.
-func (h *handlers) resubmitted(ctx context.Context, in *models.LeadIntake, matchEmail string) error {
-	first, err := h.intakeByKey(ctx, in.OrgID, in.DedupeKey)
+func (h *handlers) resubmitted(tx *outbox.Tx, in *models.LeadIntake, matchEmail string) error {
+	first, err := intakeByKey(tx.DB, in.OrgID, in.DedupeKey)
 	if err != nil {
 		return err
 	}
@@ -210,19 +212,19 @@ func (h *handlers) resubmitted(ctx context.Context, in *models.LeadIntake, match
 	}
 	in.DedupeKey += "@" + strconv.FormatInt(first.CreatedAt.Add(periods*intakeDedupeWindow).Unix(), 10)
 	insert, args := models.InsertLeadIntake(in, matchEmail)
-	written, err := h.Starter.InsertWith(ctx, insert, args, leadIntakeStart(in), &in.LeadID, &in.Duplicate)
+	written, err := tx.InsertWith(insert, args, leadIntakeStart(in), &in.LeadID, &in.Duplicate)
 	if err != nil || written {
 		return err
 	}
 	// Resent again within the period: answer as the one recorded.
-	*in, err = h.intakeByKey(ctx, in.OrgID, in.DedupeKey)
+	*in, err = intakeByKey(tx.DB, in.OrgID, in.DedupeKey)
 	return err
 }
 
 // intakeByKey is the organization's intake with a dedupe key.
-func (h *handlers) intakeByKey(ctx context.Context, orgID, key string) (models.LeadIntake, error) {
+func intakeByKey(db *gorm.DB, orgID, key string) (models.LeadIntake, error) {
 	var in models.LeadIntake
-	err := h.DB.WithContext(ctx).Take(&in, "org_id = ? AND dedupe_key = ?", orgID, key).Error
+	err := db.Take(&in, "org_id = ? AND dedupe_key = ?", orgID, key).Error
 	return in, err
 }
 
@@ -305,7 +307,7 @@ func (h *handlers) getIntake(c *fiber.Ctx) error {
 	if err := auth.RequireAdmin(p); err != nil {
 		return err
 	}
-	in, err := findScoped[models.LeadIntake](c, h.DB, p, c.Params("id"), "", "The intake")
+	in, err := web.Find[models.LeadIntake](h.DB.WithContext(c.UserContext()), rowScope(p, ""), c.Params("id"), "The intake")
 	if err != nil {
 		return err
 	}

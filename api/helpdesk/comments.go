@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 )
@@ -29,21 +29,13 @@ func toComment(c *models.TicketComment) commentResponse {
 }
 
 func (h *handlers) listComments(c *fiber.Ctx) error {
-	p := auth.From(c)
-	t, err := findTicket(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
+	t, err := web.Load[models.Ticket](c, h.DB, inWorkspace, "The ticket")
 	if err != nil {
 		return err
 	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.TicketComment{}).Where("ticket_id = ?", t.ID), page,
-		func(cm *models.TicketComment) web.Cursor { return web.Cursor{CreatedAt: cm.CreatedAt, ID: cm.ID} })
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, toComment)
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.TicketComment, commentResponse]{View: toComment,
+		Narrow: func(q *gorm.DB) *gorm.DB { return q.Where("ticket_id = ?", t.ID) },
+		Cursor: func(cm *models.TicketComment) web.Cursor { return web.Cursor{CreatedAt: cm.CreatedAt, ID: cm.ID} }})
 }
 
 type addCommentRequest struct {
@@ -68,63 +60,26 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 	}); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
 	now := models.Now()
 	cm := &models.TicketComment{ID: models.NewID(), OrgID: p.OrgID, AuthorType: cmp.Or(req.Author, models.AuthorAgent),
 		Body: req.Body, Public: req.Public == nil || *req.Public, CreatedAt: now}
-	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		t, err := findTicket(ctx, models.LockForUpdate(tx.DB), p.OrgID, c.Params("id"))
+	if cm.AuthorType == models.AuthorAgent && !p.IsKey() {
+		cm.AuthorMemberID = &p.MemberID
+	}
+	tx := h.Starter.In(c, web.Tx(c))
+	t, change, err := models.AddTicketComment(tx.DB, p.OrgID, c.Params("id"), cm, p.Actor(), now)
+	if err != nil {
+		return err
+	}
+	if cm.AuthorType == models.AuthorCustomer && change.Notify != nil {
+		err := RecordNotification(tx, &models.Notification{ID: models.NewID(), OrgID: t.OrgID, MemberID: *change.Notify,
+			Type: "customer_replied", Title: "Customer replied on ticket #" + models.Itoa(t.Number), Body: t.Subject,
+			ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now})
 		if err != nil {
 			return err
 		}
-		if t.Status == models.TicketClosed {
-			return errTicketClosed
-		}
-		cm.TicketID = t.ID
-		var event string
-		if cm.AuthorType == models.AuthorCustomer {
-			cm.Public, cm.AuthorCustomerID = true, t.CustomerID
-			event = "Customer replied on ticket #" + models.Itoa(t.Number)
-			if models.CustomerReopens(t.Status) {
-				if err := h.setStatus(tx, t, models.TicketOpen, now); err != nil {
-					return err
-				}
-				event += " (reopened)"
-			}
-			if t.AgentID != nil {
-				if err := RecordNotification(tx, &models.Notification{ID: models.NewID(), OrgID: t.OrgID, MemberID: *t.AgentID,
-					Type: "customer_replied", Title: "Customer replied on ticket #" + models.Itoa(t.Number), Body: t.Subject,
-					ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now}); err != nil {
-					return err
-				}
-			}
-		} else {
-			if !p.IsKey() {
-				cm.AuthorMemberID = &p.MemberID
-			}
-			if cm.Public {
-				if t.FirstResponseAt == nil {
-					t.FirstResponseAt = &now
-				}
-				if t.Status == models.TicketNew {
-					t.Status = models.TicketOpen // an agent's reply opens a new ticket
-				}
-				event = "Agent replied on ticket #" + models.Itoa(t.Number)
-			}
-		}
-		if err := tx.Create(cm).Error; err != nil {
-			return err
-		}
-		t.UpdatedAt = now
-		if err := tx.Save(t).Error; err != nil {
-			return err
-		}
-		if event != "" && t.CustomerID != nil {
-			return models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, &t.ID, "comment_added", event, p.Actor())
-		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := h.followStatus(tx, t, change); err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(toComment(cm))

@@ -1,7 +1,6 @@
 package helpdesk
 
 import (
-	"context"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -35,23 +35,11 @@ func customerCursor(c *models.Customer) web.Cursor {
 }
 
 func (h *handlers) listCustomers(c *fiber.Ctx) error {
-	p := auth.From(c)
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
+	var f struct {
+		Q string `json:"q" query:"trim" validate:"max=200"`
 	}
-	q := h.DB.WithContext(c.UserContext()).Model(&models.Customer{}).Where("org_id = ?", p.OrgID)
-	if s := strings.TrimSpace(c.Query("q")); s != "" {
-		if len(s) > 200 {
-			return models.Invalid(models.FieldError{Field: "q", Code: "max", Message: "Must be at most 200 characters long."})
-		}
-		q = web.ContainsText(q, s, "name", "email", "company")
-	}
-	rows, err := web.Paginate(q, page, customerCursor)
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, toCustomer)
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.Customer, customerResponse]{Filter: &f, Cursor: customerCursor, View: toCustomer,
+		Narrow: func(q *gorm.DB) *gorm.DB { return web.Containing(q, f.Q, "name", "email", "company") }})
 }
 
 type customerFields struct {
@@ -90,29 +78,22 @@ func (h *handlers) createCustomer(c *fiber.Ctx) error {
 	cust := &models.Customer{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name),
 		Email: models.NormalizeEmail(req.Email), CreatedAt: now, UpdatedAt: now}
 	req.apply(cust)
-	err := h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Create(cust).Error; err != nil {
-			return err
+	tx := web.Tx(c)
+	if err := tx.Create(cust).Error; err != nil {
+		if database.IsUniqueViolation(err) {
+			return errEmailTaken
 		}
-		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_created", "Customer created", p.Actor())
-	})
-	if models.IsUniqueViolation(err) {
-		return errEmailTaken
+		return err
 	}
-	if err != nil {
+	if err := models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_created", "Customer created", p.Actor()); err != nil {
 		return err
 	}
 	c.Location("/helpdesk/customers/" + cust.ID)
 	return c.Status(fiber.StatusCreated).JSON(toCustomer(cust))
 }
 
-// findCustomer loads one of the workspace's customers; anything else is a 404.
-func findCustomer(ctx context.Context, db *gorm.DB, orgID, id string) (*models.Customer, error) {
-	return findIn[models.Customer](ctx, db, orgID, id, "The customer")
-}
-
 func (h *handlers) getCustomer(c *fiber.Ctx) error {
-	return getIn(c, h.DB, auth.From(c).OrgID, "The customer", toCustomer)
+	return web.Get(c, h.DB, inWorkspace, "The customer", toCustomer)
 }
 
 type updateCustomerRequest struct {
@@ -127,13 +108,7 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	var cust *models.Customer
-	err := h.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var err error
-		if cust, err = findCustomer(ctx, models.LockForUpdate(tx), p.OrgID, c.Params("id")); err != nil {
-			return err
-		}
+	cust, err := web.Update(c, workspace(c), "The customer", func(tx *gorm.DB, cust *models.Customer) error {
 		if req.Name != nil {
 			cust.Name = strings.TrimSpace(*req.Name)
 		}
@@ -142,12 +117,9 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 		}
 		req.apply(cust)
 		cust.UpdatedAt = models.Now()
-		if err := tx.Save(cust).Error; err != nil {
-			return err
-		}
 		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_updated", "Customer details updated", p.Actor())
 	})
-	if models.IsUniqueViolation(err) {
+	if database.IsUniqueViolation(err) {
 		return errEmailTaken
 	}
 	if err != nil {
@@ -159,42 +131,36 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 // deleteCustomer removes a customer with their history and time entries;
 // their tickets stay, unlinked (ADMIN only).
 func (h *handlers) deleteCustomer(c *fiber.Ctx) error {
-	p := auth.From(c)
-	if err := auth.RequireAdmin(p); err != nil {
+	if err := auth.RequireAdmin(auth.From(c)); err != nil {
 		return err
 	}
-	cust, err := findCustomer(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
-	if err != nil {
-		return err
-	}
-	if err := h.DB.WithContext(c.UserContext()).Delete(cust).Error; err != nil {
-		return err
-	}
-	return c.SendStatus(fiber.StatusNoContent)
+	return web.Delete[models.Customer](c, inWorkspace, "The customer")
 }
 
 func (h *handlers) customerTickets(c *fiber.Ctx) error {
-	p, cust, page, err := h.customerList(c)
+	cust, err := h.pathCustomer(c)
 	if err != nil {
 		return err
 	}
-	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.Ticket{}).
-		Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID), page, ticketCursor)
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, toTicket)
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, ticketResponse]{Cursor: ticketCursor, View: toTicket,
+		Narrow: func(q *gorm.DB) *gorm.DB { return q.Where("customer_id = ?", cust.ID) }})
 }
 
-// customerList resolves /customers/:id for one of its list routes.
-func (h *handlers) customerList(c *fiber.Ctx) (*auth.Principal, *models.Customer, web.PageRequest, error) {
-	p := auth.From(c)
-	cust, err := findCustomer(c.UserContext(), h.DB, p.OrgID, c.Params("id"))
+// pathCustomer is the workspace's customer the :id parameter names (a 404
+// for anything else), for the routes under /customers/:id.
+func (h *handlers) pathCustomer(c *fiber.Ctx) (*models.Customer, error) {
+	return web.Load[models.Customer](c, h.DB, inWorkspace, "The customer")
+}
+
+// customerPage is pathCustomer and the page asked for, for the lists
+// under /customers/:id whose envelope is their own.
+func (h *handlers) customerPage(c *fiber.Ctx) (*models.Customer, web.PageRequest, error) {
+	cust, err := h.pathCustomer(c)
 	if err != nil {
-		return nil, nil, web.PageRequest{}, err
+		return nil, web.PageRequest{}, err
 	}
 	page, err := web.ParsePage(c)
-	return p, cust, page, err
+	return cust, page, err
 }
 
 // interaction is a ticket or a public comment in a customer's history.
@@ -211,7 +177,8 @@ type interaction struct {
 // customerInteractions lists the customer's tickets and the public
 // comments on them, newest first, in one keyset-paginated SQL union.
 func (h *handlers) customerInteractions(c *fiber.Ctx) error {
-	p, cust, page, err := h.customerList(c)
+	p := auth.From(c)
+	cust, page, err := h.customerPage(c)
 	if err != nil {
 		return err
 	}
@@ -241,17 +208,14 @@ type eventResponse struct {
 }
 
 func (h *handlers) customerActivity(c *fiber.Ctx) error {
-	p, cust, page, err := h.customerList(c)
+	cust, err := h.pathCustomer(c)
 	if err != nil {
 		return err
 	}
-	rows, err := web.Paginate(h.DB.WithContext(c.UserContext()).Model(&models.CustomerEvent{}).
-		Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID), page,
-		func(e *models.CustomerEvent) web.Cursor { return web.Cursor{CreatedAt: e.CreatedAt, ID: e.ID} })
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, func(e *models.CustomerEvent) eventResponse {
-		return eventResponse{ID: e.ID, Type: e.Type, Summary: e.Summary, TicketID: e.TicketID, Actor: string(e.Actor), CreatedAt: e.CreatedAt}
-	})
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.CustomerEvent, eventResponse]{
+		Narrow: func(q *gorm.DB) *gorm.DB { return q.Where("customer_id = ?", cust.ID) },
+		Cursor: func(e *models.CustomerEvent) web.Cursor { return web.Cursor{CreatedAt: e.CreatedAt, ID: e.ID} },
+		View: func(e *models.CustomerEvent) eventResponse {
+			return eventResponse{ID: e.ID, Type: e.Type, Summary: e.Summary, TicketID: e.TicketID, Actor: string(e.Actor), CreatedAt: e.CreatedAt}
+		}})
 }

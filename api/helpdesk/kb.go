@@ -1,6 +1,7 @@
 package helpdesk
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -58,16 +60,6 @@ func articleCursor(a *models.KBArticle) web.Cursor {
 	return web.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}
 }
 
-// kbPrincipal is the caller; the Helpdesk middleware has resolved its
-// workspace from x-workspace-id.
-func kbPrincipal(c *fiber.Ctx) (*auth.Principal, error) {
-	p := auth.From(c)
-	if p == nil || p.OrgID == "" {
-		return nil, models.Unauthorized("Send a credential with x-workspace-id.")
-	}
-	return p, nil
-}
-
 // checkSlug validates a slug sent by the client (nil: none sent).
 func checkSlug(slug *string) error {
 	if slug == nil || validSlug(*slug) {
@@ -99,11 +91,10 @@ func slugTaken(what, slug string) error {
 	return models.Err(models.ErrConflict, "slug_taken", "Another %s of this workspace already has the slug %q.", what, slug)
 }
 
-// saveUnique runs write and turns a unique violation (the slug index) into
+// slugUnique turns the unique violation of a write (the slug index) into
 // a 409 slug_taken.
-func saveUnique(write func() error, what, slug string) error {
-	err := write()
-	if err != nil && models.IsUniqueViolation(err) {
+func slugUnique(err error, what, slug string) error {
+	if err != nil && database.IsUniqueViolation(err) {
 		return slugTaken(what, slug)
 	}
 	return err
@@ -139,12 +130,8 @@ type updateCategoryRequest struct {
 // listCategories lists the workspace's categories by position, then name.
 // Not paginated (a help center has a handful), but in the list envelope.
 func (h *handlers) listCategories(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
 	var rows []models.KBCategory
-	if err := h.DB.WithContext(c.UserContext()).Where("org_id = ?", p.OrgID).
+	if err := workspace(c).Narrow(h.DB.WithContext(c.UserContext())).
 		Order("position").Order("name").Order("id").Find(&rows).Error; err != nil {
 		return err
 	}
@@ -152,10 +139,7 @@ func (h *handlers) listCategories(c *fiber.Ctx) error {
 }
 
 func (h *handlers) createCategory(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
+	p := auth.From(c)
 	var req createCategoryRequest
 	var slug string
 	if err := web.Decode(c, &req, func() (err error) {
@@ -168,7 +152,7 @@ func (h *handlers) createCategory(c *fiber.Ctx) error {
 	k := &models.KBCategory{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name), Slug: slug,
 		CreatedAt: now, UpdatedAt: now}
 	req.apply(k)
-	if err := saveUnique(func() error { return h.DB.WithContext(c.UserContext()).Create(k).Error }, "category", k.Slug); err != nil {
+	if err := slugUnique(web.Tx(c).Create(k).Error, "category", k.Slug); err != nil {
 		return err
 	}
 	c.Location("/helpdesk/knowledge-base/categories/" + k.ID)
@@ -178,20 +162,11 @@ func (h *handlers) createCategory(c *fiber.Ctx) error {
 // updateCategory changes the fields sent; absent or null fields keep their
 // value. A new name does not change the slug.
 func (h *handlers) updateCategory(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
 	var req updateCategoryRequest
 	if err := web.Decode(c, &req, func() error { return checkSlug(req.Slug) }); err != nil {
 		return err
 	}
-	var k *models.KBCategory
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		if k, err = findIn[models.KBCategory](c.UserContext(), models.LockForUpdate(tx), p.OrgID, c.Params("id"), "The category"); err != nil {
-			return err
-		}
+	k, err := web.Update(c, workspace(c), "The category", func(tx *gorm.DB, k *models.KBCategory) error {
 		if req.Name != nil {
 			k.Name = strings.TrimSpace(*req.Name)
 		}
@@ -200,42 +175,23 @@ func (h *handlers) updateCategory(c *fiber.Ctx) error {
 		}
 		req.apply(k)
 		k.UpdatedAt = models.Now()
-		return saveUnique(func() error { return tx.Save(k).Error }, "category", k.Slug)
+		return nil
 	})
 	if err != nil {
-		return err
+		return slugUnique(err, "category", *cmp.Or(req.Slug, new(string)))
 	}
 	return c.JSON(toCategory(k))
 }
 
 // getCategory returns one category.
 func (h *handlers) getCategory(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
-	return getIn(c, h.DB, p.OrgID, "The category", toCategory)
+	return web.Get(c, h.DB, inWorkspace, "The category", toCategory)
 }
 
 // deleteCategory deletes a category; its articles keep existing without a
 // category (ON DELETE SET NULL).
 func (h *handlers) deleteCategory(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
-	id := c.Params("id")
-	if !models.ValidID(id) {
-		return models.Err(models.ErrNotFound, "not_found", "The category was not found.")
-	}
-	res := h.DB.WithContext(c.UserContext()).Where("id = ? AND org_id = ?", id, p.OrgID).Delete(&models.KBCategory{})
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return models.Err(models.ErrNotFound, "not_found", "The category was not found.")
-	}
-	return c.SendStatus(fiber.StatusNoContent)
+	return web.Delete[models.KBCategory](c, inWorkspace, "The category")
 }
 
 // ------------------------------------------------------------------ articles
@@ -307,38 +263,18 @@ func (f *articleFields) apply(a *models.KBArticle, now time.Time) error {
 // listArticles lists the workspace's articles, newest first, optionally of
 // one status and one category.
 func (h *handlers) listArticles(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
-	page, pageErr := web.ParsePage(c)
-	var filter struct {
+	var f struct {
 		Status     string `json:"status" validate:"omitempty,oneof=draft published"`
 		CategoryID string `json:"categoryId" validate:"omitempty,uuid"`
 	}
-	filter.Status, filter.CategoryID = c.Query("status"), c.Query("categoryId")
-	if err := web.MergeInvalid(pageErr, web.Validate(&filter)); err != nil {
-		return err
-	}
-	q := h.DB.WithContext(c.UserContext()).Model(&models.KBArticle{}).Where("org_id = ?", p.OrgID)
-	if filter.Status != "" {
-		q = q.Where("status = ?", filter.Status)
-	}
-	if filter.CategoryID != "" {
-		q = q.Where("category_id = ?", filter.CategoryID)
-	}
-	rows, err := web.Paginate(q, page, articleCursor)
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, toArticle)
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.KBArticle, articleResponse]{Filter: &f, Cursor: articleCursor, View: toArticle,
+		Narrow: func(q *gorm.DB) *gorm.DB {
+			return web.Equal(web.Equal(q, "status", f.Status), "category_id", f.CategoryID)
+		}})
 }
 
 func (h *handlers) createArticle(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
+	p := auth.From(c)
 	var req createArticleRequest
 	var slug string
 	if err := web.Decode(c, &req,
@@ -360,7 +296,7 @@ func (h *handlers) createArticle(c *fiber.Ctx) error {
 	if err := req.apply(a, now); err != nil {
 		return err
 	}
-	if err := saveUnique(func() error { return h.DB.WithContext(c.UserContext()).Create(a).Error }, "article", a.Slug); err != nil {
+	if err := slugUnique(web.Tx(c).Create(a).Error, "article", a.Slug); err != nil {
 		return err
 	}
 	c.Location("/helpdesk/knowledge-base/articles/" + a.ID)
@@ -368,21 +304,14 @@ func (h *handlers) createArticle(c *fiber.Ctx) error {
 }
 
 func (h *handlers) getArticle(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
-	return getIn(c, h.DB, p.OrgID, "The article", toArticle)
+	return web.Get(c, h.DB, inWorkspace, "The article", toArticle)
 }
 
 // updateArticle changes the fields sent; absent or null fields keep their
 // value, and categoryId "" removes the article from its category. A new
 // title does not change the slug.
 func (h *handlers) updateArticle(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
+	p := auth.From(c)
 	var req updateArticleRequest
 	if err := web.Decode(c, &req,
 		func() error { return checkSlug(req.Slug) },
@@ -390,12 +319,8 @@ func (h *handlers) updateArticle(c *fiber.Ctx) error {
 	); err != nil {
 		return err
 	}
-	var a *models.KBArticle
-	err = h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
-		var err error
-		if a, err = findIn[models.KBArticle](c.UserContext(), models.LockForUpdate(tx), p.OrgID, c.Params("id"), "The article"); err != nil {
-			return err
-		}
+	// Views are counted concurrently by public reads: never written back.
+	a, err := web.Update(c, workspace(c), "The article", func(tx *gorm.DB, a *models.KBArticle) error {
 		if req.Title != nil {
 			a.Title = strings.TrimSpace(*req.Title)
 		}
@@ -403,37 +328,15 @@ func (h *handlers) updateArticle(c *fiber.Ctx) error {
 			a.Slug = *req.Slug
 		}
 		now := models.Now()
-		if err := req.apply(a, now); err != nil {
-			return err
-		}
 		a.UpdatedAt = now
-		// Views are counted concurrently by public reads: never write them back.
-		return saveUnique(func() error {
-			return tx.Model(a).Select("title", "slug", "body", "body_html", "status", "category_id", "published_at", "updated_at").
-				Updates(a).Error
-		}, "article", a.Slug)
-	})
+		return req.apply(a, now)
+	}, "views")
 	if err != nil {
-		return err
+		return slugUnique(err, "article", *cmp.Or(req.Slug, new(string)))
 	}
 	return c.JSON(toArticle(a))
 }
 
 func (h *handlers) deleteArticle(c *fiber.Ctx) error {
-	p, err := kbPrincipal(c)
-	if err != nil {
-		return err
-	}
-	id := c.Params("id")
-	if !models.ValidID(id) {
-		return models.Err(models.ErrNotFound, "not_found", "The article was not found.")
-	}
-	res := h.DB.WithContext(c.UserContext()).Where("id = ? AND org_id = ?", id, p.OrgID).Delete(&models.KBArticle{})
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return models.Err(models.ErrNotFound, "not_found", "The article was not found.")
-	}
-	return c.SendStatus(fiber.StatusNoContent)
+	return web.Delete[models.KBArticle](c, inWorkspace, "The article")
 }

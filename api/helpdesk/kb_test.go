@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -485,7 +486,7 @@ func (d *kbDesk) searchLimit(q string, limit int) kbSearch {
 // The Location of a created category can be followed; another workspace
 // cannot read it.
 func TestKBCategoryLocationResolves(t *testing.T) {
-	e := apitest.New(t, models.SQLite)
+	e := apitest.New(t, database.SQLite)
 	d := newKBDesk(e, "Loc")
 	other := newKBDesk(e, "Other")
 	r := e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/knowledge-base/categories", Headers: d.headers(),

@@ -14,6 +14,7 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
@@ -182,8 +183,8 @@ func (h *handlers) readNotifications(c *fiber.Ctx) error {
 	}); err != nil {
 		return err
 	}
-	db := h.DB.WithContext(c.UserContext())
-	mine := db.Model(&models.Notification{}).Where("org_id = ? AND member_id = ?", p.OrgID, p.MemberID)
+	tx := web.Tx(c)
+	mine := tx.Model(&models.Notification{}).Where("org_id = ? AND member_id = ?", p.OrgID, p.MemberID)
 	now := models.Now()
 	if all() {
 		res := mine.Where("read_at IS NULL").Update("read_at", now)
@@ -202,7 +203,7 @@ func (h *handlers) readNotifications(c *fiber.Ctx) error {
 	}
 	if res.RowsAffected == 0 {
 		var n int64
-		err := db.Model(&models.Notification{}).Where("id = ? AND org_id = ? AND member_id = ?", *req.ID, p.OrgID, p.MemberID).Count(&n).Error
+		err := tx.Model(&models.Notification{}).Where("id = ? AND org_id = ? AND member_id = ?", *req.ID, p.OrgID, p.MemberID).Count(&n).Error
 		if err != nil {
 			return err
 		}
@@ -300,8 +301,10 @@ func (h *handlers) subscribe(c *fiber.Ctx) error {
 	sub := models.PushSubscription{OrgID: p.OrgID, MemberID: p.MemberID, Endpoint: req.Endpoint, P256dh: req.Keys.P256dh,
 		Auth: req.Keys.Auth, UserAgent: strings.Clone(ua), UpdatedAt: now}
 	var created bool
+	// A savepoint of the request's transaction, so that the retry below
+	// runs in a transaction the unique violation has not aborted.
 	upsert := func() error {
-		return h.DB.WithContext(c.UserContext()).Transaction(func(tx *gorm.DB) error {
+		return web.Tx(c).Transaction(func(tx *gorm.DB) error {
 			var have models.PushSubscription
 			err := models.LockForUpdate(tx).Take(&have, "member_id = ? AND endpoint = ?", sub.MemberID, sub.Endpoint).Error
 			if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -317,7 +320,7 @@ func (h *handlers) subscribe(c *fiber.Ctx) error {
 		})
 	}
 	err = upsert()
-	if models.IsUniqueViolation(err) {
+	if database.IsUniqueViolation(err) {
 		err = upsert() // a concurrent registration of the endpoint by the same member won: update it
 	}
 	if err != nil {

@@ -5,7 +5,6 @@
 package helpdesk
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/netguard"
-	"github.com/business-suite/suite/models"
 )
 
 // Deps are the Helpdesk's dependencies.
@@ -89,18 +87,9 @@ func Routes(r fiber.Router, d Deps) {
 	r.Get("/analytics/dashboard", h.dashboard)
 }
 
-// findIn loads one row of the workspace by id; a malformed id and another
-// workspace's id are the same 404.
-func findIn[T any](ctx context.Context, db *gorm.DB, orgID, id, what string) (*T, error) {
-	return models.FindInOrg[T](db.WithContext(ctx), orgID, id, what)
-}
+// workspace is the rows the caller sees: the workspace's (x-workspace-id,
+// resolved by the credential middleware).
+func workspace(c *fiber.Ctx) web.Scope { return web.Scope{OrgID: auth.From(c).OrgID} }
 
-// getIn answers the workspace's row of T named by the :id parameter,
-// shown by view.
-func getIn[T, R any](c *fiber.Ctx, db *gorm.DB, orgID, what string, view func(*T) R) error {
-	row, err := findIn[T](c.UserContext(), db, orgID, c.Params("id"), what)
-	if err != nil {
-		return err
-	}
-	return c.JSON(view(row))
-}
+// inWorkspace is the Helpdesk's Scoper (workspace).
+func inWorkspace(c *fiber.Ctx) (web.Scope, error) { return workspace(c), nil }

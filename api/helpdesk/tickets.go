@@ -2,7 +2,6 @@ package helpdesk
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -20,8 +19,6 @@ import (
 
 // defaultAutoClose is how long a solved ticket waits before closing.
 const defaultAutoClose = 4 * 24 * time.Hour
-
-var errTicketClosed = models.Err(models.ErrConflict, "ticket_closed", "The ticket is closed; open a new one.")
 
 type ticketResponse struct {
 	ID              string     `json:"id"`
@@ -61,37 +58,22 @@ func toTicket(t *models.Ticket) ticketResponse {
 
 func ticketCursor(t *models.Ticket) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} }
 
-// ticketQuery lists a workspace's tickets with the list filters applied.
+// listTickets lists a workspace's tickets with the list filters applied,
+// always in the same order: one SQL text per set of filters.
 func (h *handlers) listTickets(c *fiber.Ctx) error {
-	p := auth.From(c)
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	filter := struct {
+	var f struct {
 		Status     string `json:"status" validate:"omitempty,oneof=new open pending on_hold solved closed"`
 		Priority   string `json:"priority" validate:"omitempty,oneof=low normal high urgent"`
 		AgentID    string `json:"agentId" validate:"omitempty,uuid"`
 		CustomerID string `json:"customerId" validate:"omitempty,uuid"`
-		Q          string `json:"q" validate:"max=200"`
-	}{c.Query("status"), c.Query("priority"), c.Query("agentId"), c.Query("customerId"), strings.TrimSpace(c.Query("q"))}
-	if err := web.Validate(&filter); err != nil {
-		return err
+		Q          string `json:"q" query:"trim" validate:"max=200"`
 	}
-	q := h.DB.WithContext(c.UserContext()).Model(&models.Ticket{}).Where("org_id = ?", p.OrgID)
-	for col, v := range map[string]string{"status": filter.Status, "priority": filter.Priority, "agent_id": filter.AgentID, "customer_id": filter.CustomerID} {
-		if v != "" {
-			q = q.Where(col+" = ?", v)
-		}
-	}
-	if filter.Q != "" {
-		q = web.ContainsText(q, filter.Q, "subject", "description", "requester_email")
-	}
-	rows, err := web.Paginate(q, page, ticketCursor)
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, toTicket)
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, ticketResponse]{Filter: &f, Cursor: ticketCursor, View: toTicket,
+		Narrow: func(q *gorm.DB) *gorm.DB {
+			q = web.Equal(web.Equal(q, "status", f.Status), "priority", f.Priority)
+			q = web.Equal(web.Equal(q, "agent_id", f.AgentID), "customer_id", f.CustomerID)
+			return web.Containing(q, f.Q, "subject", "description", "requester_email")
+		}})
 }
 
 type createTicketRequest struct {
@@ -114,8 +96,7 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	org, err := models.FindOrg(ctx, h.DB, p.OrgID)
+	org, err := models.FindOrg(c.UserContext(), h.DB, p.OrgID)
 	if err != nil {
 		return err
 	}
@@ -124,7 +105,7 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 		Description: req.Description, Status: models.TicketNew, Priority: cmp.Or(req.Priority, "normal"),
 		Channel: cmp.Or(req.Channel, "web"), RequesterEmail: models.NormalizeEmail(req.Email),
 		Tags: tagsJSON(req.Tags), CreatedAt: now, UpdatedAt: now}
-	if err := models.OpenTicket(ctx, h.DB, org, t, strings.TrimSpace(req.Name), p.Actor()); err != nil {
+	if err := models.OpenTicket(web.Tx(c), org, t, strings.TrimSpace(req.Name), p.Actor()); err != nil {
 		return err
 	}
 	c.Location("/helpdesk/tickets/" + t.ID)
@@ -142,13 +123,8 @@ func tagsJSON(tags []string) string {
 	return string(b)
 }
 
-// findTicket loads one of the workspace's tickets; anything else is a 404.
-func findTicket(ctx context.Context, db *gorm.DB, orgID, id string) (*models.Ticket, error) {
-	return findIn[models.Ticket](ctx, db, orgID, id, "The ticket")
-}
-
 func (h *handlers) getTicket(c *fiber.Ctx) error {
-	return getIn(c, h.DB, auth.From(c).OrgID, "The ticket", toTicket)
+	return web.Get(c, h.DB, inWorkspace, "The ticket", toTicket)
 }
 
 type updateTicketRequest struct {
@@ -171,102 +147,54 @@ func (r *updateTicketRequest) checkAgent() error {
 	return nil
 }
 
-// updateTicket changes status, priority, assignee, subject or tags. Status
-// changes follow the workflow (409 names the allowed moves); solving starts
-// the auto-close timer; assigning notifies the agent.
+// updateTicket changes status, priority, assignee, subject or tags
+// (models.UpdateTicket: the rules). Solving starts the auto-close timer,
+// reopening cancels it, and assigning notifies the agent, in the same
+// transaction.
 func (h *handlers) updateTicket(c *fiber.Ctx) error {
 	p := auth.From(c)
 	var req updateTicketRequest
-	ctx := c.UserContext()
 	if err := web.Decode(c, &req, req.checkAgent, func() error {
 		if !req.AgentID.HasValue() || req.AgentID.Value == "" {
 			return nil
 		}
-		return models.CheckMember(h.DB.WithContext(ctx), p.OrgID, "agentId", &req.AgentID.Value)
+		return models.CheckMember(h.DB.WithContext(c.UserContext()), p.OrgID, "agentId", &req.AgentID.Value)
 	}); err != nil {
 		return err
 	}
-	var t *models.Ticket
-	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		var err error
-		if t, err = findTicket(ctx, models.LockForUpdate(tx.DB), p.OrgID, c.Params("id")); err != nil {
-			return err
-		}
-		if t.Status == models.TicketClosed {
-			return errTicketClosed
-		}
-		now := models.Now()
-		var events []string
-		if req.AgentID.Set {
-			var agent *string
-			if !req.AgentID.Null {
-				agent = &req.AgentID.Value
-			}
-			if !sameID(agent, t.AgentID) {
-				t.AgentID = agent
-				if agent == nil {
-					events = append(events, "Ticket #"+models.Itoa(t.Number)+" unassigned")
-				} else {
-					events = append(events, "Ticket #"+models.Itoa(t.Number)+" assigned to an agent")
-					if err := RecordNotification(tx, &models.Notification{ID: models.NewID(), OrgID: t.OrgID, MemberID: *agent,
-						Type: "ticket_assigned", Title: "Ticket #" + models.Itoa(t.Number) + " assigned to you", Body: t.Subject,
-						ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now}); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		if req.Status != nil && *req.Status != t.Status {
-			from := t.Status
-			if err := models.CheckTicketMove(from, *req.Status, t.AgentID != nil); err != nil {
-				return err
-			}
-			if err := h.setStatus(tx, t, *req.Status, now); err != nil {
-				return err
-			}
-			events = append(events, "Ticket #"+models.Itoa(t.Number)+" moved from "+from+" to "+t.Status)
-		}
-		if t.Status == models.TicketSolved && t.AgentID == nil {
-			return models.Err(models.ErrConflict, "assignee_required", "A solved ticket keeps its assignee; reopen it first.")
-		}
-		if req.Priority != nil {
-			t.Priority = *req.Priority
-		}
-		if req.Subject != nil {
-			t.Subject = strings.TrimSpace(*req.Subject)
-		}
-		if req.Tags != nil {
-			t.Tags = tagsJSON(*req.Tags)
-		}
-		t.UpdatedAt = now
-		if err := tx.Save(t).Error; err != nil {
-			return err
-		}
-		if t.CustomerID != nil {
-			for _, e := range events {
-				if err := models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, &t.ID, "ticket_updated", e, p.Actor()); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	u := models.TicketUpdate{Status: req.Status, Priority: req.Priority, Subject: req.Subject, SetAgent: req.AgentID.Set}
+	if req.AgentID.HasValue() {
+		u.Agent = &req.AgentID.Value
+	}
+	if req.Tags != nil {
+		tags := tagsJSON(*req.Tags)
+		u.Tags = &tags
+	}
+	tx := h.Starter.In(c, web.Tx(c))
+	now := models.Now()
+	t, change, err := models.UpdateTicket(tx.DB, p.OrgID, c.Params("id"), u, p.Actor(), now)
 	if err != nil {
+		return err
+	}
+	if change.Notify != nil {
+		err := RecordNotification(tx, &models.Notification{ID: models.NewID(), OrgID: t.OrgID, MemberID: *change.Notify,
+			Type: "ticket_assigned", Title: "Ticket #" + models.Itoa(t.Number) + " assigned to you", Body: t.Subject,
+			ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now})
+		if err != nil {
+			return err
+		}
+	}
+	if err := h.followStatus(tx, t, change); err != nil {
 		return err
 	}
 	return c.JSON(toTicket(t))
 }
 
-// setStatus moves t to status, keeping the solved bookkeeping: solving
-// records solvedAt, counts the solve and starts its auto-close timer;
-// leaving solved clears solvedAt.
-func (h *handlers) setStatus(tx *outbox.Tx, t *models.Ticket, status string, now time.Time) error {
-	wasSolved := t.Status == models.TicketSolved
-	t.Status = status
+// followStatus records in tx the timers a status change asks for: solving
+// starts the auto-close timer of this solve, leaving solved cancels it.
+func (h *handlers) followStatus(tx *outbox.Tx, t *models.Ticket, change models.TicketChange) error {
 	switch {
-	case status == models.TicketSolved:
-		t.SolvedAt = &now
-		t.SolveCount++
+	case change.Solved:
 		after := h.AutoCloseAfter
 		if after <= 0 {
 			after = defaultAutoClose
@@ -274,8 +202,7 @@ func (h *handlers) setStatus(tx *outbox.Tx, t *models.Ticket, status string, now
 		return tx.Start(outbox.Start{WorkflowID: workflows.TicketAutoCloseID(t.ID, t.SolveCount), Workflow: workflows.TicketAutoCloseWorkflow,
 			Input: workflows.TicketAutoCloseInput{TicketID: t.ID, SolveCount: t.SolveCount, After: after}, OrgID: t.OrgID,
 			Kind: workflows.KindTicketAutoClose})
-	case wasSolved:
-		t.SolvedAt = nil
+	case change.Unsolved:
 		return cancelAutoClose(tx, t)
 	}
 	return nil
@@ -295,35 +222,20 @@ func cancelAutoClose(tx *outbox.Tx, t *models.Ticket) error {
 	return err
 }
 
-func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
-
 func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 	p := auth.From(c)
 	if err := auth.RequireAdmin(p); err != nil {
 		return err
 	}
-	ctx := c.UserContext()
-	err := h.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		t, err := findTicket(ctx, models.LockForUpdate(tx.DB), p.OrgID, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		if err := tx.Delete(t).Error; err != nil {
-			return err
-		}
-		if t.Status == models.TicketSolved {
-			if err := cancelAutoClose(tx, t); err != nil {
-				return err
-			}
-		}
-		if t.CustomerID == nil {
-			return nil
-		}
-		return models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, nil, "ticket_deleted",
-			"Ticket #"+models.Itoa(t.Number)+" deleted", p.Actor())
-	})
+	tx := h.Starter.In(c, web.Tx(c))
+	t, err := models.DeleteTicket(tx.DB, p.OrgID, c.Params("id"), p.Actor())
 	if err != nil {
 		return err
+	}
+	if t.Status == models.TicketSolved {
+		if err := cancelAutoClose(tx, t); err != nil {
+			return err
+		}
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -10,6 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -210,7 +211,7 @@ func TestTicketLimitsAreRaceSafe(t *testing.T) {
 
 // Solved tickets close on a durable timer unless reopened first.
 func TestSolvedTicketsCloseAutomatically(t *testing.T) {
-	e := apitest.New(t, models.SQLite, apitest.WithTicketAutoClose(time.Second))
+	e := apitest.New(t, database.SQLite, apitest.WithTicketAutoClose(time.Second))
 	d := newDesk(t, e)
 	solve := func(tk ticket) {
 		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + tk.ID, Headers: d.headers,
@@ -257,7 +258,7 @@ func workflowStatus(e *apitest.Env, id string) enumspb.WorkflowExecutionStatus {
 // deletion — cancels the running auto-close timer, so operators see only
 // live timers; a timer that is already gone is fine.
 func TestLeavingSolvedCancelsTheAutoCloseTimer(t *testing.T) {
-	e := apitest.New(t, models.SQLite) // the default four-day timer
+	e := apitest.New(t, database.SQLite) // the default four-day timer
 	d := newDesk(t, e)
 	solved := func(subject string) ticket {
 		tk := d.create(e, map[string]any{"subject": subject, "email": "c@example.com"})

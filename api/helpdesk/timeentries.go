@@ -39,13 +39,13 @@ type timeEntryPage struct {
 // listTimeEntries pages through the entries and adds the customer's totals
 // (all entries, not just the page), summed in SQL.
 func (h *handlers) listTimeEntries(c *fiber.Ctx) error {
-	p, cust, page, err := h.customerList(c)
+	cust, page, err := h.customerPage(c)
 	if err != nil {
 		return err
 	}
 	db := h.DB.WithContext(c.UserContext())
 	scoped := func() *gorm.DB {
-		return db.Model(&models.TimeEntry{}).Where("org_id = ? AND customer_id = ?", p.OrgID, cust.ID)
+		return workspace(c).Narrow(db.Model(&models.TimeEntry{})).Where("customer_id = ?", cust.ID)
 	}
 	rows, err := web.Paginate(scoped(), page, func(t *models.TimeEntry) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} })
 	if err != nil {
@@ -69,18 +69,17 @@ type addTimeEntryRequest struct {
 func (h *handlers) addTimeEntry(c *fiber.Ctx) error {
 	p := auth.From(c)
 	var req addTimeEntryRequest
-	ctx := c.UserContext()
 	// The ticket is checked against the customer, so the customer is
 	// looked up first; a bad body is still reported before a 404.
 	err := web.Decode(c, &req)
 	if err != nil && !errors.Is(err, models.ErrInvalid) {
 		return err
 	}
-	cust, custErr := findCustomer(ctx, h.DB, p.OrgID, c.Params("id"))
+	cust, custErr := h.pathCustomer(c)
 	if custErr != nil {
 		return cmp.Or(err, custErr)
 	}
-	t, ticketErr := findTicket(ctx, h.DB, p.OrgID, req.TicketID)
+	t, ticketErr := web.Find[models.Ticket](h.DB.WithContext(c.UserContext()), workspace(c), req.TicketID, "The ticket")
 	if ticketErr != nil && !errors.Is(ticketErr, models.ErrNotFound) {
 		return ticketErr
 	}
@@ -96,7 +95,7 @@ func (h *handlers) addTimeEntry(c *fiber.Ctx) error {
 	if !p.IsKey() {
 		entry.MemberID = &p.MemberID
 	}
-	if err := models.LogTime(ctx, h.DB, entry, t, p.Actor()); err != nil {
+	if err := models.LogTime(web.Tx(c), entry, t, p.Actor()); err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(toTimeEntry(entry))

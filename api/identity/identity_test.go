@@ -7,6 +7,7 @@ import (
 
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/identity"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -127,7 +128,7 @@ func TestRevokedSessionRefusesItsAccessTokens(t *testing.T) {
 }
 
 func TestDiscoveryDocuments(t *testing.T) {
-	e := apitest.New(t, models.SQLite)
+	e := apitest.New(t, database.SQLite)
 	for _, path := range []string{"/.well-known/jwks.json", "/identity/.well-known/jwks.json"} {
 		jwks := e.Do(apitest.Request{Method: "GET", Path: path}).Expect(200).Map()
 		keys := jwks["keys"].([]any)
@@ -143,7 +144,7 @@ func TestDiscoveryDocuments(t *testing.T) {
 }
 
 func TestLoginIsRateLimitedPerAccount(t *testing.T) {
-	e := apitest.New(t, models.SQLite)
+	e := apitest.New(t, database.SQLite)
 	u := e.SignUp(apitest.UniqueEmail("rl"))
 	bad := map[string]string{"grant_type": "password", "email": u.Email, "password": "wrong password!"}
 	for range 5 {
@@ -162,7 +163,7 @@ func TestLoginIsRateLimitedPerAccount(t *testing.T) {
 }
 
 func TestServiceEndpointsNeedTheServiceToken(t *testing.T) {
-	e := apitest.New(t, models.SQLite)
+	e := apitest.New(t, database.SQLite)
 	u := e.SignUp(apitest.UniqueEmail("svc"))
 	orgID := models.NewID()
 	path := "/identity/v1/orgs/" + orgID

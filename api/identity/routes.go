@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -16,29 +17,30 @@ import (
 func base64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // Mount serves the identity service: /identity/v1/* and the discovery
-// documents under both /.well-known and /identity/.well-known. idem is the
-// idempotency middleware; it runs after the rate limits, so a refused
-// request is not stored. Token responses are marked no-store, so the
-// idempotency layer never writes them down.
-func Mount(app *fiber.App, s *Service, idem fiber.Handler) {
+// documents under both /.well-known and /identity/.well-known. requests is
+// the request-transaction middleware (web.Transactional); it runs after the
+// rate limits and the service token, so a refused request is not stored.
+// Token responses are marked no-store, so the idempotency layer never
+// writes them down.
+func Mount(app *fiber.App, s *Service, requests fiber.Handler) {
 	for _, prefix := range []string{"", "/identity"} {
 		app.Get(prefix+"/.well-known/jwks.json", s.jwks)
 		app.Get(prefix+"/.well-known/openid-configuration", s.discovery)
 	}
 	v1 := app.Group("/identity/v1")
-	v1.Post("/users", web.RateLimit(s.db, "signup", 20, time.Minute, nil), idem, s.signUp)
+	v1.Post("/users", web.RateLimit(s.db, "signup", 20, time.Minute, nil), requests, s.signUp)
 	v1.Post("/token",
 		web.RateLimit(s.db, "login-ip", 30, time.Minute, nil),
 		web.RateLimitFailures(s.db, "login-email", 5, time.Minute, emailOf),
 		web.ErrorsAsResponses,
-		idem,
+		requests,
 		s.token)
-	v1.Post("/token/refresh", web.RateLimit(s.db, "refresh-ip", 60, time.Minute, nil), idem, s.refresh)
+	v1.Post("/token/refresh", web.RateLimit(s.db, "refresh-ip", 60, time.Minute, nil), requests, s.refresh)
 	v1.Get("/me", s.me)
 
-	v1.Put("/orgs/:orgId", s.requireService, s.putOrg)
-	v1.Delete("/orgs/:orgId", s.requireService, s.deleteOrg)
-	v1.Put("/orgs/:orgId/members", s.requireService, s.putMembers)
+	v1.Put("/orgs/:orgId", s.requireService, requests, s.putOrg)
+	v1.Delete("/orgs/:orgId", s.requireService, requests, s.deleteOrg)
+	v1.Put("/orgs/:orgId/members", s.requireService, requests, s.putMembers)
 	v1.Get("/users/:userId/orgs", s.requireService, s.userOrgs)
 }
 
@@ -75,8 +77,11 @@ func (s *Service) signUp(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	u, err := s.SignUp(c.UserContext(), req.Email, req.Password, strings.TrimSpace(req.Name))
+	u, err := s.NewUser(req.Email, req.Password, strings.TrimSpace(req.Name))
 	if err != nil {
+		return err
+	}
+	if err := s.SignUp(web.Tx(c), u); err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(toUser(u))
@@ -93,7 +98,11 @@ func (s *Service) token(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	pair, err := s.PasswordGrant(c.UserContext(), req.Email, req.Password)
+	u, err := s.Authenticate(c.UserContext(), req.Email, req.Password)
+	if err != nil {
+		return err
+	}
+	pair, err := s.SignIn(web.Tx(c), u)
 	if err != nil {
 		return err
 	}
@@ -110,7 +119,12 @@ func (s *Service) refresh(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	pair, err := s.Refresh(c.UserContext(), req.RefreshToken)
+	pair, err := s.Refresh(web.Tx(c), req.RefreshToken)
+	if errors.Is(err, ErrRefreshReused) {
+		// The sign-in is revoked: that write stands though the answer is a
+		// refusal.
+		web.KeepOnRefusal(c)
+	}
 	if err != nil {
 		return err
 	}
@@ -192,7 +206,7 @@ func (s *Service) putOrg(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	created, err := s.RegisterOrg(c.UserContext(), id, req.Name)
+	created, err := s.RegisterOrg(web.Tx(c), id, req.Name)
 	if err != nil {
 		return err
 	}
@@ -208,7 +222,7 @@ func (s *Service) deleteOrg(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.DeregisterOrg(c.UserContext(), id); err != nil {
+	if err := s.DeregisterOrg(web.Tx(c), id); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -236,7 +250,7 @@ func (s *Service) putMembers(c *fiber.Ctx) error {
 	for i, m := range req.Members {
 		ms[i] = Membership{OrgID: id, UserID: m.UserID, Role: m.Role}
 	}
-	if err := s.SetMembers(c.UserContext(), id, ms); err != nil {
+	if err := s.SetMembers(web.Tx(c), id, ms); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"orgId": id, "members": req.Members})

@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -190,24 +191,32 @@ func (s *Service) issue(tx *gorm.DB, u *models.IdentityUser, family string) (*To
 
 var errInvalidGrant = models.Err(models.ErrUnauthorized, "invalid_grant", "The e-mail address or password is wrong.")
 
-// SignUp creates a user.
-func (s *Service) SignUp(ctx context.Context, email, password, name string) (*models.IdentityUser, error) {
+// NewUser is a user with the password's argon2id hash: slow on purpose,
+// so it is made before the transaction that records the user begins (on
+// SQLite that transaction holds the write lock).
+func (s *Service) NewUser(email, password, name string) (*models.IdentityUser, error) {
 	hash, err := argon2id.CreateHash(password, s.cfg.PasswordParams)
 	if err != nil {
 		return nil, err
 	}
-	u := &models.IdentityUser{ID: models.NewID(), Email: models.NormalizeEmail(email), Name: name, PasswordHash: hash}
-	if err := s.db.WithContext(ctx).Create(u).Error; err != nil {
-		if models.IsUniqueViolation(err) {
-			return nil, models.Err(models.ErrConflict, "email_taken", "An account with this e-mail address exists; sign in instead.")
-		}
-		return nil, err
-	}
-	return u, nil
+	return &models.IdentityUser{ID: models.NewID(), Email: models.NormalizeEmail(email), Name: name, PasswordHash: hash}, nil
 }
 
-// PasswordGrant checks the credentials and issues tokens in a new family.
-func (s *Service) PasswordGrant(ctx context.Context, email, password string) (*TokenPair, error) {
+// SignUp records u (a NewUser) in tx; an e-mail address already taken is a
+// 409.
+func (s *Service) SignUp(tx *gorm.DB, u *models.IdentityUser) error {
+	if err := tx.Create(u).Error; err != nil {
+		if database.IsUniqueViolation(err) {
+			return models.Err(models.ErrConflict, "email_taken", "An account with this e-mail address exists; sign in instead.")
+		}
+		return err
+	}
+	return nil
+}
+
+// Authenticate checks the credentials, reading on the pool: it hashes the
+// password, which takes long on purpose, before anything is written.
+func (s *Service) Authenticate(ctx context.Context, email, password string) (*models.IdentityUser, error) {
 	var u models.IdentityUser
 	err := s.db.WithContext(ctx).Take(&u, "email = ?", models.NormalizeEmail(email)).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -222,51 +231,55 @@ func (s *Service) PasswordGrant(ctx context.Context, email, password string) (*T
 	if err != nil || !ok {
 		return nil, errInvalidGrant
 	}
-	return s.issue(s.db.WithContext(ctx), &u, models.NewID())
+	return &u, nil
 }
 
-// Refresh rotates a refresh token. Presenting a token that was already
-// used means it leaked (or the client raced itself): the whole family is
-// revoked and the caller must sign in again.
-func (s *Service) Refresh(ctx context.Context, refresh string) (*TokenPair, error) {
-	var pair *TokenPair
-	reused := false
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var rt models.IdentityRefreshToken
-		err := models.LockForUpdate(tx).Take(&rt, "token_hash = ?", models.HashKey(refresh)).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return models.Err(models.ErrUnauthorized, "invalid_refresh_token", "The refresh token is not valid.")
-		}
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		switch {
-		case rt.RevokedAt != nil:
-			return models.Err(models.ErrUnauthorized, "invalid_refresh_token", "The refresh token was revoked; sign in again.")
-		case rt.UsedAt != nil:
-			reused = true
-			return s.revokeSession(tx, rt.FamilyID, now)
-		case rt.ExpiresAt.Before(now):
-			return models.Err(models.ErrUnauthorized, "invalid_refresh_token", "The refresh token expired; sign in again.")
-		}
-		res := tx.Model(&models.IdentityRefreshToken{}).Where("id = ? AND used_at IS NULL", rt.ID).Update("used_at", now)
-		if res.Error != nil {
-			return res.Error
-		}
-		var u models.IdentityUser
-		if err := tx.Take(&u, "id = ?", rt.UserID).Error; err != nil {
-			return err
-		}
-		pair, err = s.issue(tx, &u, rt.FamilyID)
-		return err
-	})
-	if err == nil && reused {
-		s.log.WarnContext(ctx, "refresh token reused; family revoked")
-		return nil, models.Err(models.ErrUnauthorized, "refresh_token_reused",
-			"This refresh token was already used. Every session of this sign-in was revoked; sign in again.")
+// SignIn issues u's tokens in a new family (a sign-in session), in tx.
+func (s *Service) SignIn(tx *gorm.DB, u *models.IdentityUser) (*TokenPair, error) {
+	return s.issue(tx, u, models.NewID())
+}
+
+// ErrRefreshReused answers a refresh token presented a second time: it
+// leaked (or the client raced itself), and Refresh has revoked its whole
+// sign-in in the transaction, a write that must stand although the answer
+// is a refusal.
+var ErrRefreshReused = models.Err(models.ErrUnauthorized, "refresh_token_reused",
+	"This refresh token was already used. Every session of this sign-in was revoked; sign in again.")
+
+// Refresh rotates a refresh token in tx. Presenting a token that was
+// already used revokes the whole family and is ErrRefreshReused: the caller
+// must sign in again.
+func (s *Service) Refresh(tx *gorm.DB, refresh string) (*TokenPair, error) {
+	var rt models.IdentityRefreshToken
+	err := models.LockForUpdate(tx).Take(&rt, "token_hash = ?", models.HashKey(refresh)).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, models.Err(models.ErrUnauthorized, "invalid_refresh_token", "The refresh token is not valid.")
 	}
-	return pair, err
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	switch {
+	case rt.RevokedAt != nil:
+		return nil, models.Err(models.ErrUnauthorized, "invalid_refresh_token", "The refresh token was revoked; sign in again.")
+	case rt.UsedAt != nil:
+		if err := s.revokeSession(tx, rt.FamilyID, now); err != nil {
+			return nil, err
+		}
+		s.log.WarnContext(tx.Statement.Context, "refresh token reused; family revoked")
+		return nil, ErrRefreshReused
+	case rt.ExpiresAt.Before(now):
+		return nil, models.Err(models.ErrUnauthorized, "invalid_refresh_token", "The refresh token expired; sign in again.")
+	}
+	res := tx.Model(&models.IdentityRefreshToken{}).Where("id = ? AND used_at IS NULL", rt.ID).Update("used_at", now)
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	var u models.IdentityUser
+	if err := tx.Take(&u, "id = ?", rt.UserID).Error; err != nil {
+		return nil, err
+	}
+	return s.issue(tx, &u, rt.FamilyID)
 }
 
 // revokeSession ends a sign-in: its refresh tokens stop working at once,
@@ -331,21 +344,22 @@ func (s *Service) Verify(token string) (*Claims, error) {
 	return &claims, nil
 }
 
-// RegisterOrg creates or renames an organization (idempotent).
-func (s *Service) RegisterOrg(ctx context.Context, id, name string) (created bool, err error) {
+// RegisterOrg creates or renames an organization in tx (idempotent).
+func (s *Service) RegisterOrg(tx *gorm.DB, id, name string) (created bool, err error) {
 	now := s.now()
-	res := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).
+	res := tx.Clauses(clause.OnConflict{DoNothing: true}).
 		Create(&models.IdentityOrg{ID: id, Name: name, CreatedAt: now, UpdatedAt: now})
 	if res.Error != nil || res.RowsAffected == 1 {
 		return res.Error == nil, res.Error
 	}
-	return false, s.db.WithContext(ctx).Model(&models.IdentityOrg{}).Where("id = ?", id).
+	return false, tx.Model(&models.IdentityOrg{}).Where("id = ?", id).
 		Updates(map[string]any{"name": name, "updated_at": now}).Error
 }
 
-// DeregisterOrg removes an organization and its memberships (idempotent).
-func (s *Service) DeregisterOrg(ctx context.Context, id string) error {
-	return s.db.WithContext(ctx).Delete(&models.IdentityOrg{}, "id = ?", id).Error
+// DeregisterOrg removes an organization and its memberships in tx
+// (idempotent).
+func (s *Service) DeregisterOrg(tx *gorm.DB, id string) error {
+	return tx.Delete(&models.IdentityOrg{}, "id = ?", id).Error
 }
 
 // Membership is one user's role in one organization.
@@ -356,46 +370,45 @@ type Membership struct {
 	Role   string `json:"role"`
 }
 
-// SetMembers makes the organization's memberships exactly ms (idempotent).
-func (s *Service) SetMembers(ctx context.Context, orgID string, ms []Membership) error {
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var org models.IdentityOrg
-		if err := tx.Take(&org, "id = ?", orgID).Error; err != nil {
-			if errors.Is(err, gorm.ErrRecordNotFound) {
-				return models.Err(models.ErrNotFound, "org_not_registered", "The organization is not registered.")
-			}
+// SetMembers makes the organization's memberships exactly ms, in tx
+// (idempotent).
+func (s *Service) SetMembers(tx *gorm.DB, orgID string, ms []Membership) error {
+	var org models.IdentityOrg
+	if err := tx.Take(&org, "id = ?", orgID).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return models.Err(models.ErrNotFound, "org_not_registered", "The organization is not registered.")
+		}
+		return err
+	}
+	keep := make([]string, 0, len(ms))
+	for _, m := range ms {
+		keep = append(keep, m.UserID)
+	}
+	var known int64
+	if len(keep) > 0 {
+		if err := tx.Model(&models.IdentityUser{}).Where("id IN ?", keep).Count(&known).Error; err != nil {
 			return err
 		}
-		keep := make([]string, 0, len(ms))
-		for _, m := range ms {
-			keep = append(keep, m.UserID)
+	}
+	if int(known) != len(uniq(keep)) {
+		return models.Invalid(models.FieldError{Field: "members", Code: "unknown_user", Message: "Every userId must be an existing user."})
+	}
+	now := s.now()
+	for _, m := range ms {
+		row := models.IdentityMembership{OrgID: orgID, UserID: m.UserID, Role: m.Role, CreatedAt: now, UpdatedAt: now}
+		err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "org_id"}, {Name: "user_id"}},
+			DoUpdates: clause.Assignments(map[string]any{"role": m.Role, "updated_at": now}),
+		}).Create(&row).Error
+		if err != nil {
+			return err
 		}
-		var known int64
-		if len(keep) > 0 {
-			if err := tx.Model(&models.IdentityUser{}).Where("id IN ?", keep).Count(&known).Error; err != nil {
-				return err
-			}
-		}
-		if int(known) != len(uniq(keep)) {
-			return models.Invalid(models.FieldError{Field: "members", Code: "unknown_user", Message: "Every userId must be an existing user."})
-		}
-		now := s.now()
-		for _, m := range ms {
-			row := models.IdentityMembership{OrgID: orgID, UserID: m.UserID, Role: m.Role, CreatedAt: now, UpdatedAt: now}
-			err := tx.Clauses(clause.OnConflict{
-				Columns:   []clause.Column{{Name: "org_id"}, {Name: "user_id"}},
-				DoUpdates: clause.Assignments(map[string]any{"role": m.Role, "updated_at": now}),
-			}).Create(&row).Error
-			if err != nil {
-				return err
-			}
-		}
-		q := tx.Where("org_id = ?", orgID)
-		if len(keep) > 0 {
-			q = q.Where("user_id NOT IN ?", keep)
-		}
-		return q.Delete(&models.IdentityMembership{}).Error
-	})
+	}
+	q := tx.Where("org_id = ?", orgID)
+	if len(keep) > 0 {
+		q = q.Where("user_id NOT IN ?", keep)
+	}
+	return q.Delete(&models.IdentityMembership{}).Error
 }
 
 // UserOrgs lists a user's memberships.

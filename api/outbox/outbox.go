@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -31,6 +32,7 @@ import (
 	"golang.org/x/time/rate"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
@@ -154,13 +156,30 @@ func (s *Starter) giveWay(ctx context.Context) error {
 	return nil
 }
 
-// Tx is a database transaction that can also record workflow starts.
+// Tx is a database transaction that can also record workflow starts and
+// signals: they are dispatched once it commits, and never if it rolls back.
 type Tx struct {
 	*gorm.DB
-	recorded int
+	// recorded is called after each row recorded: it arranges the relay's
+	// wake-up once the transaction commits.
+	recorded func()
 	// traceContext and requestID are the trace and the id of the request
 	// the transaction serves, stored with every row it records.
 	traceContext, requestID string
+}
+
+// In is the request's transaction tx — web.Tx(c), or web.OneStatementTx(c)
+// for a request of one statement — able to record workflow starts; the
+// relay is woken once the request commits (web.AfterCommit).
+func (s *Starter) In(c *fiber.Ctx, tx *gorm.DB) *Tx {
+	ctx := c.UserContext()
+	woken := false
+	return &Tx{DB: tx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx), recorded: func() {
+		if !woken {
+			woken = true
+			web.AfterCommit(c, s.Wake)
+		}
+	}}
 }
 
 // Start records s in the transaction. It is dispatched only if the
@@ -177,7 +196,7 @@ func (tx *Tx) Start(s Start) error {
 	if !ok {
 		return ErrDuplicate
 	}
-	tx.recorded++
+	tx.recorded()
 	return nil
 }
 
@@ -201,17 +220,17 @@ func startRow(s Start, traceContext, requestID string) (*models.WorkflowStart, e
 
 // InsertWith runs insert, an INSERT … ON CONFLICT DO NOTHING RETURNING
 // (its one row scanned into dest), and records start only if insert wrote
-// its row: one statement on PostgreSQL (models.RecordWithStart). It
-// reports whether the row was written; when it was not, nothing was. The
-// relay is woken after the commit, as with Transact.
-func (s *Starter) InsertWith(ctx context.Context, insert string, args []any, start Start, dest ...any) (bool, error) {
-	row, err := startRow(start, telemetry.Inject(ctx), telemetry.RequestID(ctx))
+// its row: one statement on PostgreSQL (models.RecordWithStart), so it
+// can be a request's one statement (web.OneStatementTx). It reports
+// whether the row was written; when it was not, nothing was.
+func (tx *Tx) InsertWith(insert string, args []any, start Start, dest ...any) (bool, error) {
+	row, err := startRow(start, tx.traceContext, tx.requestID)
 	if err != nil {
 		return false, err
 	}
-	written, err := models.RecordWithStart(s.db.WithContext(ctx), insert, args, row, dest...)
+	written, err := models.RecordWithStart(tx.DB, insert, args, row, dest...)
 	if written && err == nil {
-		models.AfterCommit(ctx, s.Wake)
+		tx.recorded()
 	}
 	return written, err
 }
@@ -236,28 +255,23 @@ func (tx *Tx) Signal(sig Signal) error {
 	if err := models.InsertWorkflowSignal(tx.DB, row); err != nil {
 		return err
 	}
-	tx.recorded++
+	tx.recorded()
 	return nil
 }
 
-// Transact runs fn in one database transaction (a savepoint of the
-// request's, when ctx carries one: models.BeginRequestTx). Workflow starts
-// recorded with tx.Start commit or roll back with the domain writes; after
-// the commit the relay is woken to dispatch them immediately.
+// Transact runs fn in a database transaction of its own, for work done
+// outside a request (`suite admin`); a request records its starts in its
+// own transaction (In). Workflow starts recorded with tx.Start commit or
+// roll back with the domain writes; after the commit the relay is woken to
+// dispatch them at once.
 func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
-	var recorded int
+	recorded := false
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
-		tx := &Tx{DB: gtx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx)}
-		if err := fn(tx); err != nil {
-			return err
-		}
-		recorded = tx.recorded
-		return nil
+		return fn(&Tx{DB: gtx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx),
+			recorded: func() { recorded = true }})
 	})
-	if err == nil && recorded > 0 {
-		// Inside a request transaction (an Idempotency-Key) the rows are
-		// visible to the relay only once that commits.
-		models.AfterCommit(ctx, s.Wake)
+	if err == nil && recorded {
+		s.Wake()
 	}
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,19 +32,6 @@ const (
 	secretWithheld = "(secret withheld)"
 )
 
-// IdempotencyOptions tunes the middleware.
-type IdempotencyOptions struct {
-	// Scope names whose keys these are, so two callers' keys never collide.
-	// The default is the principal the authentication middleware recorded
-	// with SetIdempotencyScope ("anonymous" when none did).
-	Scope func(c *fiber.Ctx) string
-	// Now is the clock (tests move it).
-	Now func() time.Time
-	// Lease is how long an in-flight claim lasts without renewal
-	// (DefaultIdempotencyLease when zero).
-	Lease time.Duration
-}
-
 const localIdempotencyScope = "idempotency-scope"
 
 // SetIdempotencyScope records whose Idempotency-Keys the request uses: the
@@ -61,125 +47,6 @@ func PrincipalScope(c *fiber.Ctx) string {
 		return s
 	}
 	return "anonymous"
-}
-
-// Idempotency makes every POST that carries an Idempotency-Key safe to
-// retry. The first request with a key runs and its response (any status
-// below 500) is stored for 24 hours; a retry with the same body gets the
-// stored response back, with Idempotent-Replayed: true; the same key with a
-// different body is a 422; a retry while the first is still running is a
-// 409. A 5xx or 429 outcome is not stored, so the client's retry runs
-// again. A successful response marked Cache-Control: no-store holds a secret
-// and is never stored: its retry gets a 409 saying so.
-// Keys live in the database, so every API replica honours them.
-func Idempotency(db *gorm.DB, opts IdempotencyOptions) fiber.Handler {
-	if opts.Scope == nil {
-		opts.Scope = PrincipalScope
-	}
-	if opts.Now == nil {
-		opts.Now = models.Now
-	}
-	if opts.Lease <= 0 {
-		opts.Lease = DefaultIdempotencyLease
-	}
-	return func(c *fiber.Ctx) error {
-		key := c.Get(HeaderIdempotencyKey)
-		if c.Method() != fiber.MethodPost || key == "" {
-			return c.Next()
-		}
-		if len(key) > maxIdempotencyKeyLength {
-			return models.Invalid(models.FieldError{Field: HeaderIdempotencyKey, Code: "max", Message: "Must be at most 255 characters long."})
-		}
-		if !printableASCII(key) {
-			return models.Invalid(models.FieldError{Field: HeaderIdempotencyKey, Code: "printable",
-				Message: "Must be printable ASCII (letters, digits, punctuation, spaces)."})
-		}
-		ctx := c.UserContext()
-		now := opts.Now()
-		row := models.IdempotencyKey{
-			Scope:       strings.Clone(opts.Scope(c)),
-			Key:         strings.Clone(key),
-			RequestHash: requestHash(c),
-			State:       models.IdemInFlight,
-			CreatedAt:   now,
-			ExpiresAt:   now.Add(idempotencyRetention),
-			LockedUntil: now.Add(opts.Lease),
-		}
-		claimed, err := claimKey(ctx, db, &row, now)
-		if err != nil {
-			return err
-		}
-		if !claimed {
-			return replay(c, &row)
-		}
-
-		stopHeartbeat := heartbeat(context.WithoutCancel(ctx), db, &row, opts)
-		defer stopHeartbeat()
-		// The handler's writes and the outcome stored under the key commit
-		// in one transaction: a process that dies in between leaves neither,
-		// and the retry runs again once the claim's lease lapses.
-		reqCtx, tx, err := models.BeginRequestTx(ctx, db)
-		if err != nil {
-			release(ctx, db, &row)
-			return err
-		}
-		defer tx.Rollback()
-		c.SetUserContext(reqCtx)
-		c.Locals(localIdempotentRequest, &idempotentRequest{db: db, row: &row, ctx: reqCtx, tx: tx})
-
-		if handlerErr := c.Next(); handlerErr != nil {
-			if err := tx.BeginErr(); err != nil {
-				// The database failed the request, whatever the handler made
-				// of it: a row read can only say its context was canceled.
-				handlerErr = err
-			}
-			if err := c.App().ErrorHandler(c, handlerErr); err != nil {
-				return err
-			}
-		}
-		stopHeartbeat()
-		resp := c.Response()
-		if !storable(resp.StatusCode()) {
-			// Not an outcome: the retry must run again — unless the handler
-			// committed early (CommitAccepted), whose stored answer stands.
-			if tx.Open() {
-				tx.Rollback()
-				release(ctx, db, &row)
-			}
-			return nil
-		}
-		if !tx.Open() {
-			// Committed early: replace the provisional answer with the final
-			// one. The request succeeded either way; a failure here only
-			// leaves the provisional answer for a retry to replay.
-			if err := storeOutcome(context.WithoutCancel(ctx), db, &row, resp); err != nil {
-				slog.ErrorContext(ctx, "storing an idempotent response failed", "key", row.Key, "error", err)
-			}
-			return nil
-		}
-		err = tx.Commit(func() error { return storeOutcome(reqCtx, db, &row, resp) })
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, errKeyInFlight):
-			return errKeyInFlight
-		case resp.StatusCode() >= 400:
-			// A refusal whose transaction could not commit (PostgreSQL
-			// aborts a transaction at its first failed statement, such as
-			// the insert that found a duplicate): it changed nothing, and
-			// its answer is stored on its own.
-			if err := storeOutcome(context.WithoutCancel(ctx), db, &row, resp); err != nil {
-				return err
-			}
-			return nil
-		default:
-			// The commit failed, or its acknowledgement was lost: the
-			// answer must not claim success. The claim stays in flight, so
-			// a retry replays the outcome if the commit did land, and runs
-			// again after the lease if it did not.
-			return err
-		}
-	}
 }
 
 // storable tells whether a response is an outcome to keep under its key:
@@ -211,7 +78,7 @@ func release(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey) {
 }
 
 // storeOutcome records resp as the outcome of the request that holds row's
-// claim, with ctx (inside the request transaction, or after it). A
+// claim, on db (the request's transaction, or the pool after it). A
 // successful response marked Cache-Control: no-store holds a secret (tokens,
 // a new API key) and is never written down: the key records only that the
 // request succeeded, so a retry cannot repeat it.
@@ -231,39 +98,12 @@ func storeOutcome(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, 
 	return res.Error
 }
 
-const localIdempotentRequest = "idempotent-request"
-
-// idempotentRequest is what CommitAccepted needs of the middleware's state.
-type idempotentRequest struct {
-	db  *gorm.DB
-	row *models.IdempotencyKey
-	ctx context.Context
-	tx  *models.RequestTx
-}
-
-// CommitAccepted answers 202 with body and commits the request's writes
-// now, with that answer stored as its outcome. A handler that goes on to
-// wait for work its writes started (Prefer: wait) calls it first: the
-// worker must see those writes, and a retry after a crash during the wait
-// replays this answer. The final response replaces it once the handler
-// returns. Without an Idempotency-Key there is nothing to commit.
-func CommitAccepted(c *fiber.Ctx, body any) error {
-	if err := c.Status(fiber.StatusAccepted).JSON(body); err != nil {
-		return err
-	}
-	r, ok := c.Locals(localIdempotentRequest).(*idempotentRequest)
-	if !ok || !r.tx.Open() {
-		return nil
-	}
-	return r.tx.Commit(func() error { return storeOutcome(r.ctx, r.db, r.row, c.Response()) })
-}
-
 // heartbeat renews the claim on row every third of the lease until the
 // returned stop is called. Stop does not wait for a renewal under way: on
 // SQLite it may be queued behind the request's own transaction. The renewal names
 // the claim by its created_at, so a claim that was taken over meanwhile is
 // never extended by its former holder.
-func heartbeat(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, opts IdempotencyOptions) (stop func()) {
+func heartbeat(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, opts RequestOptions) (stop func()) {
 	quit := make(chan struct{})
 	go func() {
 		ticker := time.NewTicker(opts.Lease / 3)

@@ -29,6 +29,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -407,7 +408,7 @@ func idempotentAppWithLease(db *gorm.DB, now *atomic.Pointer[time.Time], hits *a
 		}
 		return c.Next()
 	})
-	app.Use(web.Idempotency(db, web.IdempotencyOptions{Now: func() time.Time { return *now.Load() }, Lease: lease}))
+	app.Use(web.Transactional(db, web.RequestOptions{Now: func() time.Time { return *now.Load() }, Lease: lease}))
 	app.Post("/orders", func(c *fiber.Ctx) error {
 		n := hits.Add(1)
 		if gate != nil && c.Get("X-Wait") != "" {
@@ -967,7 +968,7 @@ func TestDeepPagesUseTheIndexRange(t *testing.T) {
 	if dbtest.PostgresURL(t) == "" {
 		t.Skip("PostgreSQL is not available: the plan check needs it")
 	}
-	db := dbtest.Open(t, models.Postgres)
+	db := dbtest.Open(t, database.Postgres)
 	org := models.NewID()
 	after := web.Cursor{CreatedAt: models.Now(), ID: models.NewID()}
 	sql := db.ToSQL(func(tx *gorm.DB) *gorm.DB {
@@ -1003,22 +1004,22 @@ func TestDeepPagesUseTheIndexRange(t *testing.T) {
 	}
 }
 
-// crashApp writes an order in the handler and then, when asked, dies the
-// way a killed process does: the panic unwinds past the middleware, which
-// neither commits nor stores an outcome. Before, a handler's writes were
-// committed on their own, and a retry after the lease created the order a
-// second time.
+// crashApp writes an order in the handler's request transaction and then,
+// when asked, dies the way a killed process does: the panic unwinds past
+// the middleware, which neither commits nor stores an outcome. Before, a
+// handler's writes were committed on their own, and a retry after the lease
+// created the order a second time.
 func crashApp(t *testing.T, db *gorm.DB, now *atomic.Pointer[time.Time]) *fiber.App {
 	t.Helper()
 	if err := db.Exec("CREATE TABLE test_orders (id INTEGER PRIMARY KEY, sku TEXT NOT NULL)").Error; err != nil {
 		t.Fatal(err)
 	}
 	app := newApp()
-	app.Use(web.Idempotency(db, web.IdempotencyOptions{Now: func() time.Time { return *now.Load() }}))
+	app.Use(web.Transactional(db, web.RequestOptions{Now: func() time.Time { return *now.Load() }}))
 	var seq atomic.Int32
 	insert := func(c *fiber.Ctx) (int32, error) {
 		n := seq.Add(1)
-		return n, db.WithContext(c.UserContext()).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", n, "x").Error
+		return n, web.Tx(c).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", n, "x").Error
 	}
 	app.Post("/orders", func(c *fiber.Ctx) error {
 		n, err := insert(c)
@@ -1051,10 +1052,10 @@ func crashApp(t *testing.T, db *gorm.DB, now *atomic.Pointer[time.Time]) *fiber.
 	app.Post("/orders/duplicate", func(c *fiber.Ctx) error {
 		// A refusal after a failed statement (PostgreSQL aborts the
 		// transaction there) is still stored and replayed.
-		if err := db.WithContext(c.UserContext()).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", -1, "x").Error; err != nil {
+		if err := web.Tx(c).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", -1, "x").Error; err != nil {
 			return err
 		}
-		if err := db.WithContext(c.UserContext()).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", -1, "x").Error; err == nil {
+		if err := web.Tx(c).Exec("INSERT INTO test_orders (id, sku) VALUES (?, ?)", -1, "x").Error; err == nil {
 			return errors.New("the duplicate was inserted")
 		}
 		return web.NewProblem(409, "duplicate", "Already there.")
@@ -1071,33 +1072,42 @@ func countOrders(t *testing.T, db *gorm.DB) int64 {
 	return n
 }
 
-// A keyed request whose transaction cannot begin, because the database has
-// gone away, is a 503 the client may retry, whatever its handler's
-// statements said: a row read through QueryRowContext can only fail with a
-// canceled context, which alone would be a 500.
+// A request whose transaction cannot begin, because the database has gone
+// away, is a 503 the client may retry, keyed or not: the transaction's
+// handle carries the error of its BEGIN, which its first statement returns.
 func TestRequestsWhoseTransactionCannotBeginAreUnavailable(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		appDB, sever := dbtest.Severable(t, db)
-		pool, err := appDB.DB()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pool.SetMaxIdleConns(0) // the request's BEGIN dials, and finds the database gone
-		app := newApp()
-		app.Post("/probe", web.Idempotency(appDB, web.IdempotencyOptions{}), func(c *fiber.Ctx) error {
-			sever()
-			var n int
-			return appDB.WithContext(c.UserContext()).Raw("SELECT 1").Row().Scan(&n)
-		})
-		req := httptest.NewRequest("POST", "/probe", strings.NewReader("{}"))
-		req.Header.Set(web.HeaderIdempotencyKey, "k-1")
-		resp, err := app.Test(req, 30_000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != fiber.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-			t.Fatalf("%d (Retry-After %q) %s, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		for _, key := range []string{"", "k-1"} {
+			appDB, sever := dbtest.Severable(t, db)
+			pool, err := appDB.DB()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool.SetMaxIdleConns(0) // the request's BEGIN dials, and finds the database gone
+			app := newApp()
+			app.Post("/probe", func(c *fiber.Ctx) error {
+				if key != "" {
+					return c.Next() // the key is claimed while the database is there
+				}
+				sever()
+				return c.Next()
+			}, web.Transactional(appDB, web.RequestOptions{}), func(c *fiber.Ctx) error {
+				sever()
+				var n int
+				return web.Tx(c).Raw("SELECT 1").Scan(&n).Error
+			})
+			req := httptest.NewRequest("POST", "/probe", strings.NewReader("{}"))
+			if key != "" {
+				req.Header.Set(web.HeaderIdempotencyKey, key)
+			}
+			resp, err := app.Test(req, 30_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != fiber.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("key %q: %d (Retry-After %q) %s, want 503 with Retry-After", key, resp.StatusCode, resp.Header.Get("Retry-After"), body)
+			}
 		}
 	})
 }

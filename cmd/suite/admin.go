@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -33,7 +34,7 @@ func runAdmin(ctx context.Context, cfg Config, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = models.Close(db) }()
+	defer func() { _ = database.Close(db) }()
 	if err := requireCurrentSchema(ctx, db); err != nil {
 		return err
 	}

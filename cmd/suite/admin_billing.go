@@ -105,7 +105,12 @@ func billingList(ctx context.Context, db *gorm.DB, args []string) error {
 // unreachable from this shell.
 func billingRetry(ctx context.Context, cfg Config, db *gorm.DB, changeID string) error {
 	svc := &billing.Service{DB: db, Starter: outbox.New(db, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil), Config: cfg.Billing()}
-	change, retry, err := svc.Retry(ctx, changeID, shellRequester)
+	var change *models.SubscriptionChange
+	var retry *models.SubscriptionChangeRetry
+	err := svc.Starter.Transact(ctx, func(tx *outbox.Tx) (err error) {
+		change, retry, err = svc.Retry(tx, changeID, shellRequester)
+		return err
+	})
 	var de *models.DomainError
 	switch {
 	case errors.Is(err, models.ErrNotFound):

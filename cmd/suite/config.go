@@ -280,7 +280,7 @@ func (c Config) OutboxYieldRateFor(dev bool) int {
 }
 
 // DBMaxActiveFor is how many reads the process runs on the database at
-// once outside transactions (models.DBOptions.MaxActive):
+// once outside transactions (database.Options.MaxActive):
 // SUITE_DB_MAX_ACTIVE, else under `suite dev` twice the cores, which the
 // database shares with the API there (more made the queries contend inside
 // it and the slowest wait longer, docs/decisions.md "Performance"), and

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/mailsink"
@@ -30,7 +31,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = models.Close(db) }()
+	defer func() { _ = database.Close(db) }()
 	if _, err := models.Migrate(ctx, db); err != nil {
 		return err
 	}

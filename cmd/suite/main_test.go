@@ -18,6 +18,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/ports"
 )
@@ -368,7 +369,7 @@ func adminDB(t *testing.T) *gorm.DB {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = models.Close(db) })
+	t.Cleanup(func() { _ = database.Close(db) })
 	return db
 }
 

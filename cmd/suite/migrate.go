@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -13,7 +14,7 @@ func runMigrate(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = models.Close(db) }()
+	defer func() { _ = database.Close(db) }()
 	res, err := models.Migrate(ctx, db)
 	if err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
 )
@@ -31,7 +32,7 @@ import (
 // openDB connects to the configured database; dev tells whether this is
 // `suite dev` (Config.DBMaxActiveFor).
 func openDB(ctx context.Context, cfg Config, dev bool) (*gorm.DB, error) {
-	return models.Open(ctx, cfg.DatabaseDSN(), models.DBOptions{MaxOpenConns: cfg.DBMaxOpenConns,
+	return database.Open(ctx, cfg.DatabaseDSN(), database.Options{MaxOpenConns: cfg.DBMaxOpenConns,
 		MaxActive: cfg.DBMaxActiveFor(dev), ConnMaxLifetime: 30 * time.Minute})
 }
 

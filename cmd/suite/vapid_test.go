@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -42,7 +43,7 @@ func TestVapidKeysGeneratedOnceAndShared(t *testing.T) {
 }
 
 func TestVapidKeysFromConfig(t *testing.T) {
-	db := dbtest.Open(t, models.SQLite)
+	db := dbtest.Open(t, database.SQLite)
 	private, public, err := webpush.GenerateVAPIDKeys()
 	if err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/ready"
-	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker"
 	"github.com/business-suite/suite/workflows"
 )
@@ -43,7 +43,7 @@ func runWorker(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = models.Close(db) }()
+	defer func() { _ = database.Close(db) }()
 	if err := requireCurrentSchema(ctx, db); err != nil {
 		return err
 	}

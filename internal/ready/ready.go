@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/internal/database"
 )
 
 // Check names.
@@ -144,7 +144,7 @@ func (c *Checker) database(ctx context.Context) error {
 	if c.opts.DB == nil {
 		return fmt.Errorf("no database configured")
 	}
-	if err := models.Ping(ctx, c.opts.DB); err != nil {
+	if err := database.Ping(ctx, c.opts.DB); err != nil {
 		return fmt.Errorf("the database did not answer")
 	}
 	return nil

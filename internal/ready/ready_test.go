@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/ready"
-	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/workflows"
 )
@@ -22,7 +22,7 @@ func noop(workflow.Context) error { return nil }
 // A worker process is ready only once matching lists its own worker among
 // the task queue's pollers — another process's poller does not count.
 func TestWorkerCheckWaitsForThisProcessPoller(t *testing.T) {
-	db := dbtest.Open(t, models.SQLite)
+	db := dbtest.Open(t, database.SQLite)
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	tc := ts.GetDefaultClient()
 	ctx := t.Context()
@@ -58,7 +58,7 @@ func TestWorkerCheckWaitsForThisProcessPoller(t *testing.T) {
 	}
 	// Within the TTL the answer is cached: a dependency going away is
 	// noticed at the next round, not on every probe.
-	if err := models.Close(db); err != nil {
+	if err := database.Close(db); err != nil {
 		t.Fatal(err)
 	}
 	if !c.Check(ctx).Ready {
@@ -71,7 +71,7 @@ func TestWorkerCheckWaitsForThisProcessPoller(t *testing.T) {
 
 // Temporal unreachable: not ready, and the body says so.
 func TestTemporalDownIsNotReady(t *testing.T) {
-	db := dbtest.Open(t, models.SQLite)
+	db := dbtest.Open(t, database.SQLite)
 	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
 	if err != nil {
 		t.Fatal(err)

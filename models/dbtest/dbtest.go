@@ -23,6 +23,7 @@ import (
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -53,11 +54,11 @@ func PostgresURL(t testing.TB) string {
 }
 
 // Dialects lists the dialects available to this test run.
-func Dialects(t testing.TB) []models.Dialect {
+func Dialects(t testing.TB) []database.Dialect {
 	if PostgresURL(t) != "" {
-		return []models.Dialect{models.SQLite, models.Postgres}
+		return []database.Dialect{database.SQLite, database.Postgres}
 	}
-	return []models.Dialect{models.SQLite}
+	return []database.Dialect{database.SQLite}
 }
 
 // Each runs fn as a subtest once per available dialect, each with a fresh,
@@ -72,7 +73,7 @@ func Each(t *testing.T, fn func(t *testing.T, db *gorm.DB)) {
 }
 
 // Open returns a fresh, migrated database of the given dialect.
-func Open(t testing.TB, d models.Dialect) *gorm.DB {
+func Open(t testing.TB, d database.Dialect) *gorm.DB {
 	t.Helper()
 	db := OpenEmpty(t, d)
 	if _, err := models.Migrate(context.Background(), db); err != nil {
@@ -82,7 +83,7 @@ func Open(t testing.TB, d models.Dialect) *gorm.DB {
 }
 
 // OpenEmpty returns a fresh database with no schema.
-func OpenEmpty(t testing.TB, d models.Dialect) *gorm.DB {
+func OpenEmpty(t testing.TB, d database.Dialect) *gorm.DB {
 	t.Helper()
 	db, err := openDSN(t, DSN(t, d))
 	if err != nil {
@@ -94,9 +95,9 @@ func OpenEmpty(t testing.TB, d models.Dialect) *gorm.DB {
 // openDSN opens dsn as every handle of the tests is opened, and closes it
 // when the test ends.
 func openDSN(t testing.TB, dsn string) (*gorm.DB, error) {
-	db, err := models.Open(context.Background(), dsn, models.DBOptions{MaxOpenConns: 10})
+	db, err := database.Open(context.Background(), dsn, database.Options{MaxOpenConns: 10})
 	if err == nil {
-		t.Cleanup(func() { _ = models.Close(db) })
+		t.Cleanup(func() { _ = database.Close(db) })
 	}
 	return db, err
 }
@@ -190,9 +191,9 @@ func Severable(t testing.TB, db *gorm.DB) (*gorm.DB, func()) {
 
 // DSN creates a fresh empty database of dialect d and returns its DSN; the
 // database is removed when the test ends.
-func DSN(t testing.TB, d models.Dialect) string {
+func DSN(t testing.TB, d database.Dialect) string {
 	t.Helper()
-	if d == models.SQLite {
+	if d == database.SQLite {
 		return filepath.Join(t.TempDir(), "suite.db")
 	}
 	admin := PostgresURL(t)
@@ -200,21 +201,21 @@ func DSN(t testing.TB, d models.Dialect) string {
 		t.Skip("PostgreSQL is not available")
 	}
 	name := "suite_test_" + randomSuffix()
-	adminDB, err := models.Open(context.Background(), admin, models.DBOptions{MaxOpenConns: 1})
+	adminDB, err := database.Open(context.Background(), admin, database.Options{MaxOpenConns: 1})
 	if err != nil {
 		t.Fatalf("connect to test PostgreSQL %s: %v", redact(admin), err)
 	}
-	defer func() { _ = models.Close(adminDB) }()
+	defer func() { _ = database.Close(adminDB) }()
 	if err := adminDB.Exec("CREATE DATABASE " + name).Error; err != nil {
 		t.Fatalf("create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		adminDB, err := models.Open(context.Background(), admin, models.DBOptions{MaxOpenConns: 1})
+		adminDB, err := database.Open(context.Background(), admin, database.Options{MaxOpenConns: 1})
 		if err != nil {
 			t.Logf("drop database %s: %v", name, err)
 			return
 		}
-		defer func() { _ = models.Close(adminDB) }()
+		defer func() { _ = database.Close(adminDB) }()
 		if err := adminDB.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)").Error; err != nil {
 			t.Logf("drop database %s: %v", name, err)
 		}

@@ -1,13 +1,11 @@
-package models
+package database
 
 import (
-	"database/sql"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
@@ -15,87 +13,49 @@ import (
 )
 
 // FindAll runs q — built with GORM as usual (Model, Where, Order, Limit) —
-// and scans its rows into a []T, as q.Find(&rows) would, at a fraction of
-// the CPU. GORM's Find sets every field of every row through reflection
-// and a pool of intermediate values: under load, setting a 26-row page's
-// fields took 44 % of a list request's handler time (docs/decisions.md,
-// "Performance"). FindAll maps the result's columns to T's fields once per
-// column list and then hands database/sql pointers straight into each row.
+// and returns its rows as a []T, as q.Find(&rows) would. On PostgreSQL,
+// outside transactions (every list a GET serves), it reads them with pgx
+// itself at a fraction of Find's CPU (findAllPgx); anywhere else it is
+// Find.
+//
+// Why: GORM's Find sets every field of every row through reflection and a
+// pool of intermediate values, and database/sql turns every column into a
+// boxed driver.Value before converting it again. Under load, setting a
+// 26-row page's fields took 44 % of a list request's handler time, and
+// database/sql's conversions a fifth of its CPU (docs/decisions.md,
+// "Performance"). FindAll maps the result's columns to T's fields once
+// per column list and decodes each column straight into its field.
 //
 // Columns are matched to fields by GORM's own schema of T (column names,
-// embedded structs); a column T has no field for is read and dropped, as
-// Find drops it. T's fields must be types database/sql scans into (strings,
-// numbers, bools, times, pointers to them, sql.Scanner) — true of every
-// model here, none of which uses GORM serializers. Unlike Find, which
-// leaves a field at its zero value for a NULL, FindAll refuses a NULL in a
-// field that is not a pointer (as database/sql and pgx do): a nullable
-// column belongs in a pointer field.
-//
-// On PostgreSQL, outside transactions, the rows are read with pgx itself
-// (findAllPgx).
+// embedded structs); a column T has no field for is read and dropped, and
+// a NULL leaves a field that is not a pointer or a Scanner at its zero
+// value — both as Find does (TestFindAllScansAsFind). None of the models
+// uses GORM serializers, which FindAll does not know.
 func FindAll[T any](q *gorm.DB) ([]T, error) {
 	return FindAllInto[T](q, nil)
 }
 
 // FindAllInto is FindAll putting the rows in dst's array when it has room
 // for them (the statement's LIMIT), for a caller that recycles the slices
-// of rows it is done with. The rows are dst[:n]: what dst held before is
-// overwritten.
+// of rows it is done with (buffers.go). The rows are dst[:n]: what dst
+// held before is overwritten.
 func FindAllInto[T any](q *gorm.DB, dst []T) ([]T, error) {
-	if q.DryRun { // db.ToSQL: build the statement Find would run, run nothing
+	p, onPool := q.Statement.ConnPool.(*pool)
+	if !onPool || q.DryRun || q.Dialector.Name() != "postgres" {
 		var rows []T
-		return rows, q.Find(&rows).Error
+		if err := q.Find(&rows).Error; err != nil {
+			return nil, err
+		}
+		if rows == nil {
+			rows = []T{} // no rows is an empty list, not nil
+		}
+		return rows, nil
 	}
 	dst = slices.Grow(dst[:0], limitOf(q))
 	if dst == nil {
-		dst = []T{} // as Find: no rows is an empty list, not nil
+		dst = []T{}
 	}
-	if pool, ok := onPostgresPool(q); ok {
-		return findAllPgx[T](q, pool, dst)
-	}
-	rows, err := q.Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	fields, err := scanPlan[T](q, cols)
-	if err != nil {
-		return nil, err
-	}
-	out, err := collectRows[T](fields, dst, rows)
-	if err != nil {
-		return nil, err
-	}
-	return out, rows.Err()
-}
-
-// collectRows scans every row into a new T appended to out, each column
-// into the field fields names for it; a column without one is read and
-// dropped. out has room for the rows expected (the statement's LIMIT), so
-// that the page is allocated once rather than grown.
-func collectRows[T any](fields []scanField, out []T, rows *sql.Rows) ([]T, error) {
-	dest := make([]any, len(fields))
-	var skip any
-	for rows.Next() {
-		var zero T
-		out = append(out, zero)
-		row := unsafe.Pointer(&out[len(out)-1])
-		for i, f := range fields {
-			if f.typ == nil {
-				dest[i] = &skip
-			} else {
-				dest[i] = reflect.NewAt(f.typ, unsafe.Add(row, f.offset)).Interface()
-			}
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return findAllPgx[T](q, p, dst)
 }
 
 // scanField is where a column goes in the row: the field's type and its
@@ -166,19 +126,6 @@ func scanPlan[T any](q *gorm.DB, cols []string) ([]scanField, error) {
 	return plan, nil
 }
 
-// onPostgresPool returns q's connection pool when q runs on PostgreSQL
-// outside any transaction (neither its own nor the request's).
-func onPostgresPool(q *gorm.DB) (*txRouter, bool) {
-	router, ok := q.Statement.ConnPool.(*txRouter)
-	if !ok || q.Dialector.Name() != "postgres" {
-		return nil, false
-	}
-	if _, inRequestTx := q.Statement.Context.Value(requestTxKey{}).(*RequestTx); inRequestTx {
-		return nil, false
-	}
-	return router, true
-}
-
 // findAllPgx is FindAll reading the rows with pgx's own Query on one of
 // the pool's connections. database/sql turns every column into a
 // driver.Value first (a boxed copy of each string) and converts it again
@@ -187,19 +134,19 @@ func onPostgresPool(q *gorm.DB) (*txRouter, bool) {
 // fifth of the request's CPU (docs/decisions.md, "Performance"). The
 // statement is the one Find would run, built by GORM. It takes its turn on
 // the pool (admission) until its rows are read.
-func findAllPgx[T any](q *gorm.DB, pool *txRouter, dst []T) ([]T, error) {
+func findAllPgx[T any](q *gorm.DB, p *pool, dst []T) ([]T, error) {
 	var built []T
 	stmt := q.Session(&gorm.Session{DryRun: true}).Find(&built).Statement
 	if stmt.Error != nil {
 		return nil, stmt.Error
 	}
 	ctx := stmt.Context
-	admitted, err := pool.turns.enter(ctx)
+	admitted, err := p.turns.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer pool.turns.leave(admitted)
-	conn, err := pool.db.Conn(ctx)
+	defer p.turns.leave(admitted)
+	conn, err := p.db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}

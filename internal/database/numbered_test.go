@@ -1,4 +1,4 @@
-package models
+package database
 
 import "testing"
 
@@ -9,8 +9,8 @@ func TestNumberedPlaceholders(t *testing.T) {
 		"WITH r AS (SELECT ? AS é) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM r": "WITH r AS (SELECT $1 AS é) SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 FROM r",
 	} {
 		for range 2 { // the second answer comes from the cache
-			if got := numbered(query); got != want {
-				t.Fatalf("numbered(%q) = %q, want %q", query, got, want)
+			if got := Numbered(query); got != want {
+				t.Fatalf("Numbered(%q) = %q, want %q", query, got, want)
 			}
 		}
 	}

@@ -1,12 +1,14 @@
-package models
+package database
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
+	"gorm.io/gorm"
 )
 
 // admission bounds the reads that run on the connection pool at once and
@@ -81,3 +83,61 @@ func (a *admission) leave(admitted bool) {
 func isRead(query string) bool {
 	return len(query) >= 6 && strings.EqualFold(query[:6], "SELECT")
 }
+
+// pool is the connection pool behind every *gorm.DB that Open returns: a
+// read takes its turn (admission), anything else runs at once. A
+// transaction begun on it is database/sql's own, whose statements hold
+// their connection and never take turns.
+type pool struct {
+	db    *sql.DB
+	turns *admission
+}
+
+var (
+	_ gorm.ConnPool       = (*pool)(nil)
+	_ gorm.TxBeginner     = (*pool)(nil)
+	_ gorm.GetDBConnector = (*pool)(nil)
+)
+
+// inTurn runs stmt, in its turn when query only reads.
+func inTurn[R any](ctx context.Context, p *pool, query string, stmt func() (R, error)) (R, error) {
+	if !isRead(query) {
+		return stmt()
+	}
+	admitted, err := p.turns.enter(ctx)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	defer p.turns.leave(admitted)
+	return stmt()
+}
+
+func (p *pool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return inTurn(ctx, p, query, func() (*sql.Stmt, error) { return p.db.PrepareContext(ctx, query) })
+}
+
+func (p *pool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return inTurn(ctx, p, query, func() (sql.Result, error) { return p.db.ExecContext(ctx, query, args...) })
+}
+
+func (p *pool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return inTurn(ctx, p, query, func() (*sql.Rows, error) { return p.db.QueryContext(ctx, query, args...) })
+}
+
+// QueryRowContext waits for its turn like the others; a row whose wait
+// ended with ctx is read with ctx, so it fails with ctx's error (a
+// *sql.Row carries no error of its own that could say so).
+func (p *pool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	row, _ := inTurn(ctx, p, query, func() (*sql.Row, error) { return p.db.QueryRowContext(ctx, query, args...), nil })
+	if row == nil {
+		return p.db.QueryRowContext(ctx, query, args...)
+	}
+	return row
+}
+
+func (p *pool) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+	return p.db.BeginTx(ctx, opts)
+}
+
+func (p *pool) GetDBConn() (*sql.DB, error) { return p.db, nil }

@@ -1,4 +1,4 @@
-package models
+package database
 
 import (
 	"encoding/binary"
@@ -16,7 +16,7 @@ import (
 )
 
 // A pgxColumn is where one result column goes in a row and how it gets
-// there: decode writes the common cases (text into a string, a binary
+// there (findAllPgx): decode writes the common cases (text into a string, a binary
 // uuid into a string, a binary timestamptz into a time.Time, integers,
 // floats, booleans) straight into the field; everything else, and any
 // value decode declines (NULL, an out-of-range time), goes through pgx's
@@ -30,9 +30,12 @@ import (
 type pgxColumn struct {
 	scanField
 	decode func(raw []byte, field unsafe.Pointer, text *textArena) bool // nil: pgx's plan only
-	oid    uint32                                                       // the column's type
-	format int16                                                        // and wire format
-	plan   pgtype.ScanPlan                                              // pgx's, made when first needed
+	// scanner: the field's own Scan method reads the column, NULL included;
+	// any other field keeps its zero value for a NULL, as with GORM's Find.
+	scanner bool
+	oid     uint32          // the column's type
+	format  int16           // and wire format
+	plan    pgtype.ScanPlan // pgx's, made when first needed
 }
 
 // collectPgxRows is collectRows for pgx's rows: each column decoded as
@@ -48,6 +51,9 @@ func collectPgxRows[T any](fields []scanField, out []T, rows pgx.Rows, typeMap *
 			c := &cols[i]
 			if c.typ == nil {
 				continue
+			}
+			if raw == nil && !c.scanner {
+				continue // the row is new: the field is already zero
 			}
 			field := unsafe.Add(row, c.offset)
 			if c.decode != nil && raw != nil && c.decode(raw, field, &text) {
@@ -74,7 +80,10 @@ func pgxColumns(fields []scanField, descs []pgconn.FieldDescription, typeMap *pg
 	cols := make([]pgxColumn, len(fields))
 	for i, f := range fields {
 		cols[i] = pgxColumn{scanField: f, oid: descs[i].DataTypeOID, format: descs[i].Format}
-		if f.typ != nil && !scansItself(f.typ) {
+		if f.typ == nil {
+			continue
+		}
+		if cols[i].scanner = scansItself(f.typ); !cols[i].scanner {
 			cols[i].decode = decoderFor(cols[i].oid, cols[i].format, f.typ, typeMap)
 		}
 	}

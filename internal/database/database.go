@@ -1,4 +1,24 @@
-package models
+// Package database is the suite's database machinery, kept apart from the
+// domain rules in models: opening a pool on either dialect, and the few
+// fast paths around GORM that measurements justified. Each fast path says
+// in its doc comment what it saves and where that was measured
+// (docs/decisions.md, "Performance"), and has a test that compares it with
+// the plain GORM path:
+//
+//   - the pool lets reads take turns in arrival order (admission.go);
+//   - LIMIT and OFFSET are numbers in PostgreSQL statements (limit.go);
+//   - FindAll reads a list's rows without GORM's per-field reflection, on
+//     PostgreSQL straight from pgx's wire values (findall.go, pgdecode.go);
+//   - Insert writes a flat model with the statement GORM wrote for its
+//     first row (insert.go);
+//   - page buffers are recycled between list requests (buffers.go);
+//   - Numbered rewrites ? placeholders once per statement (numbered.go).
+//
+// Everything else is GORM as its documentation describes it: a
+// transaction is db.Transaction or db.Begin, and a handle runs its
+// statements where its ConnPool says — the pool, or the transaction it was
+// begun as. Nothing is routed by a context value.
+package database
 
 import (
 	"context"
@@ -7,14 +27,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	// Pure-Go SQLite (registers the "sqlite" database/sql driver). The cgo
@@ -30,8 +48,8 @@ const (
 	SQLite   Dialect = "sqlite"
 )
 
-// DBOptions tunes the connection pool.
-type DBOptions struct {
+// Options tunes the connection pool.
+type Options struct {
 	MaxOpenConns int
 	// MaxActive bounds the reads run on the pool at once, outside
 	// transactions; the others wait their turn in arrival order
@@ -43,19 +61,25 @@ type DBOptions struct {
 	LogSQL bool
 }
 
+// Now is the clock of every stored timestamp, GORM's CreatedAt and
+// UpdatedAt included: UTC, truncated to the microsecond precision
+// PostgreSQL keeps, so a value reads back unchanged.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
 // Open connects to PostgreSQL when dsn starts with postgres:// or
 // postgresql://, and otherwise treats dsn as the path of an SQLite database
 // file (created if missing) opened in WAL mode with foreign keys enforced.
-func Open(ctx context.Context, dsn string, opts DBOptions) (*gorm.DB, error) {
+func Open(ctx context.Context, dsn string, opts Options) (*gorm.DB, error) {
 	gcfg := &gorm.Config{
 		Logger:                                   logger.Discard,
 		TranslateError:                           true,
 		DisableForeignKeyConstraintWhenMigrating: true,
 		NowFunc:                                  Now,
-		// Every write that spans statements opens its own transaction
-		// (db.Transaction, the outbox); a single INSERT or UPDATE needs no
-		// BEGIN/COMMIT around it, which cost two of a POST's four round trips.
-		// No model has associations or hooks that write other rows.
+		// A write that spans statements is written in a transaction of its
+		// own (the request's, db.Transaction, the outbox); a single INSERT
+		// or UPDATE on the pool needs no BEGIN/COMMIT around it, which cost
+		// two of a POST's four round trips. No model has associations or
+		// hooks that write other rows.
 		SkipDefaultTransaction: true,
 	}
 	if opts.LogSQL {
@@ -85,8 +109,6 @@ func Open(ctx context.Context, dsn string, opts DBOptions) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Statements made with a request transaction's context run in it
-	// (requesttx.go).
 	maxOpen := opts.MaxOpenConns
 	if maxOpen <= 0 {
 		maxOpen = 20
@@ -95,8 +117,8 @@ func Open(ctx context.Context, dsn string, opts DBOptions) (*gorm.DB, error) {
 	if maxActive <= 0 || maxActive > maxOpen {
 		maxActive = maxOpen
 	}
-	router := &txRouter{db: sqlDB, turns: newAdmission(maxActive)}
-	db.ConnPool, db.Statement.ConnPool = router, router
+	p := &pool{db: sqlDB, turns: newAdmission(maxActive)}
+	db.ConnPool, db.Statement.ConnPool = p, p
 	maxIdle := opts.MaxIdleConns
 	if maxIdle <= 0 || maxIdle > maxOpen {
 		maxIdle = maxOpen
@@ -113,38 +135,6 @@ func Open(ctx context.Context, dsn string, opts DBOptions) (*gorm.DB, error) {
 		return nil, fmt.Errorf("ping %s database: %w", dialect, err)
 	}
 	return db, nil
-}
-
-// literalLimit writes a statement's LIMIT and OFFSET as numbers, not as
-// parameters ("LIMIT 26", not "LIMIT $2"), on PostgreSQL; the SQLite
-// driver already writes them so. pgx prepares every statement, and
-// PostgreSQL plans a prepared statement afresh on every run until a plan
-// made without the parameters' values (the generic plan) looks no costlier
-// than those. Not knowing the LIMIT, the generic plan of a list page
-// expects a tenth of the organization's rows rather than a page, so a large
-// organization's lists were planned on every request: 0.045 ms of
-// PostgreSQL's CPU a page, more than running it (0.03 ms). Both are the
-// numbers GORM was given, never a client's text; a page size is one of
-// 1–101, so a list shape has at most that many statements in pgx's cache
-// (TestListPagesReuseTheirPlan).
-func literalLimit(c clause.Clause, builder clause.Builder) {
-	limit, ok := c.Expression.(clause.Limit)
-	if !ok {
-		c.Build(builder)
-		return
-	}
-	hasLimit := limit.Limit != nil && *limit.Limit >= 0
-	if hasLimit {
-		builder.WriteString("LIMIT ")
-		builder.WriteString(strconv.Itoa(*limit.Limit))
-	}
-	if limit.Offset > 0 {
-		if hasLimit {
-			builder.WriteByte(' ')
-		}
-		builder.WriteString("OFFSET ")
-		builder.WriteString(strconv.Itoa(limit.Offset))
-	}
 }
 
 // DialectOf tells which dialect a DSN selects.

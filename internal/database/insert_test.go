@@ -1,4 +1,4 @@
-package models_test
+package database_test
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -19,9 +20,9 @@ import (
 // is given.
 func TestInsertWritesWhatCreateWrites(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		org := newOrg(t, db, models.PlanEnterprise, "UTC")
+		orgID := seedOrg(t, db)
 		contact := func() *models.Contact {
-			return &models.Contact{ID: models.NewID(), OrgID: org.ID, Name: `Ada "<&>"`, Email: "ada@example.com",
+			return &models.Contact{ID: models.NewID(), OrgID: orgID, Name: `Ada "<&>"`, Email: "ada@example.com",
 				Phone: "+1 415 555 2671", Company: "Engines", Designation: "CTO", Type: models.ContactPerson,
 				Notes: "two\nlines, ünïcode", CreatedBy: models.ActorSystem}
 		}
@@ -29,7 +30,7 @@ func TestInsertWritesWhatCreateWrites(t *testing.T) {
 		if err := db.Create(created).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := models.Insert(db, inserted); err != nil {
+		if err := database.Insert(db, inserted); err != nil {
 			t.Fatal(err)
 		}
 		if inserted.CreatedAt.IsZero() || !inserted.CreatedAt.Equal(inserted.UpdatedAt) {
@@ -50,7 +51,7 @@ func TestInsertWritesWhatCreateWrites(t *testing.T) {
 			t.Fatalf("Insert stored\n  %+v\nCreate stored\n  %+v", b, a)
 		}
 
-		errCreate, errInsert := db.Create(created).Error, models.Insert(db, inserted)
+		errCreate, errInsert := db.Create(created).Error, database.Insert(db, inserted)
 		if errCreate == nil || errInsert == nil || errInsert.Error() != errCreate.Error() ||
 			errors.Is(errInsert, gorm.ErrDuplicatedKey) != errors.Is(errCreate, gorm.ErrDuplicatedKey) {
 			t.Fatalf("writing a row again: Insert reported %v, Create %v", errInsert, errCreate)
@@ -59,7 +60,7 @@ func TestInsertWritesWhatCreateWrites(t *testing.T) {
 		inTx := contact()
 		rollBack := errors.New("roll back")
 		if err := db.Transaction(func(tx *gorm.DB) error {
-			if err := models.Insert(tx, inTx); err != nil {
+			if err := database.Insert(tx, inTx); err != nil {
 				return err
 			}
 			var n int64
@@ -89,9 +90,9 @@ func (defaultedContact) TableName() string { return "contacts" }
 
 func TestInsertLeavesDefaultsToCreate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		org := newOrg(t, db, models.PlanEnterprise, "UTC")
-		row := &defaultedContact{Contact: models.Contact{ID: models.NewID(), OrgID: org.ID, Name: "Ada", Type: models.ContactPerson}}
-		if err := models.Insert(db, row); err != nil {
+		orgID := seedOrg(t, db)
+		row := &defaultedContact{Contact: models.Contact{ID: models.NewID(), OrgID: orgID, Name: "Ada", Type: models.ContactPerson}}
+		if err := database.Insert(db, row); err != nil {
 			t.Fatal(err)
 		}
 		var stored models.Contact

@@ -1,0 +1,202 @@
+package web
+
+import (
+	"cmp"
+	"reflect"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+)
+
+// The handler dialect of the CRM and the Helpdesk: a resource's routes are
+// written with these helpers, which know the organization's scope, the
+// :id parameter, the 404 that hides other tenants' rows, the request
+// transaction and the page.
+//
+//	GET    /things      List(c, h.DB, scope, Listing[Thing, thingResponse]{…})
+//	GET    /things/:id  Get(c, h.DB, scope, "The thing", toThing)
+//	PUT    /things/:id  Update(c, s, "The thing", func(tx, t) error {…})
+//	DELETE /things/:id  Delete[Thing](c, scope, "The thing")
+//
+// A read or a removal resolves the caller's scope from the request alone,
+// through the interface's Scoper (CRM: the organization the query names
+// and the caller's role in it; Helpdesk: the workspace header). A change
+// resolves it with its decoded body (the CRM names the organization
+// there), after decoding, so a malformed body is reported before anything
+// is looked up.
+
+// Scope is the rows of a table a caller may see: their organization's,
+// and — when Column is set — only those whose Column is Value (an AGENT
+// sees only the deals, leads and tasks assigned to them).
+type Scope struct {
+	OrgID  string
+	Column string
+	Value  string
+}
+
+// A Scoper resolves the Scope of a request's caller, or refuses the
+// request (the organization is not theirs: 404).
+type Scoper func(c *fiber.Ctx) (Scope, error)
+
+// Narrow restricts q to the rows s lets the caller see.
+func (s Scope) Narrow(q *gorm.DB) *gorm.DB {
+	q = q.Where("org_id = ?", s.OrgID)
+	if s.Column != "" {
+		q = q.Where(s.Column+" = ?", s.Value)
+	}
+	return q
+}
+
+// Find loads the row of T with id that s lets the caller see; a malformed
+// id, another organization's row, a row outside the caller's assignment
+// and a missing one are the same NotFound(what), never told apart.
+func Find[T any](db *gorm.DB, s Scope, id, what string) (*T, error) {
+	q := db
+	if s.Column != "" {
+		q = q.Where(s.Column+" = ?", s.Value)
+	}
+	return models.FindInOrg[T](q, s.OrgID, id, what)
+}
+
+// Load is the row of T named by the :id parameter in the caller's scope,
+// read on the pool (Find): the row a route is about, or the parent of a
+// list under it.
+func Load[T any](c *fiber.Ctx, db *gorm.DB, scope Scoper, what string) (*T, error) {
+	s, err := scope(c)
+	if err != nil {
+		return nil, err
+	}
+	return Find[T](db.WithContext(c.UserContext()), s, c.Params("id"), what)
+}
+
+// Get answers the row of T named by the :id parameter (Load), shown by
+// view.
+func Get[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, what string, view func(*T) R) error {
+	row, err := Load[T](c, db, scope, what)
+	if err != nil {
+		return err
+	}
+	return c.JSON(view(row))
+}
+
+// Update changes the row of T named by the :id parameter in the request's
+// transaction: the row is loaded with a lock, change applies the request to
+// it (or refuses, and the request changes nothing) and it is saved, but for
+// the columns in keep, which another writer owns (an article's view count,
+// an organization's status). It returns the saved row.
+func Update[T any](c *fiber.Ctx, s Scope, what string, change func(tx *gorm.DB, row *T) error, keep ...string) (*T, error) {
+	tx := Tx(c)
+	row, err := Find[T](models.LockForUpdate(tx), s, c.Params("id"), what)
+	if err != nil {
+		return nil, err
+	}
+	if err := change(tx, row); err != nil {
+		return nil, err
+	}
+	if len(keep) > 0 {
+		return row, tx.Omit(keep...).Save(row).Error
+	}
+	return row, tx.Save(row).Error
+}
+
+// Delete deletes the row of T named by the :id parameter in the request's
+// transaction and answers 204.
+func Delete[T any](c *fiber.Ctx, scope Scoper, what string) error {
+	s, err := scope(c)
+	if err != nil {
+		return err
+	}
+	tx := Tx(c)
+	row, err := Find[T](tx, s, c.Params("id"), what)
+	if err != nil {
+		return err
+	}
+	if err := tx.Delete(row).Error; err != nil {
+		return err
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// Listing describes a list route over rows of T, shown as R.
+type Listing[T, R any] struct {
+	// Filter points to a struct of the route's query parameters (string
+	// fields named by their json tags, with validate rules); Narrow applies
+	// it once it is filled and valid.
+	Filter any
+	Narrow func(q *gorm.DB) *gorm.DB
+	// TimeColumn orders the list, newest first (created_at when empty).
+	TimeColumn string
+	Cursor     func(*T) Cursor
+	View       func(*T) R
+}
+
+// List answers a list route: the rows of T that the caller's scope lets
+// them see, narrowed by the route's filters, newest first, a page at a
+// time.
+func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) error {
+	s, err := scope(c)
+	if err != nil {
+		return err
+	}
+	// One 422 names every bad parameter, the page's and the filters'.
+	page, err := ParsePage(c)
+	if l.Filter != nil {
+		fillFromQuery(c, l.Filter)
+		err = MergeInvalid(err, Validate(l.Filter))
+	}
+	if err != nil {
+		return err
+	}
+	q := s.Narrow(db.WithContext(c.UserContext()).Model(new(T)))
+	if l.Narrow != nil {
+		q = l.Narrow(q)
+	}
+	rows, err := PaginateBy(q, page, cmp.Or(l.TimeColumn, "created_at"), l.Cursor)
+	if err != nil {
+		return err
+	}
+	return SendPage(c, rows, l.View)
+}
+
+// fillFromQuery sets each string field of the struct filter points to
+// from the query parameter its json tag names (as c.Query reads it; an
+// absent parameter is ""), trimmed of spaces when tagged query:"trim".
+func fillFromQuery(c *fiber.Ctx, filter any) {
+	v := reflect.ValueOf(filter).Elem()
+	for i := range v.NumField() {
+		field := v.Type().Field(i)
+		name, _, _ := strings.Cut(field.Tag.Get("json"), ",")
+		if f := v.Field(i); name != "" && f.Kind() == reflect.String {
+			value := c.Query(name)
+			if field.Tag.Get("query") == "trim" {
+				value = strings.TrimSpace(value)
+			}
+			f.SetString(value)
+		}
+	}
+}
+
+// Equal narrows q to rows whose column is value, when value is set. A
+// list's filters are applied in a fixed order, so each set of filters is
+// one SQL text (one prepared statement).
+func Equal(q *gorm.DB, column, value string) *gorm.DB {
+	if value == "" {
+		return q
+	}
+	return q.Where(column+" = ?", value)
+}
+
+// Containing narrows q to rows with text in one of columns, when set.
+func Containing(q *gorm.DB, text string, columns ...string) *gorm.DB {
+	if text == "" {
+		return q
+	}
+	return ContainsText(q, text, columns...)
+}
+
+// In is the Scoper of a scope already resolved (a list under a parent the
+// handler has found).
+func In(s Scope) Scoper { return func(*fiber.Ctx) (Scope, error) { return s, nil } }

@@ -1,0 +1,88 @@
+package database_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+	"gorm.io/gorm"
+)
+
+// TestListPagesReuseTheirPlan checks that a list page's statement, run
+// again and again as pgx runs it (prepared once per connection), is planned
+// once and not on every run. With its LIMIT a parameter, the generic plan
+// (made without the parameters' values) expects a tenth of a large
+// organization's rows rather than a page, looks costlier than planning each
+// run for the page, and PostgreSQL never switches to it: each request paid
+// for planning. Written as a number, the LIMIT leaves the generic plan as
+// cheap as the custom ones, and PostgreSQL keeps it after five runs.
+func TestListPagesReuseTheirPlan(t *testing.T) {
+	if dbtest.PostgresURL(t) == "" {
+		t.Skip("PostgreSQL is not available: the plan check needs it")
+	}
+	db := dbtest.Open(t, database.Postgres)
+	orgID := seedOrg(t, db)
+	if err := db.Exec(`INSERT INTO contacts (id, org_id, name, type, created_at, updated_at)
+		SELECT gen_random_uuid(), ?, 'Contact ' || g, 'person', now() - g * interval '1 second', now()
+		FROM generate_series(1, 5000) AS g`, orgID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec("ANALYZE contacts").Error; err != nil {
+		t.Fatal(err)
+	}
+	var page []models.Contact
+	stmt := db.Session(&gorm.Session{DryRun: true}).Model(&models.Contact{}).Where("org_id = ?", orgID).
+		Order("created_at DESC").Order("id DESC").Limit(26).Find(&page).Statement
+	if len(stmt.Vars) != 1 { // the organization; the LIMIT is a number
+		t.Fatalf("%s has the arguments %v, want the organization's id only", stmt.SQL.String(), stmt.Vars)
+	}
+	args := "('" + orgID + "')"
+	var generic int
+	err := db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("PREPARE list_page AS " + stmt.SQL.String()).Error; err != nil {
+			return err
+		}
+		defer tx.Exec("DEALLOCATE list_page")
+		for range 10 {
+			if err := tx.Exec("EXECUTE list_page" + args).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Raw("SELECT generic_plans FROM pg_prepared_statements WHERE name = 'list_page'").Scan(&generic).Error
+	})
+	if err != nil {
+		t.Fatalf("run %s: %v", stmt.SQL.String(), err)
+	}
+	if generic == 0 {
+		t.Fatalf("PostgreSQL planned\n  %s\non each of 10 runs and never used its generic plan", stmt.SQL.String())
+	}
+}
+
+// TestLimitsAreNumbers checks how LIMIT and OFFSET are written on
+// PostgreSQL (literalLimit): as GORM writes them, with numbers in place of
+// the parameters.
+func TestLimitsAreNumbers(t *testing.T) {
+	if dbtest.PostgresURL(t) == "" {
+		t.Skip("PostgreSQL is not available")
+	}
+	db := dbtest.Open(t, database.Postgres)
+	cases := []struct {
+		query func(tx *gorm.DB) *gorm.DB
+		tail  string
+	}{
+		{func(tx *gorm.DB) *gorm.DB { return tx.Limit(26) }, ` LIMIT 26`},
+		{func(tx *gorm.DB) *gorm.DB { return tx.Limit(10).Offset(20) }, ` LIMIT 10 OFFSET 20`},
+		{func(tx *gorm.DB) *gorm.DB { return tx.Offset(5) }, `"contacts" OFFSET 5`},
+		{func(tx *gorm.DB) *gorm.DB { return tx.Limit(0) }, ` LIMIT 0`},
+		{func(tx *gorm.DB) *gorm.DB { return tx.Limit(-1) }, `"contacts"`},
+	}
+	for _, tc := range cases {
+		var rows []models.Contact
+		stmt := tc.query(db.Session(&gorm.Session{DryRun: true}).Model(&models.Contact{})).Find(&rows).Statement
+		if sql := strings.TrimSpace(stmt.SQL.String()); !strings.HasSuffix(sql, tc.tail) || len(stmt.Vars) != 0 {
+			t.Errorf("%s (arguments %v): want it to end in %q with no arguments", sql, stmt.Vars, tc.tail)
+		}
+	}
+}

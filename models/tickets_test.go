@@ -1,0 +1,185 @@
+package models_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+)
+
+// deskFixture is a workspace with a customer and an agent.
+type deskFixture struct {
+	org, agent, customer string
+	tickets              *int
+}
+
+func newDesk(t *testing.T, db *gorm.DB) deskFixture {
+	t.Helper()
+	org := newOrg(t, db, models.PlanBusiness, "UTC")
+	now := models.Now()
+	uid := models.NewID()
+	agent := models.Member{ID: models.NewID(), OrgID: org.ID, UserID: &uid, Email: "dana@suite.io", Role: models.RoleAgent,
+		Status: models.MemberActive, CreatedAt: now, UpdatedAt: now}
+	cust := models.Customer{ID: models.NewID(), OrgID: org.ID, Name: "Maria", Email: "maria@acme.io", CreatedAt: now, UpdatedAt: now}
+	for _, v := range []any{&agent, &cust} {
+		if err := db.Create(v).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return deskFixture{org: org.ID, agent: agent.ID, customer: cust.ID, tickets: new(int)}
+}
+
+// ticket stores a ticket of the fixture's customer in status (solved
+// tickets are assigned and counted once solved).
+func (d deskFixture) ticket(t *testing.T, db *gorm.DB, status string) *models.Ticket {
+	t.Helper()
+	now := models.Now()
+	*d.tickets++
+	tk := &models.Ticket{ID: models.NewID(), OrgID: d.org, Number: 1000 + *d.tickets, Subject: "Printer", Status: status, Priority: "normal",
+		Channel: "web", CustomerID: &d.customer, RequesterEmail: "maria@acme.io", Tags: "[]", CreatedAt: now, UpdatedAt: now}
+	if status == models.TicketSolved {
+		tk.AgentID, tk.SolvedAt, tk.SolveCount = &d.agent, &now, 1
+	}
+	if err := db.Create(tk).Error; err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// UpdateTicket's rules, each case on a fresh ticket: what it refuses (with
+// which code), what it changes, what it asks the caller to do (timers,
+// notification) and what it tells the customer's history.
+func TestUpdateTicketRules(t *testing.T) {
+	cases := []struct {
+		name   string
+		status string // of the ticket before
+		update func(d deskFixture) models.TicketUpdate
+		code   string // refused with this code, or ""
+		check  func(t *testing.T, tk *models.Ticket, ch models.TicketChange)
+		events int
+	}{
+		{name: "solving needs an assignee", status: models.TicketOpen,
+			update: func(deskFixture) models.TicketUpdate { return models.TicketUpdate{Status: ptr(models.TicketSolved)} },
+			code:   "assignee_required"},
+		{name: "nothing returns to new", status: models.TicketOpen,
+			update: func(deskFixture) models.TicketUpdate { return models.TicketUpdate{Status: ptr(models.TicketNew)} },
+			code:   "illegal_status_transition"},
+		{name: "closed is final", status: models.TicketClosed,
+			update: func(deskFixture) models.TicketUpdate { return models.TicketUpdate{Priority: ptr("high")} },
+			code:   "ticket_closed"},
+		{name: "a solved ticket keeps its assignee", status: models.TicketSolved,
+			update: func(deskFixture) models.TicketUpdate { return models.TicketUpdate{SetAgent: true} },
+			code:   "assignee_required"},
+		{name: "assigned and solved at once", status: models.TicketNew,
+			update: func(d deskFixture) models.TicketUpdate {
+				return models.TicketUpdate{SetAgent: true, Agent: &d.agent, Status: ptr(models.TicketSolved)}
+			},
+			check: func(t *testing.T, tk *models.Ticket, ch models.TicketChange) {
+				if !ch.Solved || ch.Unsolved || ch.Notify == nil || *ch.Notify != *tk.AgentID || tk.SolveCount != 1 || tk.SolvedAt == nil {
+					t.Fatalf("change %+v, ticket %+v", ch, tk)
+				}
+			},
+			events: 2},
+		{name: "reopening a solved ticket", status: models.TicketSolved,
+			update: func(deskFixture) models.TicketUpdate { return models.TicketUpdate{Status: ptr(models.TicketOpen)} },
+			check: func(t *testing.T, tk *models.Ticket, ch models.TicketChange) {
+				if ch.Solved || !ch.Unsolved || ch.Notify != nil || tk.SolvedAt != nil || tk.SolveCount != 1 {
+					t.Fatalf("change %+v, ticket %+v", ch, tk)
+				}
+			},
+			events: 1},
+		{name: "fields only", status: models.TicketOpen,
+			update: func(deskFixture) models.TicketUpdate {
+				return models.TicketUpdate{Priority: ptr("urgent"), Subject: ptr("  Toner  "), Tags: ptr(`["a"]`)}
+			},
+			check: func(t *testing.T, tk *models.Ticket, ch models.TicketChange) {
+				if tk.Priority != "urgent" || tk.Subject != "Toner" || tk.Tags != `["a"]` || ch != (models.TicketChange{}) {
+					t.Fatalf("change %+v, ticket %+v", ch, tk)
+				}
+			}},
+	}
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				d := newDesk(t, db)
+				tk := d.ticket(t, db, tc.status)
+				var got *models.Ticket
+				var change models.TicketChange
+				err := db.Transaction(func(tx *gorm.DB) (err error) {
+					got, change, err = models.UpdateTicket(tx, d.org, tk.ID, tc.update(d), models.ActorSystem, models.Now())
+					return err
+				})
+				if tc.code != "" {
+					if code := domainCode(err); code != tc.code {
+						t.Fatalf("error %v, want code %s", err, tc.code)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.check(t, got, change)
+				var stored models.Ticket
+				if err := db.Take(&stored, "id = ?", tk.ID).Error; err != nil || stored.Status != got.Status || stored.Priority != got.Priority {
+					t.Fatalf("stored %+v, returned %+v, %v", stored, got, err)
+				}
+				var events int64
+				db.Model(&models.CustomerEvent{}).Where("ticket_id = ? AND type = ?", tk.ID, "ticket_updated").Count(&events)
+				if events != int64(tc.events) {
+					t.Fatalf("%d history entries, want %d", events, tc.events)
+				}
+			})
+		}
+		t.Run("another workspace's ticket", func(t *testing.T) {
+			d, other := newDesk(t, db), newDesk(t, db)
+			tk := d.ticket(t, db, models.TicketOpen)
+			_, _, err := models.UpdateTicket(db, other.org, tk.ID, models.TicketUpdate{Priority: ptr("low")}, models.ActorSystem, models.Now())
+			if !errors.Is(err, models.ErrNotFound) {
+				t.Fatalf("%v, want not found", err)
+			}
+		})
+	})
+}
+
+// AddTicketComment: a customer's reply reopens and tells the assignee; the
+// first public agent reply is the first response and opens a new ticket;
+// an internal note is neither; a closed ticket takes nothing.
+func TestAddTicketCommentRules(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		add := func(d deskFixture, tk *models.Ticket, author string, public bool) (*models.Ticket, models.TicketChange, error) {
+			cm := &models.TicketComment{ID: models.NewID(), OrgID: d.org, AuthorType: author, Body: "Hello", Public: public, CreatedAt: models.Now()}
+			return models.AddTicketComment(db, d.org, tk.ID, cm, models.ActorSystem, models.Now().Add(time.Minute))
+		}
+		d := newDesk(t, db)
+		solved := d.ticket(t, db, models.TicketSolved)
+		tk, ch, err := add(d, solved, models.AuthorCustomer, false)
+		if err != nil || tk.Status != models.TicketOpen || !ch.Unsolved || ch.Notify == nil || *ch.Notify != d.agent {
+			t.Fatalf("a customer's reply on a solved ticket: %+v %+v %v", tk, ch, err)
+		}
+		fresh := d.ticket(t, db, models.TicketNew)
+		if tk, ch, err := add(d, fresh, models.AuthorAgent, false); err != nil || tk.FirstResponseAt != nil || tk.Status != models.TicketNew || ch != (models.TicketChange{}) {
+			t.Fatalf("an internal note: %+v %+v %v", tk, ch, err)
+		}
+		tk, _, err = add(d, fresh, models.AuthorAgent, true)
+		if err != nil || tk.FirstResponseAt == nil || tk.Status != models.TicketOpen {
+			t.Fatalf("the first public reply: %+v %v", tk, err)
+		}
+		first := *tk.FirstResponseAt
+		if tk, _, err := add(d, fresh, models.AuthorAgent, true); err != nil || !tk.FirstResponseAt.Equal(first) {
+			t.Fatalf("a later reply moved the first response: %+v %v", tk, err)
+		}
+		closed := d.ticket(t, db, models.TicketClosed)
+		if _, _, err := add(d, closed, models.AuthorCustomer, true); domainCode(err) != "ticket_closed" {
+			t.Fatalf("a comment on a closed ticket: %v", err)
+		}
+		var comments int64
+		db.Model(&models.TicketComment{}).Where("ticket_id = ?", closed.ID).Count(&comments)
+		if comments != 0 {
+			t.Fatal("the closed ticket took a comment")
+		}
+	})
+}
