@@ -390,6 +390,11 @@ func TestKBPublicHelpCenterAndSearch(t *testing.T) {
 		if res := d.search("avatar"); len(res.Data) != 1 || res.Data[0].ID != bodyHit.ID {
 			t.Fatalf("search after edit %+v", res)
 		}
+		// So is an edited body: its plain text is saved with it.
+		d.do("PUT", "/helpdesk/knowledge-base/articles/"+bodyHit.ID, map[string]any{"body": "Pick a **gravatar** for your profile."}).Expect(200)
+		if res := d.search("gravatar"); len(res.Data) != 1 || res.Data[0].ID != bodyHit.ID || !strings.Contains(res.Data[0].Snippet, "<mark>gravatar</mark>") {
+			t.Fatalf("search after a body edit %+v", res)
+		}
 
 		// Another workspace's search finds nothing of this one.
 		other := newKBDesk(e, "KB Public Other")
