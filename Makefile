@@ -47,7 +47,7 @@ run: build ## Run the whole suite in one process (embedded Temporal + UI, SQLite
 # Packages whose tests start no Temporal server run with the race detector
 # (it needs cgo, i.e. a C compiler; without one they run without it). The
 # others start a Temporal server per test, which the detector slows too much.
-RACE_PKGS := ./activities/... ./api/web/... ./models/... ./workflows/...
+RACE_PKGS := ./activities/... ./api/web/... ./internal/database/... ./internal/netguard/... ./models/... ./workflows/...
 
 .PHONY: test
 test: ## Run all tests (SQLite always; PostgreSQL too when it answers on 127.0.0.1:5432 or TEST_DATABASE_URL is set)
