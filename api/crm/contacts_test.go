@@ -342,7 +342,7 @@ func TestContactsFiltersAndPagination(t *testing.T) {
 
 		p := e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts" + q + "&type=robot&limit=0&cursor=nope", Headers: owner.Auth()}).
 			ExpectProblem(422, "validation_failed")
-		expectFields(t, p, "limit", "cursor")
+		expectFields(t, p, "limit", "cursor", "type") // the page's and the filter's, all at once
 		p = e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts" + q + "&type=robot&q=" + strings.Repeat("q", 201), Headers: owner.Auth()}).
 			ExpectProblem(422, "validation_failed")
 		expectFields(t, p, "type", "q")
