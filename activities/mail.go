@@ -106,15 +106,21 @@ func isLoopbackHost(h string) bool {
 // answers are non-retryable (ErrTypeSMTPRejected); 4xx answers and
 // connection failures are retryable (ErrTypeSMTPTemporary).
 func (s SMTP) send(ctx context.Context, rcpt string, msg []byte) error {
-	t, err := parseSMTPURL(s.URL)
-	if err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSMTPConfig, nil)
-	}
 	from, err := mail.ParseAddress(s.From)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError("SMTP_FROM is not an e-mail address", ErrTypeSMTPConfig, err)
 	}
-	if err := s.deliver(ctx, t, from.Address, rcpt, msg); err != nil {
+	return s.sendFrom(ctx, from.Address, rcpt, msg)
+}
+
+// sendFrom is send with from as the envelope's sender (a workspace's
+// address, so that bounces come back to its channel).
+func (s SMTP) sendFrom(ctx context.Context, from, rcpt string, msg []byte) error {
+	t, err := parseSMTPURL(s.URL)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSMTPConfig, nil)
+	}
+	if err := s.deliver(ctx, t, from, rcpt, msg); err != nil {
 		return classifySMTP(err)
 	}
 	return nil
@@ -168,28 +174,50 @@ func classifySMTP(err error) error {
 	return temporal.NewApplicationErrorWithCause("the SMTP server could not be reached: "+err.Error(), ErrTypeSMTPTemporary, err)
 }
 
-// mailMessage is one plain-text e-mail.
+// mailMessage is one plain-text e-mail. MessageID (without brackets) is
+// random at From's domain when empty; the thread's headers and
+// Auto-Submitted are written when set.
 type mailMessage struct {
 	From, To, Subject, Body string
+	ReplyTo, MessageID      string
+	// References are the thread's earlier Message-IDs, oldest first; the
+	// last is also In-Reply-To.
+	References []string
+	// AutoSubmitted marks a message no person wrote (RFC 3834), so that
+	// auto-responders do not answer it.
+	AutoSubmitted string
 }
 
 // bytes renders the message (RFC 5322, UTF-8, quoted-printable body).
 func (m mailMessage) bytes(now time.Time) []byte {
+	if m.MessageID == "" {
+		id := make([]byte, 12)
+		_, _ = rand.Read(id)
+		domain := "business-suite.local"
+		if a, err := mail.ParseAddress(m.From); err == nil {
+			if _, d, ok := strings.Cut(a.Address, "@"); ok {
+				domain = d
+			}
+		}
+		m.MessageID = hex.EncodeToString(id) + "@" + domain
+	}
 	var b bytes.Buffer
-	id := make([]byte, 12)
-	_, _ = rand.Read(id)
-	domain := "business-suite.local"
-	if a, err := mail.ParseAddress(m.From); err == nil {
-		if _, d, ok := strings.Cut(a.Address, "@"); ok {
-			domain = d
+	header := func(k, v string) {
+		if v != "" {
+			b.WriteString(k + ": " + v + "\r\n")
 		}
 	}
-	header := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
 	header("From", m.From)
+	header("Reply-To", m.ReplyTo)
 	header("To", m.To)
 	header("Subject", mime.QEncoding.Encode("utf-8", m.Subject))
 	header("Date", now.Format(time.RFC1123Z))
-	header("Message-ID", "<"+hex.EncodeToString(id)+"@"+domain+">")
+	header("Message-ID", "<"+m.MessageID+">")
+	if n := len(m.References); n > 0 {
+		header("In-Reply-To", "<"+m.References[n-1]+">")
+		header("References", "<"+strings.Join(m.References, "> <")+">")
+	}
+	header("Auto-Submitted", m.AutoSubmitted)
 	header("MIME-Version", "1.0")
 	header("Content-Type", "text/plain; charset=utf-8")
 	header("Content-Transfer-Encoding", "quoted-printable")

@@ -5,7 +5,7 @@ import "strings"
 // Actor is who made a change, in one encoding in every table and every
 // interface's records: "member:<member id>" for a workspace member,
 // "key:<API key id>" for an API key, or the bare name of a part of the
-// suite that acts on its own (ActorIntake, ActorSystem). Build one with
+// suite that acts on its own (ActorIntake, ActorSystem, ActorEmail). Build one with
 // MemberActor or KeyActor (or auth.Principal.Actor in a handler); compare
 // actors, never their strings' parts.
 type Actor string
@@ -15,6 +15,9 @@ const (
 	ActorIntake Actor = "intake"
 	// ActorSystem is the suite's timers (e.g. a ticket's auto-close).
 	ActorSystem Actor = "system"
+	// ActorEmail is the e-mail channel (a ticket or comment that came by
+	// e-mail).
+	ActorEmail Actor = "email"
 
 	memberPrefix = "member:"
 	keyPrefix    = "key:"
@@ -39,7 +42,7 @@ func (a Actor) MemberID() (string, bool) {
 // part of the suite.
 func (a Actor) Valid() bool {
 	switch {
-	case a == ActorIntake, a == ActorSystem:
+	case a == ActorIntake, a == ActorSystem, a == ActorEmail:
 		return true
 	case strings.HasPrefix(string(a), memberPrefix):
 		return len(a) > len(memberPrefix)

@@ -725,7 +725,7 @@ func CloseSubscriptionChange(ctx context.Context, db *gorm.DB, changeID, status,
 		}
 		now := Now()
 		if err := tx.Model(&SubscriptionChange{}).Where("id = ?", change.ID).Updates(map[string]any{
-			"status": status, "last_error_code": truncate(code, 100), "last_error_message": truncate(message, 1000),
+			"status": status, "last_error_code": Truncate(code, 100), "last_error_message": Truncate(message, 1000),
 			"completed_at": now, "updated_at": now}).Error; err != nil {
 			return err
 		}
@@ -741,14 +741,7 @@ func CloseSubscriptionChange(ctx context.Context, db *gorm.DB, changeID, status,
 // recordRetryOutcome closes the change's retry under way, if any.
 func recordRetryOutcome(tx *gorm.DB, changeID, outcome, code string, at time.Time) error {
 	return tx.Model(&SubscriptionChangeRetry{}).Where("change_id = ? AND outcome = ?", changeID, ChangePending).
-		Updates(map[string]any{"outcome": outcome, "outcome_code": truncate(code, 100), "outcome_at": at}).Error
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
+		Updates(map[string]any{"outcome": outcome, "outcome_code": Truncate(code, 100), "outcome_at": at}).Error
 }
 
 // RetriesOfChanges loads the retries of several changes (one query), by

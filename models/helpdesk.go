@@ -106,6 +106,9 @@ type Ticket struct {
 	SolvedAt        *time.Time
 	ClosedAt        *time.Time
 	SolveCount      int
+	// FollowsTicketID is the closed ticket an e-mail reply opened this one
+	// to follow.
+	FollowsTicketID *string
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }

@@ -49,6 +49,16 @@ func CleanText(s string) string {
 	}, s)
 }
 
+// Truncate is s as valid UTF-8 of at most n bytes (a database column's
+// bound), cut at a character boundary.
+func Truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "")
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
 // SearchArticles is ranked full-text search over the published articles of
 // orgID, best first, at most limit. q must be clean text (CleanText).
 // Snippets are cut from the plain text of the body (BodyText), never from

@@ -47,5 +47,10 @@ func All() []any {
 		&Invitation{},
 		&CacheEpoch{},
 		&RateCounter{},
+		&EmailChannel{},
+		&EmailAddress{},
+		&InboundEmail{},
+		&EmailMessage{},
+		&TicketAttachment{},
 	}
 }

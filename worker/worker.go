@@ -42,6 +42,9 @@ type Deps struct {
 	// PublicURL is the API's public base URL and InviteURL the optional
 	// accept-link template ({token}), both for invitation e-mails.
 	PublicURL, InviteURL string
+	// MailDomain is the domain of the workspaces' e-mail addresses
+	// (SUITE_MAIL_DOMAIN), which a ticket's replies come from.
+	MailDomain string
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -66,6 +69,9 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterActivity(&activities.AIJobs{DB: deps.DB, Provider: provider})
 	r.RegisterWorkflowWithOptions(workflows.SubscriptionChange, workflow.RegisterOptions{Name: workflows.SubscriptionChangeWorkflow})
 	r.RegisterActivity(activities.NewBilling(deps.DB, deps.Billing))
+	r.RegisterWorkflowWithOptions(workflows.EmailIngest, workflow.RegisterOptions{Name: workflows.EmailIngestWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.EmailSend, workflow.RegisterOptions{Name: workflows.EmailSendWorkflow})
+	r.RegisterActivity(&activities.Email{DB: deps.DB, Mail: deps.Mail, Domain: deps.MailDomain})
 }
 
 // New creates a worker on the suite task queue with everything registered.

@@ -140,3 +140,18 @@ const (
 // InvitationEmailID is the ID of one invitation's e-mail: one per
 // invitation, ever (a resend is a new invitation).
 func InvitationEmailID(invitationID string) string { return "invitation-email/" + invitationID }
+
+// The e-mail channel's workflows: reading a received message into a ticket
+// or a comment, and sending a public reply to the ticket's requester.
+const (
+	EmailIngestWorkflow = "EmailIngest"
+	KindEmailIngest     = "email-ingest"
+	EmailSendWorkflow   = "EmailSend"
+	KindEmailSend       = "email-send"
+)
+
+// EmailIngestID is one received message's processing.
+func EmailIngestID(orgID, inboundID string) string { return "email-ingest/" + orgID + "/" + inboundID }
+
+// EmailSendID is one public reply's delivery by e-mail.
+func EmailSendID(orgID, commentID string) string { return "email-send/" + orgID + "/" + commentID }

@@ -1,0 +1,227 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/mail"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+)
+
+// Email is the Helpdesk's e-mail channel: reading a received message into
+// a ticket or a comment, and sending a ticket's public replies (and, when
+// the workspace asks for it, a receipt) from the workspace's address.
+type Email struct {
+	DB *gorm.DB
+	// Mail is the outbound server (SMTP_URL); its From is not used: a
+	// ticket's mail comes from its workspace's address.
+	Mail SMTP
+	// Domain is SUITE_MAIL_DOMAIN, the domain of the workspaces' addresses.
+	Domain string
+}
+
+// IngestResult is what became of a received message, for the EmailIngest
+// workflow's next steps.
+type IngestResult struct {
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+	TicketID  string `json:"ticketId,omitempty"`
+	CommentID string `json:"commentId,omitempty"`
+	// Acknowledge: the message opened a ticket of a workspace that sends
+	// receipts.
+	Acknowledge bool `json:"acknowledge,omitempty"`
+	// NotificationID is the assignee's notification of a customer's reply,
+	// to push ("" when they have no browser subscribed).
+	NotificationID string `json:"notificationId,omitempty"`
+	// CancelAutoClose is the solve generation of the auto-close timer a
+	// reopened ticket no longer needs (0: none).
+	CancelAutoClose int `json:"cancelAutoClose,omitempty"`
+}
+
+// IngestEmail reads the stored message inboundID (ParseEmail) and turns it
+// into a ticket or a comment in one transaction (models.IngestEmail): its
+// notification of the assignee included. It is idempotent: a message
+// already read returns what it became.
+func (a *Email) IngestEmail(ctx context.Context, inboundID string) (IngestResult, error) {
+	var res IngestResult
+	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var m models.InboundEmail
+		if err := models.LockForUpdate(tx).Take(&m, "id = ?", inboundID).Error; err != nil {
+			return missing("inbound message "+inboundID, err)
+		}
+		fresh := m.Status == models.InboundReceived
+		var p models.ParsedEmail
+		if fresh {
+			p = ParseEmail(m.Raw, m.MailFrom)
+		}
+		now := models.Now()
+		out, err := models.IngestEmail(tx, &m, p, now)
+		if err != nil {
+			return err
+		}
+		res = IngestResult{Status: out.Status, Reason: out.Reason, TicketID: out.TicketID}
+		if out.CommentID != nil {
+			res.CommentID = *out.CommentID
+		}
+		if !fresh || out.Status != models.InboundProcessed {
+			return nil
+		}
+		if out.Change.Unsolved {
+			var t models.Ticket
+			if err := tx.Take(&t, "id = ?", out.TicketID).Error; err != nil {
+				return err
+			}
+			res.CancelAutoClose = t.SolveCount
+		}
+		if out.NewTicket {
+			var ch models.EmailChannel
+			err := tx.Take(&ch, "org_id = ?", m.OrgID).Error
+			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+				return err
+			}
+			res.Acknowledge = ch.Acknowledge && !p.NoAutoReply
+		}
+		if out.Change.Notify != nil {
+			res.NotificationID, err = notifyReply(tx, &m, out, *out.Change.Notify, now)
+		}
+		return err
+	})
+	return res, err
+}
+
+// notifyReply records the assignee's notification of a customer's reply
+// by e-mail; it returns its id when the assignee has a browser to push it
+// to.
+func notifyReply(tx *gorm.DB, m *models.InboundEmail, out models.IngestOutcome, memberID string, now time.Time) (string, error) {
+	var t models.Ticket
+	if err := tx.Take(&t, "id = ?", out.TicketID).Error; err != nil {
+		return "", err
+	}
+	id := models.DerivedID(m.ID, "notify", memberID)
+	_, err := models.Notify(tx, &models.Notification{ID: id, OrgID: m.OrgID, MemberID: memberID, Type: "customer_replied",
+		Title: "Customer replied on ticket #" + models.Itoa(t.Number), Body: t.Subject, ResourceType: "ticket", ResourceID: t.ID,
+		CreatedAt: now})
+	if err != nil {
+		return "", err
+	}
+	var subscribed int64
+	if err := tx.Model(&models.PushSubscription{}).Where("org_id = ? AND member_id = ?", m.OrgID, memberID).Count(&subscribed).Error; err != nil {
+		return "", err
+	}
+	if subscribed == 0 {
+		return "", nil
+	}
+	return id, nil
+}
+
+// SendReply sends the public agent comment commentID to its ticket's
+// requester, from the workspace's address, threaded under the ticket's
+// earlier messages, and records it sent. SMTP 5xx answers are
+// non-retryable; 4xx and connection failures are retried by the workflow.
+func (a *Email) SendReply(ctx context.Context, commentID string) error {
+	db := a.DB.WithContext(ctx)
+	var out models.EmailMessage
+	if err := db.Take(&out, "comment_id = ? AND direction = ?", commentID, models.EmailOut).Error; err != nil {
+		return missing("the reply of comment "+commentID, err)
+	}
+	if out.Status == models.EmailSent || out.Status == models.EmailBounced {
+		return nil // sent by an earlier attempt whose bookkeeping was lost
+	}
+	var cm models.TicketComment
+	if err := db.Take(&cm, "id = ?", commentID).Error; err != nil {
+		return missing("comment "+commentID, err)
+	}
+	t, org, err := a.ticketAndOrg(db, out.TicketID)
+	if err != nil {
+		return err
+	}
+	msg, err := a.threaded(db, t, org, out.MessageID, out.CreatedAt)
+	if err != nil {
+		return err
+	}
+	msg.Body = cm.Body
+	if err := a.Mail.sendFrom(ctx, models.WorkspaceAddress(t.OrgID, a.Domain), t.RequesterEmail, msg.bytes(time.Now())); err != nil {
+		_ = a.setStatus(ctx, out.OrgID, out.MessageID, models.EmailQueued, err.Error()) // the last failure, for agents
+		return err
+	}
+	return a.setStatus(ctx, out.OrgID, out.MessageID, models.EmailSent, "")
+}
+
+// Acknowledge sends the requester of a ticket opened by e-mail a receipt
+// naming the ticket's number, threaded under their message (so that their
+// next reply finds the ticket), and records it.
+func (a *Email) Acknowledge(ctx context.Context, ticketID string) error {
+	db := a.DB.WithContext(ctx)
+	t, org, err := a.ticketAndOrg(db, ticketID)
+	if err != nil {
+		return err
+	}
+	id := "ack-" + t.ID + "@" + a.Domain
+	var sent models.EmailMessage
+	if err := db.Take(&sent, "org_id = ? AND message_id = ?", t.OrgID, id).Error; err == nil && sent.Status == models.EmailSent {
+		return nil
+	}
+	now := models.Now()
+	row := models.EmailMessage{OrgID: t.OrgID, MessageID: id, TicketID: t.ID, Direction: models.EmailOut, Status: models.EmailQueued,
+		CreatedAt: now, UpdatedAt: now}
+	if err := db.Where("org_id = ? AND message_id = ?", t.OrgID, id).FirstOrCreate(&row).Error; err != nil {
+		return err
+	}
+	msg, err := a.threaded(db, t, org, id, row.CreatedAt)
+	if err != nil {
+		return err
+	}
+	msg.Body = fmt.Sprintf("We have received your request and opened ticket #%d: %s.\n\nReply to this message to add to it.\n", t.Number, t.Subject)
+	// A receipt is automatic: auto-responders must not answer it.
+	msg.AutoSubmitted = "auto-replied"
+	if err := a.Mail.sendFrom(ctx, models.WorkspaceAddress(t.OrgID, a.Domain), t.RequesterEmail, msg.bytes(time.Now())); err != nil {
+		return err
+	}
+	return a.setStatus(ctx, t.OrgID, id, models.EmailSent, "")
+}
+
+// MarkReplyFailed records that the reply of commentID could not be sent:
+// the workflow gave up (an SMTP refusal, or every retry failed).
+func (a *Email) MarkReplyFailed(ctx context.Context, commentID, reason string) error {
+	err := a.DB.WithContext(ctx).Model(&models.EmailMessage{}).Where("comment_id = ? AND direction = ?", commentID, models.EmailOut).
+		Updates(map[string]any{"status": models.EmailFailed, "error": models.Truncate(reason, 500), "updated_at": models.Now()}).Error
+	return err
+}
+
+func (a *Email) ticketAndOrg(db *gorm.DB, ticketID string) (*models.Ticket, *models.Organization, error) {
+	var t models.Ticket
+	if err := db.Take(&t, "id = ?", ticketID).Error; err != nil {
+		return nil, nil, missing("ticket "+ticketID, err)
+	}
+	var org models.Organization
+	if err := db.Take(&org, "id = ?", t.OrgID).Error; err != nil {
+		return nil, nil, missing("organization "+t.OrgID, err)
+	}
+	return &t, &org, nil
+}
+
+// threaded is message messageID of ticket t's thread, from and replying to
+// the workspace's address, threaded under the thread's messages recorded
+// before since (In-Reply-To the latest, References up to 50 of the latest),
+// so mail clients keep the conversation together.
+func (a *Email) threaded(db *gorm.DB, t *models.Ticket, org *models.Organization, messageID string, since time.Time) (mailMessage, error) {
+	var earlier []models.EmailMessage
+	err := db.Where("ticket_id = ? AND message_id <> ? AND created_at <= ?", t.ID, messageID, since).
+		Order("created_at DESC").Limit(50).Find(&earlier).Error
+	refs := make([]string, len(earlier))
+	for i, m := range earlier {
+		refs[len(earlier)-1-i] = m.MessageID
+	}
+	from := (&mail.Address{Name: org.Name, Address: models.WorkspaceAddress(t.OrgID, a.Domain)}).String()
+	return mailMessage{From: from, ReplyTo: from, To: t.RequesterEmail, Subject: models.ReplySubject(t), MessageID: messageID,
+		References: refs}, err
+}
+
+func (a *Email) setStatus(ctx context.Context, orgID, messageID, status, reason string) error {
+	return a.DB.WithContext(ctx).Model(&models.EmailMessage{}).Where("org_id = ? AND message_id = ?", orgID, messageID).
+		Updates(map[string]any{"status": status, "error": models.Truncate(reason, 500), "updated_at": models.Now()}).Error
+}

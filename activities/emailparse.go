@@ -1,0 +1,204 @@
+package activities
+
+import (
+	"bytes"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strings"
+
+	"github.com/jhillyerd/enmime/v2"
+	"github.com/jhillyerd/enmime/v2/dsn"
+
+	"github.com/business-suite/suite/models"
+)
+
+// Attachment limits of an inbound message: what is kept of it. A file over
+// MaxAttachmentBytes, or past MaxAttachmentsBytes in all, is left out and
+// named in the comment's text instead.
+const (
+	MaxAttachmentBytes  = 10 << 20
+	MaxAttachmentsBytes = 20 << 20
+	maxAttachments      = 20
+)
+
+// ParseEmail reads a received message with a MIME parser (enmime): its
+// author, subject, text (the text part, else the HTML part turned into
+// text: nothing of its markup is kept), the messages it answers, whether a
+// machine sent it (RFC 3834's Auto-Submitted, Precedence, the auto-reply
+// and list headers, a delivery report) and its attachments. Charsets and
+// transfer encodings are decoded by the parser; a part it cannot decode
+// is kept as it came. envelopeFrom is the SMTP envelope's sender ("" for a
+// bounce; the Return-Path header's for a message POSTed by a provider).
+// A message it cannot read at all, or that names no sender, is Rejected
+// with the reason.
+func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
+	defer func() {
+		// A message the parser chokes on is refused, never retried forever.
+		if r := recover(); r != nil {
+			p = models.ParsedEmail{Rejected: "unreadable"}
+		}
+	}()
+	env, err := enmime.ReadEnvelope(bytes.NewReader(raw))
+	if err != nil || env.Root == nil || len(bytes.TrimSpace(raw)) == 0 {
+		return models.ParsedEmail{Rejected: "malformed"}
+	}
+	if from, err := env.AddressList("From"); err == nil && len(from) > 0 {
+		p.From, p.Name = models.NormalizeEmail(from[0].Address), cleanLine(from[0].Name)
+	}
+	p.Subject = cleanLine(env.GetHeader("Subject"))
+	p.Text = cleanBody(env.Text)
+	p.References = append(messageIDs(env.GetHeader("In-Reply-To")), reversed(messageIDs(env.GetHeader("References")))...)
+	p.Automatic = automatic(env, envelopeFrom, p.From)
+	// Outlook and Exchange ask for no auto-replies with this header, on
+	// people's messages too: they open tickets, without a receipt.
+	p.NoAutoReply = env.GetHeader("X-Auto-Response-Suppress") != ""
+	if report, err := dsn.ParseReport(env.Root); err == nil && report != nil {
+		p.Bounce = bounceOf(report, env.Root)
+	} else if p.Automatic == "mailer_daemon" || p.Automatic == "no_return_path" {
+		// A bounce that is no standard report: it may still name the
+		// message it answers.
+		p.Bounce = &models.Bounce{Diagnostic: firstLine(p.Text)}
+		if len(p.References) > 0 {
+			p.Bounce.MessageID = p.References[0]
+		}
+	}
+	if p.From == "" && p.Bounce == nil && p.Automatic == "" {
+		p.Rejected = "no_sender"
+	}
+	p.Attachments, p.Text = attachments(env, p.Text)
+	return p
+}
+
+// automatic says why a message was sent by a machine, or "".
+func automatic(env *enmime.Envelope, envelopeFrom, from string) string {
+	local, _, _ := strings.Cut(from, "@")
+	switch {
+	case envelopeFrom == "":
+		return "no_return_path"
+	case local == "mailer-daemon" || local == "postmaster":
+		return "mailer_daemon"
+	}
+	if v := strings.ToLower(strings.TrimSpace(env.GetHeader("Auto-Submitted"))); v != "" && v != "no" {
+		return "auto_submitted"
+	}
+	switch strings.ToLower(strings.TrimSpace(env.GetHeader("Precedence"))) {
+	case "bulk", "list", "junk", "auto_reply":
+		return "precedence"
+	}
+	for _, h := range []string{"X-Autoreply", "X-Autorespond"} {
+		if env.GetHeader(h) != "" {
+			return "autoreply"
+		}
+	}
+	if env.GetHeader("List-Id") != "" || env.GetHeader("List-Unsubscribe") != "" {
+		return "list"
+	}
+	return ""
+}
+
+// bounceOf is what a delivery report, root, says of the message it
+// reports.
+func bounceOf(r *dsn.Report, root *enmime.Part) *models.Bounce {
+	b := &models.Bounce{Diagnostic: firstLine(r.Explanation.Text)}
+	for _, rcpt := range r.DeliveryStatus.RecipientDSNs {
+		if d := rcpt.Get("Diagnostic-Code"); d != "" {
+			b.Diagnostic = cleanLine(d)
+			break
+		}
+		if s := rcpt.Get("Status"); s != "" {
+			b.Diagnostic = "status " + cleanLine(s)
+		}
+	}
+	original := r.OriginalMessage
+	if len(original) == 0 {
+		// Many servers return only the headers (text/rfc822-headers, RFC 3462).
+		if p := root.BreadthMatchFirst(func(p *enmime.Part) bool { return p.ContentType == "text/rfc822-headers" }); p != nil {
+			original = append(p.Content, "\r\n"...)
+		}
+	}
+	if len(original) > 0 {
+		if m, err := mail.ReadMessage(bytes.NewReader(original)); err == nil {
+			if ids := messageIDs(m.Header.Get("Message-Id")); len(ids) > 0 {
+				b.MessageID = ids[0]
+			}
+		}
+	}
+	return b
+}
+
+// attachments keeps the message's files within the limits; text gains a
+// line for each one left out.
+func attachments(env *enmime.Envelope, text string) ([]models.ParsedAttachment, string) {
+	var kept []models.ParsedAttachment
+	var total int
+	var left []string
+	for _, part := range append(append([]*enmime.Part{}, env.Attachments...), env.Inlines...) {
+		name := cleanLine(part.FileName)
+		if name == "" {
+			if part.Disposition != "attachment" {
+				continue // an inline part without a name: the body's, not a file
+			}
+			name = "attachment"
+		}
+		size := len(part.Content)
+		switch {
+		case len(kept) >= maxAttachments:
+			left = append(left, fmt.Sprintf("%s (more than %d files)", name, maxAttachments))
+		case size > MaxAttachmentBytes || total+size > MaxAttachmentsBytes:
+			left = append(left, fmt.Sprintf("%s (%d bytes: too large)", name, size))
+		default:
+			total += size
+			ct := part.ContentType
+			if ct == "" {
+				ct = "application/octet-stream"
+			}
+			kept = append(kept, models.ParsedAttachment{Filename: name, ContentType: ct, Content: part.Content})
+		}
+	}
+	if len(left) > 0 {
+		text += "\n\n[Attachments not kept: " + strings.Join(left, ", ") + "]"
+	}
+	return kept, text
+}
+
+// msgID finds the Message-IDs in a header: <local@domain> tokens.
+var msgID = regexp.MustCompile(`<([^<>\s]{1,500})>`)
+
+// messageIDs are the Message-IDs a header names, without brackets.
+func messageIDs(h string) []string {
+	var ids []string
+	for _, m := range msgID.FindAllStringSubmatch(h, 50) {
+		ids = append(ids, m[1])
+	}
+	return ids
+}
+
+func reversed(s []string) []string {
+	for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+		s[i], s[j] = s[j], s[i]
+	}
+	return s
+}
+
+// cleanBody is text as stored: valid UTF-8, without NUL or other control
+// characters but tabs and line breaks (PostgreSQL cannot store a NUL).
+func cleanBody(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ReplaceAll(s, "\r\n", "\n"))
+}
+
+// cleanLine is a header value as stored: one line of printable text.
+func cleanLine(s string) string {
+	return strings.TrimSpace(models.Truncate(models.CleanText(s), 500))
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return cleanLine(line)
+}

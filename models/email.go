@@ -1,0 +1,219 @@
+package models
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The Helpdesk's e-mail channel. Every workspace has an inbound address,
+// ws-<its id without dashes>@<SUITE_MAIL_DOMAIN>, derived from its id so
+// that no address can be taken, lost or guessed into another workspace;
+// a workspace may add its own support addresses (support@acme.example) that
+// forward to it. A message is stored raw (InboundEmail) before the SMTP
+// listener answers 250 or the HTTP route 202, with the start of its
+// EmailIngest workflow in the same transaction; the workflow reads it
+// (IngestEmail) into a ticket or a comment. Every message of a ticket's
+// thread, both ways, is an EmailMessage keyed by its Message-ID: how a reply
+// finds its ticket, and how an outbound reply's delivery is told.
+
+// Inbound message statuses.
+const (
+	InboundReceived  = "received"
+	InboundProcessed = "processed"
+	InboundIgnored   = "ignored"
+	InboundRejected  = "rejected"
+)
+
+// Email message directions and statuses.
+const (
+	EmailIn       = "in"
+	EmailOut      = "out"
+	EmailReceived = "received"
+	EmailQueued   = "queued"
+	EmailSent     = "sent"
+	EmailFailed   = "failed"
+	EmailBounced  = "bounced"
+)
+
+// ChannelEmail is a ticket's channel when it came by e-mail.
+const ChannelEmail = "email"
+
+// EmailChannel is a workspace's e-mail settings (a workspace without a row
+// has the defaults).
+type EmailChannel struct {
+	OrgID string `gorm:"primaryKey"`
+	// Acknowledge sends the requester a short receipt when a ticket is
+	// opened by e-mail.
+	Acknowledge bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// EmailAddress is one of a workspace's own support addresses, which
+// forward to it.
+type EmailAddress struct {
+	ID        string `gorm:"primaryKey"`
+	OrgID     string
+	Address   string
+	CreatedAt time.Time
+}
+
+// InboundEmail is one received message, stored as it came.
+type InboundEmail struct {
+	ID string `gorm:"primaryKey"`
+	// OrgID is the workspace it was addressed to.
+	OrgID string
+	// MessageID is the Message-ID header, or one derived from the content
+	// when it has none (the same message delivered twice is one message).
+	MessageID string
+	// MailFrom is the envelope sender ("" for a bounce), Rcpt the
+	// workspace address it came to.
+	MailFrom, Rcpt string
+	// Via is how it came: smtp or http.
+	Via         string
+	Raw         []byte
+	Size        int
+	Status      string
+	Reason      string
+	TicketID    *string
+	CommentID   *string
+	ReceivedAt  time.Time
+	ProcessedAt *time.Time
+}
+
+// EmailMessage is one message of a ticket's thread, either way.
+type EmailMessage struct {
+	OrgID     string `gorm:"primaryKey"`
+	MessageID string `gorm:"primaryKey"`
+	TicketID  string
+	// CommentID is the comment the message is (nil: the ticket's first
+	// message, its description).
+	CommentID *string
+	Direction string
+	Status    string
+	Error     string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// TicketAttachment is a file that came with an inbound message, kept in
+// the database with the comment it belongs to.
+type TicketAttachment struct {
+	ID          string `gorm:"primaryKey"`
+	OrgID       string
+	TicketID    string
+	CommentID   *string
+	Filename    string
+	ContentType string
+	Size        int
+	Content     []byte
+	CreatedAt   time.Time
+}
+
+// wsAddress matches a workspace's own inbound local part.
+var wsAddress = regexp.MustCompile(`^ws-([0-9a-f]{32})$`)
+
+// WorkspaceAddress is a workspace's inbound address at domain.
+func WorkspaceAddress(orgID, domain string) string {
+	return "ws-" + strings.ReplaceAll(orgID, "-", "") + "@" + domain
+}
+
+// ErrNoSuchMailbox answers a recipient that is no workspace's address.
+var ErrNoSuchMailbox = errors.New("no workspace has this address")
+
+// ResolveMailbox is the active workspace that address reaches: its own
+// inbound address at domain, or one of its support addresses; any other
+// address is ErrNoSuchMailbox.
+func ResolveMailbox(db *gorm.DB, address, domain string) (string, error) {
+	address = NormalizeEmail(address)
+	local, host, ok := strings.Cut(address, "@")
+	if !ok {
+		return "", ErrNoSuchMailbox
+	}
+	var orgID string
+	if m := wsAddress.FindStringSubmatch(local); m != nil && domain != "" && host == strings.ToLower(domain) {
+		h := m[1]
+		orgID = h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	} else {
+		var a EmailAddress
+		err := db.Take(&a, "address = ?", address).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return "", ErrNoSuchMailbox
+		}
+		if err != nil {
+			return "", err
+		}
+		orgID = a.OrgID
+	}
+	var n int64
+	if err := db.Model(&Organization{}).Where("id = ? AND status = ?", orgID, OrgActive).Count(&n).Error; err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return "", ErrNoSuchMailbox
+	}
+	return orgID, nil
+}
+
+// InboundMessageID is the identity of a received message: its Message-ID
+// header without the angle brackets, or — for a message without one — a
+// hash of its content, so that a message delivered twice is still one.
+func InboundMessageID(header string, raw []byte) string {
+	id := strings.TrimSpace(header)
+	id = strings.TrimSuffix(strings.TrimPrefix(id, "<"), ">")
+	if id != "" && len(id) <= 500 && CleanText(id) == id {
+		return id
+	}
+	sum := sha256.Sum256(raw)
+	return "sha256-" + hex.EncodeToString(sum[:16]) + "@suite.invalid"
+}
+
+// RecordInboundEmail stores m (its id, status and time set here) unless
+// the workspace already has a message with its Message-ID; it reports
+// whether it stored it.
+func RecordInboundEmail(tx *gorm.DB, m *InboundEmail) (bool, error) {
+	if m.ID == "" {
+		m.ID = NewID()
+	}
+	m.Status, m.Size = InboundReceived, len(m.Raw)
+	if m.ReceivedAt.IsZero() {
+		m.ReceivedAt = Now()
+	}
+	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "message_id"}}, DoNothing: true}).Create(m)
+	return res.RowsAffected == 1, res.Error
+}
+
+// ticketTag finds "[#1001]" in a subject.
+var ticketTag = regexp.MustCompile(`\[#(\d{1,9})\]`)
+
+// replyPrefixes are the subject prefixes of replies and forwards.
+var replyPrefixes = regexp.MustCompile(`(?i)^\s*((re|fw|fwd|aw|wg|sv|vs|antw)\s*:\s*)+`)
+
+// TicketSubject is a message's subject as a ticket's: without reply
+// prefixes and the ticket tag, never empty.
+func TicketSubject(subject string) string {
+	s := ticketTag.ReplaceAllString(subject, "")
+	s = strings.Join(strings.Fields(replyPrefixes.ReplaceAllString(s, "")), " ")
+	if s == "" {
+		return "(no subject)"
+	}
+	if len(s) > 300 {
+		s = strings.ToValidUTF8(s[:300], "")
+	}
+	return s
+}
+
+// ReplySubject is the subject of the suite's reply on ticket t: its
+// subject with its tag, so that a client that drops the thread's headers
+// still finds the ticket.
+func ReplySubject(t *Ticket) string {
+	return "Re: " + t.Subject + " [#" + strconv.Itoa(t.Number) + "]"
+}
