@@ -187,6 +187,9 @@ func ownRequest(route string, a *tenant, x *extras, keyed bool) (apitest.Request
 			Headers: map[string]string{"Stripe-Signature": stripetest.Sign(payload, "whsec_tx", time.Now())}}, true
 	case "POST /ops/v1/billing/changes/:id/retry":
 		return apitest.Request{Method: method, Path: "/ops/v1/billing/changes/" + a.ids["subscriptionChange"] + "/retry", Headers: x.staff.Auth()}, true
+	case "POST /helpdesk/inbound/email":
+		return apitest.Request{Method: method, Path: tmpl, Body: inboundMessage("new-mail@tenant-a.example", a.org),
+			Headers: map[string]string{"X-Api-Key": a.hdKey, "X-Workspace-Id": a.org, "Content-Type": "message/rfc822"}}, true
 	case "POST /helpdesk/payments/downgrade":
 		// To a plan the tenant's four seats fit in.
 		return apitest.Request{Method: method, Path: tmpl, Headers: hd, Body: map[string]string{"plan": models.PlanStarter}}, true

@@ -89,6 +89,11 @@ type Deps struct {
 	// Requests tunes the request transactions and Idempotency-Keys (tests
 	// set a clock or a BeforeCommit hook); the zero value is production's.
 	Requests web.RequestOptions
+	// MailDomain is the domain of the workspaces' e-mail addresses (""
+	// turns the e-mail channel off); MailOutbound tells whether the workers
+	// send mail, and so whether agents' public replies are e-mailed.
+	MailDomain   string
+	MailOutbound bool
 }
 
 // New builds the application. It does not listen; call Listen or app.Test.
@@ -156,7 +161,7 @@ func New(d Deps) *fiber.App {
 	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps, requests)...)
 	crm.Routes(app.Group("/crm", d.Auth.CRM(), requests), crmDeps)
 	hdDeps := helpdesk.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Log: d.Log, VAPIDPublicKey: d.VAPIDPublicKey,
-		AutoCloseAfter: d.TicketAutoCloseAfter, PushEgress: d.PushEgress}
+		AutoCloseAfter: d.TicketAutoCloseAfter, PushEgress: d.PushEgress, MailDomain: d.MailDomain, MailOutbound: d.MailOutbound}
 	// Public help-center routes are registered before the group's
 	// credential check.
 	helpdesk.PublicRoutes(app.Group("/helpdesk"), hdDeps)

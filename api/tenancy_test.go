@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/base64"
@@ -209,7 +210,16 @@ var tenantProbes = map[string]probe{
 	"PUT /helpdesk/knowledge-base/articles/:id":      {kind: helpdesk, params: map[string]string{"id": "article"}, body: hdFields("title", "Changed")},
 	"DELETE /helpdesk/knowledge-base/articles/:id":   {kind: helpdesk, params: map[string]string{"id": "article"}},
 	"GET /helpdesk/analytics/dashboard":              {kind: helpdesk},
-	"GET /helpdesk/notifications":                    {kind: helpdesk},
+	"GET /helpdesk/channels/email":                   {kind: helpdesk},
+	"PUT /helpdesk/channels/email":                   {kind: helpdesk, body: hdFields("acknowledge", true)},
+	"POST /helpdesk/channels/email/addresses":        {kind: helpdesk, body: hdFields("address", "probe-support@probe.example")},
+	"DELETE /helpdesk/channels/email/addresses/:id":  {kind: helpdesk, params: map[string]string{"id": "supportAddress"}},
+	"POST /helpdesk/inbound/email":                   {kind: special, check: probeInboundEmail},
+	"GET /helpdesk/inbound/email/:id":                {kind: helpdesk, params: map[string]string{"id": "inboundEmail"}},
+	"GET /helpdesk/tickets/:id/attachments":          {kind: helpdesk, params: map[string]string{"id": "emailTicket"}},
+	"GET /helpdesk/tickets/:id/attachments/:attachmentId": {kind: helpdesk,
+		params: map[string]string{"id": "emailTicket", "attachmentId": "attachment"}},
+	"GET /helpdesk/notifications": {kind: helpdesk},
 	"POST /helpdesk/notifications/read": {kind: helpdesk, usersOnly: true,
 		body: func(a *tenant, _ string) map[string]any { return map[string]any{"id": a.ids["notification"]} }},
 	"POST /helpdesk/notifications/subscribe": {kind: helpdesk, body: func(a *tenant, _ string) map[string]any {
@@ -395,6 +405,21 @@ func probeWebhook(t *testing.T, e *apitest.Env, a, b *tenant) {
 		Body: map[string]any{"orgId": a.org, "name": "Probe", "email": "lead@tenant-a.example"}}).ExpectProblem(404, "not_found")
 }
 
+// probeInboundEmail: B's hd key naming workspace A cannot post mail into
+// it.
+func probeInboundEmail(t *testing.T, e *apitest.Env, a, b *tenant) {
+	e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email", Body: inboundMessage("probe@tenant-b.example", a.org),
+		Headers: map[string]string{"X-Api-Key": b.hdKey, "X-Workspace-Id": a.org, "Content-Type": "message/rfc822"}}).ExpectProblem(404, "not_found")
+}
+
+// inboundMessage is a message with a file, from sender to workspace org.
+func inboundMessage(sender, org string) []byte {
+	return []byte("From: " + sender + "\r\nTo: " + models.WorkspaceAddress(org, apitest.MailDomain) + "\r\nSubject: Invoice\r\n" +
+		"Message-ID: <" + models.NewID() + "@tenant.example>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"M\"\r\n\r\n" +
+		"--M\r\nContent-Type: text/plain\r\n\r\nThe invoice.\r\n--M\r\nContent-Type: application/pdf\r\n" +
+		"Content-Disposition: attachment; filename=\"invoice.pdf\"\r\n\r\n%PDF-1.4\r\n--M--\r\n")
+}
+
 // probeAcceptInvitation: A's invitation token in B's hands is refused
 // without telling anything about it (and makes no member).
 func probeAcceptInvitation(t *testing.T, e *apitest.Env, a, b *tenant) {
@@ -484,6 +509,17 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 	e.Do(apitest.Request{Method: "POST", Path: "/v1/ai/action-items", Headers: map[string]string{"Authorization": "Bearer " + tn.aiKey, "Prefer": "wait=25"},
 		Body: map[string]any{"document_id": doc.ID}}).Expect(200).JSON(&job)
 	tn.ids["aiJob"] = job.ID
+	// The e-mail channel: a support address, and a message with a file.
+	var addr, in struct{ ID string }
+	e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: hd,
+		Body: map[string]any{"address": apitest.UniqueEmail("support")}}).Expect(201).JSON(&addr)
+	tn.ids["supportAddress"] = addr.ID
+	e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email", Body: inboundMessage("mail@tenant-a.example", tn.org),
+		Headers: map[string]string{"X-Api-Key": tn.hdKey, "X-Workspace-Id": tn.org, "Content-Type": "message/rfc822"}}).Expect(202).JSON(&in)
+	tn.ids["inboundEmail"] = in.ID
+	var file models.TicketAttachment
+	e.Eventually(func() bool { return e.DB.Take(&file, "org_id = ?", tn.org).Error == nil }, "the inbound message's file")
+	tn.ids["emailTicket"], tn.ids["attachment"] = file.TicketID, file.ID
 	// Let the background work settle (intake processed, e-mails sent), so
 	// the snapshot below only changes if a probe changes something.
 	e.Eventually(func() bool {
@@ -512,10 +548,11 @@ func snapshot(t *testing.T, e *apitest.Env, orgID string) map[string][]map[strin
 	tables := []string{"contacts", "deals", "leads", "lead_activities", "lead_intakes", "tasks", "members", "api_keys", "invitations",
 		"tickets", "ticket_comments", "customers", "customer_events", "time_entries", "kb_categories", "kb_articles",
 		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries",
-		"ai_documents", "ai_jobs"}
+		"ai_documents", "ai_jobs", "email_channels", "email_addresses", "inbound_emails", "email_messages", "ticket_attachments"}
 	for _, table := range tables {
 		var rows []map[string]any
-		if err := e.DB.Table(table).Where("org_id = ?", orgID).Order("id").Find(&rows).Error; err != nil {
+		order := map[string]string{"email_messages": "message_id", "email_channels": "org_id"}[table]
+		if err := e.DB.Table(table).Where("org_id = ?", orgID).Order(cmp.Or(order, "id")).Find(&rows).Error; err != nil {
 			t.Fatalf("%s: %v", table, err)
 		}
 		for _, r := range rows {

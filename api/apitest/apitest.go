@@ -32,6 +32,7 @@ import (
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/identity"
+	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
@@ -59,8 +60,12 @@ type Env struct {
 	// BaseURL is where the app listens (identity and JWKS calls go there).
 	BaseURL  string
 	Identity *identity.Service
-	// Mail is the SMTP sink the worker sends e-mail to (invitations).
+	// Mail is the SMTP sink the worker sends e-mail to (invitations,
+	// replies).
 	Mail *mailsink.Sink
+	// SMTPAddr is where the e-mail channel's SMTP listener takes mail for
+	// the workspaces' addresses at MailDomain.
+	SMTPAddr string
 	// Keyed makes Do send a fresh Idempotency-Key with every POST that has
 	// none (Each runs every test both ways).
 	Keyed bool
@@ -74,6 +79,10 @@ type Env struct {
 
 // ServiceToken is the identity service token of every test Env.
 const ServiceToken = "test-identity-service-token"
+
+// MailDomain is the domain of the workspaces' e-mail addresses in every
+// test Env.
+const MailDomain = "mail.test"
 
 // Option adjusts an Env before it starts.
 type Option func(*options)
@@ -235,7 +244,7 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"},
 		AI: o.aiProvider, Billing: o.billing,
 		PushEgress: o.pushEgress(), Mail: activities.SMTP{URL: e.Mail.URL(), From: "Business Suite <no-reply@suite.example>"},
-		PublicURL: e.BaseURL, InviteURL: InviteURL}, o.register
+		PublicURL: e.BaseURL, InviteURL: InviteURL, MailDomain: MailDomain}, o.register
 	if o.temporalDown {
 		// Temporal starts on this address later (StartTemporal); see
 		// ports.Addr for why it is not a port-0 port.
@@ -273,7 +282,14 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 		Metrics: prometheus.NewRegistry(), Version: "test", TemporalNamespace: e.namespace,
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
 		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL,
-		WebhookKeyRate: o.webhookKeyRate, Billing: o.billing, Requests: web.RequestOptions{BeforeCommit: o.beforeCommit}})
+		WebhookKeyRate: o.webhookKeyRate, Billing: o.billing, Requests: web.RequestOptions{BeforeCommit: o.beforeCommit},
+		MailDomain: MailDomain, MailOutbound: true})
+	smtpIn, err := mailin.Listen(e.DB, e.Starter, mailin.Options{Addr: "127.0.0.1:0", Domain: MailDomain, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = smtpIn.Close() })
+	e.SMTPAddr = smtpIn.Addr()
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e

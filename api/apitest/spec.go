@@ -35,6 +35,7 @@ func init() {
 	openapi3filter.RegisterBodyDecoder("text/css", openapi3filter.PlainBodyDecoder)
 	// /openapi.yaml is documented as text, not as the object it encodes.
 	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("message/rfc822", openapi3filter.PlainBodyDecoder)
 }
 
 var validationOptions = &openapi3filter.Options{

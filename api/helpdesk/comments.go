@@ -2,14 +2,18 @@ package helpdesk
 
 import (
 	"cmp"
+	"errors"
+	"mime"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
 )
 
 type commentResponse struct {
@@ -21,11 +25,61 @@ type commentResponse struct {
 	Body             string    `json:"body"`
 	Public           bool      `json:"public"`
 	CreatedAt        time.Time `json:"createdAt"`
+	// Delivery is the e-mail of a public agent reply to the requester (null:
+	// not e-mailed).
+	Delivery *deliveryResponse `json:"delivery"`
+	// Attachments are the files that came with a reply by e-mail.
+	Attachments []attachmentResponse `json:"attachments"`
 }
 
-func toComment(c *models.TicketComment) commentResponse {
-	return commentResponse{ID: c.ID, TicketID: c.TicketID, AuthorType: c.AuthorType, AuthorMemberID: c.AuthorMemberID,
-		AuthorCustomerID: c.AuthorCustomerID, Body: c.Body, Public: c.Public, CreatedAt: c.CreatedAt}
+type deliveryResponse struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+type attachmentResponse struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"contentType"`
+	Size        int    `json:"size"`
+}
+
+// commentViews is the view of comments with their delivery and
+// attachments, read for all of them at once on db.
+func commentViews(db *gorm.DB, comments []models.TicketComment) (func(*models.TicketComment) commentResponse, error) {
+	ids := make([]string, len(comments))
+	for i := range comments {
+		ids[i] = comments[i].ID
+	}
+	deliveries := map[string]*deliveryResponse{}
+	attachments := map[string][]attachmentResponse{}
+	if len(ids) > 0 {
+		var sent []models.EmailMessage
+		if err := db.Where("comment_id IN ? AND direction = ?", ids, models.EmailOut).Find(&sent).Error; err != nil {
+			return nil, err
+		}
+		for _, m := range sent {
+			deliveries[*m.CommentID] = &deliveryResponse{Status: m.Status, Error: m.Error}
+		}
+		var files []models.TicketAttachment
+		if err := db.Select("id, comment_id, filename, content_type, size").Where("comment_id IN ?", ids).
+			Order("created_at, id").Find(&files).Error; err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			attachments[*f.CommentID] = append(attachments[*f.CommentID], attachmentResponse{ID: f.ID, Filename: f.Filename,
+				ContentType: f.ContentType, Size: f.Size})
+		}
+	}
+	return func(cm *models.TicketComment) commentResponse {
+		out := commentResponse{ID: cm.ID, TicketID: cm.TicketID, AuthorType: cm.AuthorType, AuthorMemberID: cm.AuthorMemberID,
+			AuthorCustomerID: cm.AuthorCustomerID, Body: cm.Body, Public: cm.Public, CreatedAt: cm.CreatedAt,
+			Delivery: deliveries[cm.ID], Attachments: attachments[cm.ID]}
+		if out.Attachments == nil {
+			out.Attachments = []attachmentResponse{}
+		}
+		return out
+	}, nil
 }
 
 func (h *handlers) listComments(c *fiber.Ctx) error {
@@ -33,9 +87,63 @@ func (h *handlers) listComments(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return web.List(c, h.DB, inWorkspace, web.Listing[models.TicketComment, commentResponse]{View: toComment,
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.TicketComment, commentResponse]{
+		PageView: func(rows []models.TicketComment) (func(*models.TicketComment) commentResponse, error) {
+			return commentViews(h.DB.WithContext(c.UserContext()), rows)
+		},
 		Narrow: func(q *gorm.DB) *gorm.DB { return q.Where("ticket_id = ?", t.ID) },
 		Cursor: func(cm *models.TicketComment) web.Cursor { return web.Cursor{CreatedAt: cm.CreatedAt, ID: cm.ID} }})
+}
+
+type ticketAttachmentResponse struct {
+	attachmentResponse
+	// CommentID is the comment the file came with (null: the ticket's
+	// first message, its description).
+	CommentID *string   `json:"commentId"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// listAttachments lists every file that came by e-mail with the ticket's
+// messages, oldest first (a ticket has a handful: not paginated, but in
+// the list envelope).
+func (h *handlers) listAttachments(c *fiber.Ctx) error {
+	t, err := web.Load[models.Ticket](c, h.DB, inWorkspace, "The ticket")
+	if err != nil {
+		return err
+	}
+	var files []models.TicketAttachment
+	if err := h.DB.WithContext(c.UserContext()).Select("id, comment_id, filename, content_type, size, created_at").
+		Where("ticket_id = ?", t.ID).Order("created_at, id").Find(&files).Error; err != nil {
+		return err
+	}
+	return web.SendPage(c, web.Page[models.TicketAttachment]{Data: files}, func(f *models.TicketAttachment) ticketAttachmentResponse {
+		return ticketAttachmentResponse{attachmentResponse: attachmentResponse{ID: f.ID, Filename: f.Filename, ContentType: f.ContentType,
+			Size: f.Size}, CommentID: f.CommentID, CreatedAt: f.CreatedAt}
+	})
+}
+
+// attachment sends a file that came with a reply by e-mail; it is a
+// download, never shown in place (its type is what the sender said).
+func (h *handlers) attachment(c *fiber.Ctx) error {
+	t, err := web.Load[models.Ticket](c, h.DB, inWorkspace, "The ticket")
+	if err != nil {
+		return err
+	}
+	id := c.Params("attachmentId")
+	if !models.ValidID(id) {
+		return models.NotFound("The attachment")
+	}
+	var a models.TicketAttachment
+	if err := h.DB.WithContext(c.UserContext()).Take(&a, "id = ? AND ticket_id = ?", id, t.ID).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return models.NotFound("The attachment")
+		}
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "application/octet-stream")
+	c.Set(fiber.HeaderContentDisposition, mime.FormatMediaType("attachment", map[string]string{"filename": a.Filename}))
+	c.Set("X-Content-Type-Options", "nosniff")
+	return c.Send(a.Content)
 }
 
 type addCommentRequest struct {
@@ -82,5 +190,29 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 	if err := h.followStatus(tx, t, change); err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(toComment(cm))
+	if err := h.emailReply(tx, t, cm, now); err != nil {
+		return err
+	}
+	view, err := commentViews(tx.DB, []models.TicketComment{*cm})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(view(cm))
+}
+
+// emailReply records, in tx, the e-mail of a public agent reply to the
+// ticket's requester — queued, under the Message-ID it will be sent with —
+// and its EmailSend workflow's start, when the server sends mail. Internal
+// notes and customers' comments are never sent.
+func (h *handlers) emailReply(tx *outbox.Tx, t *models.Ticket, cm *models.TicketComment, now time.Time) error {
+	if !h.MailOutbound || h.MailDomain == "" || cm.AuthorType != models.AuthorAgent || !cm.Public || t.RequesterEmail == "" {
+		return nil
+	}
+	msg := models.EmailMessage{OrgID: t.OrgID, MessageID: "c-" + cm.ID + "@" + h.MailDomain, TicketID: t.ID, CommentID: &cm.ID,
+		Direction: models.EmailOut, Status: models.EmailQueued, CreatedAt: now, UpdatedAt: now}
+	if err := tx.Create(&msg).Error; err != nil {
+		return err
+	}
+	return tx.Start(outbox.Start{WorkflowID: workflows.EmailSendID(t.OrgID, cm.ID), Workflow: workflows.EmailSendWorkflow,
+		Input: workflows.EmailSendInput{CommentID: cm.ID, OrgID: t.OrgID}, OrgID: t.OrgID, Kind: workflows.KindEmailSend})
 }

@@ -31,6 +31,13 @@ type Deps struct {
 	// PushEgress decides which push endpoints may be registered: https on
 	// the public internet only (its allow-list is for tests).
 	PushEgress netguard.Policy
+	// MailDomain is the domain of the workspaces' e-mail addresses
+	// (SUITE_MAIL_DOMAIN); "" turns the e-mail channel off.
+	MailDomain string
+	// MailOutbound tells whether the workers send e-mail (SMTP_URL, or
+	// suite dev's sink): then a public agent reply is e-mailed to the
+	// ticket's requester.
+	MailOutbound bool
 }
 
 type handlers struct{ Deps }
@@ -57,6 +64,8 @@ func Routes(r fiber.Router, d Deps) {
 	r.Delete("/tickets/:id", h.deleteTicket)
 	r.Get("/tickets/:id/comments", h.listComments)
 	r.Post("/tickets/:id/comments", h.addComment)
+	r.Get("/tickets/:id/attachments", h.listAttachments)
+	r.Get("/tickets/:id/attachments/:attachmentId", h.attachment)
 
 	r.Get("/customers", h.listCustomers)
 	r.Post("/customers", h.createCustomer)
@@ -85,6 +94,13 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/notifications/subscribe", h.subscribe)
 
 	r.Get("/analytics/dashboard", h.dashboard)
+
+	r.Get("/channels/email", h.emailChannel)
+	r.Put("/channels/email", h.updateEmailChannel)
+	r.Post("/channels/email/addresses", h.addSupportAddress)
+	r.Delete("/channels/email/addresses/:id", h.removeSupportAddress)
+	r.Post("/inbound/email", h.receiveEmail)
+	r.Get("/inbound/email/:id", h.inboundEmail)
 }
 
 // workspace is the rows the caller sees: the workspace's (x-workspace-id,

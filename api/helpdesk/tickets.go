@@ -21,19 +21,22 @@ import (
 const defaultAutoClose = 4 * 24 * time.Hour
 
 type ticketResponse struct {
-	ID              string     `json:"id"`
-	WorkspaceID     string     `json:"workspaceId"`
-	Number          int        `json:"number"`
-	Subject         string     `json:"subject"`
-	Description     string     `json:"description"`
-	Status          string     `json:"status"`
-	Priority        string     `json:"priority"`
-	Channel         string     `json:"channel"`
-	Email           string     `json:"email"`
-	CustomerID      *string    `json:"customerId"`
-	AgentID         *string    `json:"agentId"`
-	Tags            []string   `json:"tags"`
-	AllowedStatuses []string   `json:"allowedStatuses"`
+	ID              string   `json:"id"`
+	WorkspaceID     string   `json:"workspaceId"`
+	Number          int      `json:"number"`
+	Subject         string   `json:"subject"`
+	Description     string   `json:"description"`
+	Status          string   `json:"status"`
+	Priority        string   `json:"priority"`
+	Channel         string   `json:"channel"`
+	Email           string   `json:"email"`
+	CustomerID      *string  `json:"customerId"`
+	AgentID         *string  `json:"agentId"`
+	Tags            []string `json:"tags"`
+	AllowedStatuses []string `json:"allowedStatuses"`
+	// FollowsTicketID is the closed ticket an e-mail reply opened this one
+	// to follow.
+	FollowsTicketID *string    `json:"followsTicketId"`
 	FirstResponseAt *time.Time `json:"firstResponseAt"`
 	SolvedAt        *time.Time `json:"solvedAt"`
 	ClosedAt        *time.Time `json:"closedAt"`
@@ -52,7 +55,7 @@ func toTicket(t *models.Ticket) ticketResponse {
 	}
 	return ticketResponse{ID: t.ID, WorkspaceID: t.OrgID, Number: t.Number, Subject: t.Subject, Description: t.Description,
 		Status: t.Status, Priority: t.Priority, Channel: t.Channel, Email: t.RequesterEmail, CustomerID: t.CustomerID,
-		AgentID: t.AgentID, Tags: tags, AllowedStatuses: allowed, FirstResponseAt: t.FirstResponseAt,
+		AgentID: t.AgentID, Tags: tags, AllowedStatuses: allowed, FollowsTicketID: t.FollowsTicketID, FirstResponseAt: t.FirstResponseAt,
 		SolvedAt: t.SolvedAt, ClosedAt: t.ClosedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 

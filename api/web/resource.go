@@ -131,6 +131,10 @@ type Listing[T, R any] struct {
 	TimeColumn string
 	Cursor     func(*T) Cursor
 	View       func(*T) R
+	// PageView, when set, builds the view of a page's rows in place of
+	// View: for rows shown with more of the database (one query for the
+	// page, not one per row).
+	PageView func(rows []T) (func(*T) R, error)
 }
 
 // List answers a list route: the rows of T that the caller's scope lets
@@ -158,7 +162,13 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 	if err != nil {
 		return err
 	}
-	return SendPage(c, rows, l.View)
+	view := l.View
+	if l.PageView != nil {
+		if view, err = l.PageView(rows.Data); err != nil {
+			return err
+		}
+	}
+	return SendPage(c, rows, view)
 }
 
 // fillFromQuery sets each string field of the struct filter points to

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/mail"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -139,6 +140,38 @@ type Config struct {
 	// InviteURL is a front-end link template for invitations, with {token}
 	// where the token goes (e.g. https://app.example.com/join?token={token}).
 	InviteURL string `env:"SUITE_INVITE_URL"`
+
+	// The Helpdesk's e-mail channel. MailDomain is the domain of the
+	// workspaces' addresses (ws-<workspace>@<domain>); empty turns the
+	// channel off (`suite dev`: suite.localhost). SMTPAddr is where the SMTP
+	// listener takes inbound mail; empty: no listener (`suite dev`:
+	// 127.0.0.1:2525). It offers STARTTLS with the certificate and key
+	// files SMTPTLSCert and SMTPTLSKey, when set.
+	MailDomain   string `env:"SUITE_MAIL_DOMAIN"`
+	SMTPAddr     string `env:"SUITE_SMTP_ADDR"`
+	MailMaxBytes int64  `env:"SUITE_MAIL_MAX_BYTES" envDefault:"26214400"`
+	// SMTPClientRate is how many messages one client address may hand the
+	// listener in a minute (451 beyond).
+	SMTPClientRate int    `env:"SUITE_SMTP_CLIENT_RATE" envDefault:"600"`
+	SMTPTLSCert    string `env:"SUITE_SMTP_TLS_CERT"`
+	SMTPTLSKey     string `env:"SUITE_SMTP_TLS_KEY"`
+}
+
+// The e-mail channel's defaults under `suite dev`.
+const (
+	devMailDomain = "suite.localhost"
+	devSMTPAddr   = "127.0.0.1:2525"
+)
+
+// applyDevMail gives `suite dev` its mail domain and SMTP listener unless
+// the environment sets them (an explicitly empty one turns it off).
+func (c *Config) applyDevMail() {
+	if _, set := os.LookupEnv("SUITE_MAIL_DOMAIN"); !set {
+		c.MailDomain = devMailDomain
+	}
+	if _, set := os.LookupEnv("SUITE_SMTP_ADDR"); !set {
+		c.SMTPAddr = devSMTPAddr
+	}
 }
 
 // LoadConfig reads the environment.
@@ -179,7 +212,25 @@ func LoadConfig() (Config, error) {
 	if _, err := web.ParseProxies(cfg.TrustedProxies); err != nil {
 		return cfg, fmt.Errorf("configuration: SUITE_TRUSTED_PROXIES: %w", err)
 	}
+	if cfg.MailMaxBytes < 1024 {
+		return cfg, fmt.Errorf("configuration: SUITE_MAIL_MAX_BYTES must be at least 1024")
+	}
+	if cfg.SMTPClientRate < 1 {
+		return cfg, fmt.Errorf("configuration: SUITE_SMTP_CLIENT_RATE must be at least 1")
+	}
+	if (cfg.SMTPTLSCert == "") != (cfg.SMTPTLSKey == "") {
+		return cfg, fmt.Errorf("configuration: set both SUITE_SMTP_TLS_CERT and SUITE_SMTP_TLS_KEY, or neither")
+	}
+	if cfg.MailDomain != "" && !validDomain(cfg.MailDomain) {
+		return cfg, fmt.Errorf("configuration: SUITE_MAIL_DOMAIN must be a domain name (e.g. mail.example.com)")
+	}
 	return cfg, nil
+}
+
+// validDomain tells whether d is a domain name an e-mail address can end in.
+func validDomain(d string) bool {
+	_, err := mail.ParseAddress("x@" + d)
+	return err == nil && !strings.ContainsAny(d, " @<>")
 }
 
 // Proxies are the trusted proxies (SUITE_TRUSTED_PROXIES), which

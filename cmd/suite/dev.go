@@ -54,6 +54,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	defer tc.Close()
 	log.Debug("temporal client connected", "after", time.Since(started).String())
 
+	cfg.applyDevMail()
 	side, err := prepareAPI(ctx, cfg, db, true, log)
 	if err != nil {
 		return err
@@ -147,6 +148,10 @@ func printDevBanner(cfg Config, apiAddr, uiURL string, sink *mailsink.Sink, took
 	fmt.Fprintf(stdout, "  Database       %s\n", redactURL(cfg.DatabaseDSN()))
 	if sink != nil {
 		fmt.Fprintf(stdout, "  Mail           not sent: kept in %s (dev mail sink on %s; set SMTP_URL to send)\n", filepath.Join(cfg.DataDir, "mail"), sink.Addr())
+	}
+	if cfg.SMTPAddr != "" && cfg.MailDomain != "" {
+		fmt.Fprintf(stdout, "  Mail in        smtp://%s for ws-<workspace>@%s   (a workspace's address: GET %s/helpdesk/channels/email)\n",
+			cfg.SMTPAddr, cfg.MailDomain, base)
 	}
 	fmt.Fprintln(stdout)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api"
+	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/ready"
@@ -90,9 +92,17 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		TemporalNamespace:    cfg.TemporalNamespace,
 		TemporalUIURL:        cfg.TemporalUIURL,
 		InFlight:             inFlight,
+		MailDomain:           cfg.MailDomain,
+		MailOutbound:         cfg.SMTPURL != "",
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
+	if cfg.SMTPAddr != "" {
+		if err := startMailListener(bgCtx, cfg, db, starter, log); err != nil {
+			// The HTTP API serves without it; an operator reads why.
+			log.Error("the inbound SMTP listener did not start", "addr", cfg.SMTPAddr, "error", err)
+		}
+	}
 
 	s := &apiServer{addr: ln.Addr().String(), done: make(chan error, 1)}
 	go func() {
@@ -118,6 +128,30 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		}
 	}()
 	return s, starter
+}
+
+// startMailListener starts the e-mail channel's SMTP listener
+// (SUITE_SMTP_ADDR); it closes when ctx ends.
+func startMailListener(ctx context.Context, cfg Config, db *gorm.DB, starter *outbox.Starter, log *slog.Logger) error {
+	if cfg.MailDomain == "" {
+		return errors.New("SUITE_SMTP_ADDR is set but SUITE_MAIL_DOMAIN is not: the listener would take mail for no address")
+	}
+	opts := mailin.Options{Addr: cfg.SMTPAddr, Domain: cfg.MailDomain, MaxBytes: cfg.MailMaxBytes,
+		ClientRate: cfg.SMTPClientRate, Log: log.With("component", "smtp-in")}
+	if cfg.SMTPTLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.SMTPTLSCert, cfg.SMTPTLSKey)
+		if err != nil {
+			return fmt.Errorf("SUITE_SMTP_TLS_CERT/KEY: %w", err)
+		}
+		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	srv, err := mailin.Listen(db, starter, opts)
+	if err != nil {
+		return err
+	}
+	log.Info("inbound SMTP listening", "addr", srv.Addr(), "domain", cfg.MailDomain, "starttls", opts.TLS != nil)
+	context.AfterFunc(ctx, func() { _ = srv.Close() })
+	return nil
 }
 
 // wait blocks until the server has stopped.

@@ -1,0 +1,208 @@
+package helpdesk
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/mailin"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/models"
+)
+
+// The e-mail channel's routes: the workspace's address and settings, its
+// own support addresses, and the inbound route for mail providers that
+// POST a received message instead of relaying it over SMTP.
+
+// errMailOff answers the channel's routes when the server has no mail
+// domain (SUITE_MAIL_DOMAIN).
+var errMailOff = models.Err(models.ErrUnavailable, "email_not_configured",
+	"The e-mail channel is not configured on this server (SUITE_MAIL_DOMAIN).")
+
+type emailChannelResponse struct {
+	// Address is the workspace's own inbound address.
+	Address     string                 `json:"address"`
+	Domain      string                 `json:"domain"`
+	Acknowledge bool                   `json:"acknowledge"`
+	Addresses   []supportAddressOutput `json:"addresses"`
+}
+
+type supportAddressOutput struct {
+	ID        string    `json:"id"`
+	Address   string    `json:"address"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func (h *handlers) emailChannel(c *fiber.Ctx) error {
+	if h.MailDomain == "" {
+		return errMailOff
+	}
+	return h.sendChannel(c, h.DB.WithContext(c.UserContext()))
+}
+
+// sendChannel answers with the workspace's channel as db reads it.
+func (h *handlers) sendChannel(c *fiber.Ctx, db *gorm.DB) error {
+	orgID := auth.From(c).OrgID
+	var ch models.EmailChannel
+	if err := db.Take(&ch, "org_id = ?", orgID).Error; err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+		return err
+	}
+	var addrs []models.EmailAddress
+	if err := db.Where("org_id = ?", orgID).Order("created_at, id").Find(&addrs).Error; err != nil {
+		return err
+	}
+	out := emailChannelResponse{Address: models.WorkspaceAddress(orgID, h.MailDomain), Domain: h.MailDomain,
+		Acknowledge: ch.Acknowledge, Addresses: make([]supportAddressOutput, len(addrs))}
+	for i, a := range addrs {
+		out.Addresses[i] = supportAddressOutput{ID: a.ID, Address: a.Address, CreatedAt: a.CreatedAt}
+	}
+	return c.JSON(out)
+}
+
+type updateEmailChannelRequest struct {
+	Acknowledge *bool `json:"acknowledge" validate:"required"`
+}
+
+// updateEmailChannel changes the workspace's channel settings (ADMIN).
+func (h *handlers) updateEmailChannel(c *fiber.Ctx) error {
+	p := auth.From(c)
+	if err := auth.RequireAdmin(p); err != nil {
+		return err
+	}
+	if h.MailDomain == "" {
+		return errMailOff
+	}
+	var req updateEmailChannelRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	now := models.Now()
+	tx := web.Tx(c)
+	err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}},
+		DoUpdates: clause.Assignments(map[string]any{"acknowledge": *req.Acknowledge, "updated_at": now})}).
+		Create(&models.EmailChannel{OrgID: p.OrgID, Acknowledge: *req.Acknowledge, CreatedAt: now, UpdatedAt: now}).Error
+	if err != nil {
+		return err
+	}
+	return h.sendChannel(c, tx)
+}
+
+type addSupportAddressRequest struct {
+	Address string `json:"address" validate:"required,email,max=254"`
+}
+
+var errAddressTaken = models.Err(models.ErrConflict, "address_taken", "This address already forwards to a workspace.")
+
+// addSupportAddress adds one of the workspace's own addresses, which
+// forwards to it (ADMIN). An address at the server's mail domain is the
+// server's to give: refused.
+func (h *handlers) addSupportAddress(c *fiber.Ctx) error {
+	p := auth.From(c)
+	if err := auth.RequireAdmin(p); err != nil {
+		return err
+	}
+	if h.MailDomain == "" {
+		return errMailOff
+	}
+	var req addSupportAddressRequest
+	if err := web.Decode(c, &req, func() error {
+		if strings.HasSuffix(models.NormalizeEmail(req.Address), "@"+strings.ToLower(h.MailDomain)) {
+			return models.Invalid(models.FieldError{Field: "address", Code: "server_domain",
+				Message: "Addresses at " + h.MailDomain + " are the server's; add an address of your own domain."})
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	a := &models.EmailAddress{ID: models.NewID(), OrgID: p.OrgID, Address: models.NormalizeEmail(req.Address), CreatedAt: models.Now()}
+	if err := web.Tx(c).Create(a).Error; err != nil {
+		if database.IsUniqueViolation(err) {
+			return errAddressTaken
+		}
+		return err
+	}
+	c.Location("/helpdesk/channels/email/addresses/" + a.ID)
+	return c.Status(fiber.StatusCreated).JSON(supportAddressOutput{ID: a.ID, Address: a.Address, CreatedAt: a.CreatedAt})
+}
+
+// removeSupportAddress removes one of the workspace's support addresses
+// (ADMIN): mail to it is refused from then on.
+func (h *handlers) removeSupportAddress(c *fiber.Ctx) error {
+	if err := auth.RequireAdmin(auth.From(c)); err != nil {
+		return err
+	}
+	return web.Delete[models.EmailAddress](c, inWorkspace, "The address")
+}
+
+type inboundEmailResponse struct {
+	ID        string `json:"id"`
+	MessageID string `json:"messageId"`
+	Status    string `json:"status"`
+	// Duplicate: a message with this Message-ID was received before; it is
+	// that one.
+	Duplicate  bool      `json:"duplicate"`
+	ReceivedAt time.Time `json:"receivedAt"`
+}
+
+// receiveEmail takes a raw RFC 5322 message POSTed by a mail provider, with
+// the workspace's hd_ key: stored with its EmailIngest workflow's start
+// before the 202, as the SMTP listener stores it before its 250. The same
+// Message-ID again is answered as the message first received.
+func (h *handlers) receiveEmail(c *fiber.Ctx) error {
+	p := auth.From(c)
+	if !p.IsKey() {
+		return models.Err(models.ErrForbidden, "key_required", "Mail providers post inbound mail with the workspace's hd_ key (x-api-key).")
+	}
+	if h.MailDomain == "" {
+		return errMailOff
+	}
+	if ct := strings.ToLower(strings.TrimSpace(strings.SplitN(c.Get(fiber.HeaderContentType), ";", 2)[0])); ct != "message/rfc822" {
+		return web.NewProblem(fiber.StatusUnsupportedMediaType, "unsupported_media_type", "Send the raw message as message/rfc822.")
+	}
+	raw := append([]byte(nil), c.Body()...)
+	if len(raw) == 0 {
+		return models.Invalid(models.FieldError{Field: "body", Code: "required", Message: "Send the message."})
+	}
+	// The envelope's sender is lost on the way; the message's Return-Path
+	// (a provider adds it) stands for it, and then its From.
+	m := &models.InboundEmail{OrgID: p.OrgID, MailFrom: mailin.ReturnPath(raw), Rcpt: models.WorkspaceAddress(p.OrgID, h.MailDomain),
+		Via: "http", Raw: raw}
+	tx := h.Starter.In(c, web.Tx(c))
+	stored, err := mailin.Store(tx, m)
+	if err != nil {
+		return err
+	}
+	if !stored {
+		first := new(models.InboundEmail)
+		if err := tx.Take(first, "org_id = ? AND message_id = ?", p.OrgID, m.MessageID).Error; err != nil {
+			return err
+		}
+		m = first
+	}
+	c.Location("/helpdesk/inbound/email/" + m.ID)
+	return c.Status(fiber.StatusAccepted).JSON(inboundEmailResponse{ID: m.ID, MessageID: m.MessageID, Status: m.Status,
+		Duplicate: !stored, ReceivedAt: m.ReceivedAt})
+}
+
+type inboundStatusResponse struct {
+	inboundEmailResponse
+	// Reason says why a message was ignored or rejected.
+	Reason    string  `json:"reason"`
+	TicketID  *string `json:"ticketId"`
+	CommentID *string `json:"commentId"`
+}
+
+// inboundEmail shows what became of a received message (the Location of
+// the inbound route's 202).
+func (h *handlers) inboundEmail(c *fiber.Ctx) error {
+	return web.Get(c, h.DB, inWorkspace, "The message", func(m *models.InboundEmail) inboundStatusResponse {
+		return inboundStatusResponse{inboundEmailResponse: inboundEmailResponse{ID: m.ID, MessageID: m.MessageID, Status: m.Status,
+			ReceivedAt: m.ReceivedAt}, Reason: m.Reason, TicketID: m.TicketID, CommentID: m.CommentID}
+	})
+}

@@ -1,0 +1,561 @@
+package helpdesk_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/smtp"
+	"net/textproto"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/api/mailin"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
+)
+
+// message is an RFC 5322 message; headers are extra "Name: value" lines.
+func message(from, to, subject, body string, headers ...string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nMessage-ID: <%s@sender.example>\r\nDate: %s\r\n",
+		from, to, subject, models.NewID(), time.Now().Format(time.RFC1123Z))
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	b.WriteString("Content-Type: text/plain; charset=utf-8\r\n\r\n" + body + "\r\n")
+	return []byte(b.String())
+}
+
+// messageIDOf is a message's Message-ID, without brackets.
+func messageIDOf(raw []byte) string {
+	_, rest, _ := strings.Cut(string(raw), "Message-ID: <")
+	id, _, _ := strings.Cut(rest, ">")
+	return id
+}
+
+// deliver sends raw over SMTP to the Env's listener; the error carries the
+// SMTP reply (a *textproto.Error) when the listener refused it.
+func deliver(e *apitest.Env, from string, to []string, raw []byte) error {
+	return smtp.SendMail(e.SMTPAddr, nil, from, to, raw)
+}
+
+func smtpCode(err error) int {
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return 0
+}
+
+// mailDesk is a desk with its inbound address.
+type mailDesk struct {
+	*desk
+	address string
+}
+
+func newMailDesk(t *testing.T, e *apitest.Env) *mailDesk {
+	d := newDesk(t, e)
+	var ch struct{ Address, Domain string }
+	e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/channels/email", Headers: d.headers}).Expect(200).JSON(&ch)
+	if ch.Address != models.WorkspaceAddress(d.id, apitest.MailDomain) || ch.Domain != apitest.MailDomain {
+		t.Fatalf("channel %+v", ch)
+	}
+	return &mailDesk{desk: d, address: ch.Address}
+}
+
+// inbound waits until the workspace's message with messageID has been read,
+// and returns it.
+func (d *mailDesk) inbound(e *apitest.Env, messageID string) models.InboundEmail {
+	var m models.InboundEmail
+	e.Eventually(func() bool {
+		return e.DB.Take(&m, "org_id = ? AND message_id = ? AND status <> ?", d.id, messageID, models.InboundReceived).Error == nil
+	}, "message %s to be read", messageID)
+	return m
+}
+
+func (d *mailDesk) ticket(e *apitest.Env, id string) ticket {
+	var t ticket
+	e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + id, Headers: d.headers}).Expect(200).JSON(&t)
+	return t
+}
+
+type mailComment struct {
+	ID, Body, AuthorType string
+	AuthorCustomerID     *string
+	Public               bool
+	Delivery             *struct{ Status, Error string }
+	Attachments          []struct {
+		ID, Filename, ContentType string
+		Size                      int
+	}
+}
+
+func (d *mailDesk) comments(e *apitest.Env, ticketID string) []mailComment {
+	var page struct{ Data []mailComment }
+	e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + ticketID + "/comments", Headers: d.headers}).Expect(200).JSON(&page)
+	return page.Data
+}
+
+// A customer writes in by e-mail, an agent answers by e-mail, the customer
+// answers that by e-mail, and it all stays one ticket: the whole loop
+// through the real SMTP listener, the EmailIngest and EmailSend workflows
+// and the mail sink.
+func TestEmailThreadRoundTrip(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		customer := apitest.UniqueEmail("maria")
+		first := message("Maria Lopez <"+customer+">", d.address, "Printer on fire", "It smells of smoke.\nPlease help.")
+		if err := deliver(e, customer, []string{d.address}, first); err != nil {
+			t.Fatal(err)
+		}
+		in := d.inbound(e, messageIDOf(first))
+		if in.Status != models.InboundProcessed || in.TicketID == nil || in.Via != "smtp" {
+			t.Fatalf("the first message: %+v", in)
+		}
+		tk := d.ticket(e, *in.TicketID)
+		if tk.Channel != "email" || tk.Email != customer || tk.Status != models.TicketNew || tk.CustomerID == nil {
+			t.Fatalf("the ticket %+v", tk)
+		}
+		var full struct{ Subject, Description string }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + tk.ID, Headers: d.headers}).Expect(200).JSON(&full)
+		if full.Subject != "Printer on fire" || !strings.Contains(full.Description, "smells of smoke") {
+			t.Fatalf("subject and description %+v", full)
+		}
+
+		// The agent answers; the reply is e-mailed from the workspace's
+		// address, threaded under the customer's message.
+		var reply mailComment
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: d.asAgent,
+			Body: map[string]any{"body": "Unplug it, a technician is on the way."}}).Expect(201).JSON(&reply)
+		if reply.Delivery == nil || reply.Delivery.Status != models.EmailQueued {
+			t.Fatalf("the reply's delivery %+v", reply.Delivery)
+		}
+		sent, err := e.Mail.Wait(customer, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sent.Header()
+		if !strings.Contains(h.Get("From"), d.address) || !strings.Contains(h.Get("Reply-To"), d.address) ||
+			!strings.Contains(h.Get("Subject"), fmt.Sprintf("[#%d]", tk.Number)) || !strings.Contains(h.Get("In-Reply-To"), messageIDOf(first)) ||
+			h.Get("Message-Id") != "<c-"+reply.ID+"@"+apitest.MailDomain+">" || !bytes.Contains(sent.Data, []byte("technician")) ||
+			h.Get("Auto-Submitted") != "" { // a person wrote it: auto-responders may answer
+			t.Fatalf("the reply sent: %v\n%s", h, sent.Data)
+		}
+		e.Eventually(func() bool {
+			cs := d.comments(e, tk.ID)
+			return len(cs) == 1 && cs[0].Delivery != nil && cs[0].Delivery.Status == models.EmailSent
+		}, "the reply's delivery to be sent")
+		// An internal note never goes out.
+		var note mailComment
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: d.asAgent,
+			Body: map[string]any{"body": "Fuser recall applies.", "public": false}}).Expect(201).JSON(&note)
+		if note.Delivery != nil {
+			t.Fatalf("an internal note is e-mailed: %+v", note.Delivery)
+		}
+
+		// The customer answers the agent's e-mail: a comment on the ticket.
+		answer := message(customer, d.address, "Re: "+h.Get("Subject"), "Unplugged, thanks.",
+			"In-Reply-To: "+h.Get("Message-Id"), "References: <"+messageIDOf(first)+"> "+h.Get("Message-Id"))
+		if err := deliver(e, customer, []string{d.address}, answer); err != nil {
+			t.Fatal(err)
+		}
+		got := d.inbound(e, messageIDOf(answer))
+		if got.TicketID == nil || *got.TicketID != tk.ID || got.CommentID == nil {
+			t.Fatalf("the answer: %+v", got)
+		}
+		cs := d.comments(e, tk.ID)
+		if len(cs) != 3 || cs[0].Body != "Unplugged, thanks." || cs[0].AuthorType != models.AuthorCustomer || !cs[0].Public {
+			t.Fatalf("comments %+v", cs)
+		}
+		// Its [#number] tag alone finds the ticket too, from the requester.
+		tagged := message(customer, d.address, fmt.Sprintf("Still smoking [#%d]", tk.Number), "A little.")
+		if err := deliver(e, customer, []string{d.address}, tagged); err != nil {
+			t.Fatal(err)
+		}
+		if m := d.inbound(e, messageIDOf(tagged)); m.TicketID == nil || *m.TicketID != tk.ID {
+			t.Fatalf("the tagged message: %+v", m)
+		}
+		// Another sender copying the subject opens a ticket of their own.
+		stranger := apitest.UniqueEmail("stranger")
+		copied := message(stranger, d.address, fmt.Sprintf("Re: Printer [#%d]", tk.Number), "Me too.")
+		if err := deliver(e, stranger, []string{d.address}, copied); err != nil {
+			t.Fatal(err)
+		}
+		if m := d.inbound(e, messageIDOf(copied)); m.TicketID == nil || *m.TicketID == tk.ID {
+			t.Fatalf("a stranger's copy of the subject joined the ticket: %+v", m)
+		}
+	})
+}
+
+// The same message delivered twice — a sender retrying after a lost 250 —
+// is one ticket; over SMTP and over the HTTP route alike.
+func TestInboundMessageIsReadOnce(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		customer := apitest.UniqueEmail("twice")
+		raw := message(customer, d.address, "Twice", "Hello.")
+		for range 2 {
+			if err := deliver(e, customer, []string{d.address}, raw); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var first struct {
+			ID        string
+			Duplicate bool
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email", Body: raw,
+			Headers: map[string]string{"X-Api-Key": d.key, "X-Workspace-Id": d.id, "Content-Type": "message/rfc822"}}).Expect(202).JSON(&first)
+		if !first.Duplicate {
+			t.Fatalf("the third delivery is not told a duplicate: %+v", first)
+		}
+		d.inbound(e, messageIDOf(raw))
+		var n int64
+		e.DB.Model(&models.Ticket{}).Where("org_id = ? AND requester_email = ?", d.id, customer).Count(&n)
+		if n != 1 {
+			t.Fatalf("%d tickets from one message", n)
+		}
+		// Over HTTP, a new message; then what became of it.
+		other := message(customer, d.address, "By HTTP", "Hello again.")
+		var got struct{ ID, Status, Location string }
+		r := e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email", Body: other,
+			Headers: map[string]string{"X-Api-Key": d.key, "X-Workspace-Id": d.id, "Content-Type": "message/rfc822"}}).Expect(202)
+		r.JSON(&got)
+		d.inbound(e, messageIDOf(other))
+		var status struct{ Status, Reason, TicketID string }
+		e.Do(apitest.Request{Method: "GET", Path: r.Header.Get("Location"), Headers: d.headers}).Expect(200).JSON(&status)
+		if status.Status != models.InboundProcessed || status.TicketID == "" {
+			t.Fatalf("the message's status %+v", status)
+		}
+	})
+}
+
+// Machines are never answered and never open tickets; a bounce marks the
+// reply it bounces.
+func TestAutomaticMailOpensNoTicket(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		person := apitest.UniqueEmail("person")
+		tk := d.create(e, map[string]any{"subject": "Printer", "email": person})
+		var reply mailComment
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: d.asAgent,
+			Body: map[string]any{"body": "On it."}}).Expect(201).JSON(&reply)
+		if _, err := e.Mail.Wait(person, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		sentID := "c-" + reply.ID + "@" + apitest.MailDomain
+		cases := []struct {
+			name, from, envelope, reason string
+			raw                          []byte
+		}{
+			{"auto-submitted", person, person, "auto_submitted", message(person, d.address, "Out of office", "Away.", "Auto-Submitted: auto-replied")},
+			{"precedence bulk", person, person, "precedence", message(person, d.address, "News", "Buy.", "Precedence: bulk")},
+			{"an auto-reply", person, person, "autoreply", message(person, d.address, "Away", "Away.", "X-Autoreply: yes")},
+			{"a list", person, person, "list", message(person, d.address, "Digest", "Posts.", "List-Id: <l.example>")},
+			{"a bounce", "MAILER-DAEMON@mx.example", "", "bounce", bounce(person, d.address, sentID)},
+		}
+		for _, tc := range cases {
+			if err := deliver(e, tc.envelope, []string{d.address}, tc.raw); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			m := d.inbound(e, messageIDOf(tc.raw))
+			if m.Status != models.InboundIgnored || m.Reason != tc.reason || m.TicketID != nil {
+				t.Fatalf("%s: %+v", tc.name, m)
+			}
+		}
+		var n int64
+		e.DB.Model(&models.Ticket{}).Where("org_id = ?", d.id).Count(&n)
+		if n != 1 {
+			t.Fatalf("%d tickets; machines opened some", n)
+		}
+		e.Eventually(func() bool {
+			cs := d.comments(e, tk.ID)
+			return cs[0].Delivery != nil && cs[0].Delivery.Status == models.EmailBounced && strings.Contains(cs[0].Delivery.Error, "550")
+		}, "the bounced reply's delivery")
+		sent := 0
+		for _, m := range e.Mail.Messages() {
+			if strings.EqualFold(m.To[0], person) {
+				sent++
+			}
+		}
+		if sent != 1 {
+			t.Fatalf("%d messages sent to %s; an automatic message was answered", sent, person)
+		}
+	})
+}
+
+// bounce is a delivery report (RFC 3464) of the message originalID.
+func bounce(rcpt, to, originalID string) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "From: Mail Delivery System <MAILER-DAEMON@mx.example>\r\nTo: %s\r\nSubject: Undelivered Mail\r\n", to)
+	fmt.Fprintf(&b, "Message-ID: <%s@mx.example>\r\nMIME-Version: 1.0\r\n", models.NewID())
+	b.WriteString("Content-Type: multipart/report; report-type=delivery-status; boundary=\"B\"\r\n\r\n")
+	b.WriteString("--B\r\nContent-Type: text/plain\r\n\r\nYour message could not be delivered.\r\n")
+	fmt.Fprintf(&b, "--B\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.example\r\n\r\nFinal-Recipient: rfc822; %s\r\nAction: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 No such user\r\n", rcpt)
+	fmt.Fprintf(&b, "--B\r\nContent-Type: text/rfc822-headers\r\n\r\nMessage-ID: <%s>\r\nSubject: Re: Printer\r\n\r\n--B--\r\n", originalID)
+	return []byte(b.String())
+}
+
+// The listener refuses what it must not take, with the SMTP code that
+// says why, and takes the odd message that is still mail: it is stored,
+// and read or rejected with a reason, never lost or crashing.
+func TestSMTPListenerRefusesAndStores(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		sender := apitest.UniqueEmail("odd")
+		c, err := smtp.Dial(e.SMTPAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Mail(sender); err != nil {
+			t.Fatal(err)
+		}
+		if code := smtpCode(c.Rcpt("nobody@" + apitest.MailDomain)); code != 550 {
+			t.Fatalf("an unknown recipient: %d", code)
+		}
+		if code := smtpCode(c.Rcpt("ws-00000000000000000000000000000000@" + apitest.MailDomain)); code != 550 {
+			t.Fatalf("no workspace's address: %d", code)
+		}
+		// 10,000 recipients: the first ones are taken, the rest are 452.
+		codes := map[int]int{}
+		for i := range 10000 {
+			err := c.Rcpt(d.address)
+			if i == 0 && err != nil {
+				t.Fatal(err)
+			}
+			codes[smtpCode(err)]++
+		}
+		if codes[452] < 9000 {
+			t.Fatalf("recipient answers %v", codes)
+		}
+		if err := c.Reset(); err != nil {
+			t.Fatal(err)
+		}
+		// Too large: 552, nothing stored.
+		big := message(sender, d.address, "Huge", strings.Repeat("x", 100)+"\r\n"+strings.Repeat(strings.Repeat("y", 998)+"\r\n", 30*1024))
+		if code := smtpCode(deliver(e, sender, []string{d.address}, big)); code != 552 {
+			t.Fatalf("a 30 MB message: %d", code)
+		}
+		// A header line of 100 KB: refused by the line limit (with a 5xx, or
+		// the connection is closed on the client still writing).
+		long := message(sender, d.address, "Long", "Body.", "X-Long: "+strings.Repeat("z", 100<<10))
+		if err := deliver(e, sender, []string{d.address}, long); err == nil || (smtpCode(err) != 0 && smtpCode(err) < 500) {
+			t.Fatalf("a 100 KB header line: %v", err)
+		}
+		var stored int64
+		e.DB.Model(&models.InboundEmail{}).Where("org_id = ?", d.id).Count(&stored)
+		if stored != 0 {
+			t.Fatalf("%d refused messages stored", stored)
+		}
+
+		// Odd but mail: each stored, read, and either a ticket or rejected
+		// with its reason.
+		nulBody := message(sender, d.address, "NUL", "before\x00after")
+		unknownCharset := []byte(strings.Replace(string(message(sender, d.address, "Charset", "caf\xe9")),
+			"charset=utf-8", "charset=x-unknown-42", 1))
+		malformed := []byte("From: " + sender + "\r\nMessage-ID: <" + models.NewID() + "@x>\r\nContent-Type: multipart/mixed; boundary=\"nope\"\r\n\r\n--nope\r\nno end")
+		noFrom := []byte("To: " + d.address + "\r\nMessage-ID: <" + models.NewID() + "@x>\r\nSubject: Who?\r\n\r\nAnonymous.\r\n")
+		html := []byte("From: " + sender + "\r\nMessage-ID: <" + models.NewID() + "@x>\r\nSubject: HTML\r\nContent-Type: text/html\r\n\r\n" +
+			"<p>Hello <b>there</b></p><script>alert(1)</script>\r\n")
+		for name, raw := range map[string][]byte{"a NUL": nulBody, "an unknown charset": unknownCharset, "malformed MIME": malformed,
+			"no From": noFrom, "HTML only": html} {
+			if err := deliver(e, sender, []string{d.address}, raw); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			m := d.inbound(e, messageIDOf(raw))
+			want := map[string]string{"no From": "no_sender", "malformed MIME": "malformed"}[name]
+			switch {
+			case want != "" && (m.Status != models.InboundRejected || m.Reason != want):
+				t.Fatalf("%s: %s %q, want rejected %q", name, m.Status, m.Reason, want)
+			case want == "" && m.Status != models.InboundProcessed:
+				t.Fatalf("%s: %s %q, want processed", name, m.Status, m.Reason)
+			}
+			if name == "HTML only" {
+				var tk struct{ Description string }
+				e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + *m.TicketID, Headers: d.headers}).Expect(200).JSON(&tk)
+				if !strings.Contains(tk.Description, "Hello") || strings.Contains(tk.Description, "<") || strings.Contains(tk.Description, "alert") {
+					t.Fatalf("the HTML message's text: %q", tk.Description)
+				}
+			}
+		}
+		// An empty message (the client sends its line break): stored, and
+		// rejected.
+		if err := deliver(e, sender, []string{d.address}, nil); err != nil {
+			t.Fatalf("an empty message: %v", err)
+		}
+		e.Eventually(func() bool {
+			var m models.InboundEmail
+			return e.DB.Take(&m, "org_id = ? AND size <= 2 AND status = ? AND reason = ?", d.id, models.InboundRejected, "malformed").Error == nil
+		}, "the empty message to be rejected")
+	})
+}
+
+// A listener slows a sending address beyond its per-minute limit, and a
+// client address beyond its own, with 451 (a real sender retries later);
+// a message refused is not stored, and one refused for its sender does not
+// count against its client.
+func TestSMTPListenerSlowsFastSenders(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		srv, err := mailin.Listen(e.DB, e.Starter, mailin.Options{Addr: "127.0.0.1:0", Domain: apitest.MailDomain,
+			SenderRate: 3, ClientRate: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		send := func(from string) int {
+			return smtpCode(smtp.SendMail(srv.Addr(), nil, from, []string{d.address}, message(from, d.address, "Hello", "Hi.")))
+		}
+		fast, other, third := apitest.UniqueEmail("fast"), apitest.UniqueEmail("other"), apitest.UniqueEmail("third")
+		for i := range 3 {
+			if code := send(fast); code != 0 {
+				t.Fatalf("message %d of the sender: %d", i+1, code)
+			}
+		}
+		if code := send(fast); code != 451 {
+			t.Fatalf("the sender's 4th message in a minute: %d, want 451", code)
+		}
+		// The client has stored 3: two more from another sender make its 5.
+		for i := range 2 {
+			if code := send(other); code != 0 {
+				t.Fatalf("message %d of another sender: %d", i+1, code)
+			}
+		}
+		if code := send(third); code != 451 {
+			t.Fatalf("the client's 6th message in a minute: %d, want 451", code)
+		}
+		var stored int64
+		e.DB.Model(&models.InboundEmail{}).Where("org_id = ?", d.id).Count(&stored)
+		if stored != 5 {
+			t.Fatalf("%d messages stored, want 5", stored)
+		}
+	})
+}
+
+// Attachments are kept with the comment, listed on it and downloadable;
+// another workspace reaches none of them.
+func TestInboundAttachments(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		customer := apitest.UniqueEmail("files")
+		pdf := []byte("%PDF-1.4 invoice")
+		raw := []byte("From: " + customer + "\r\nTo: " + d.address + "\r\nSubject: Invoice\r\nMessage-ID: <" + models.NewID() + "@x>\r\n" +
+			"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"M\"\r\n\r\n" +
+			"--M\r\nContent-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nFacture jointe, caf=E9.\r\n" +
+			"--M\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=\"invoice.pdf\"\r\nContent-Transfer-Encoding: base64\r\n\r\n" +
+			base64.StdEncoding.EncodeToString(pdf) + "\r\n--M--\r\n")
+		if err := deliver(e, customer, []string{d.address}, raw); err != nil {
+			t.Fatal(err)
+		}
+		m := d.inbound(e, messageIDOf(raw))
+		var full struct{ Description string }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + *m.TicketID, Headers: d.headers}).Expect(200).JSON(&full)
+		if !strings.Contains(full.Description, "café") {
+			t.Fatalf("the quoted-printable Latin-1 text: %q", full.Description)
+		}
+		// A reply with a file: listed on its comment.
+		reply := []byte(strings.Replace(string(raw), "Subject: Invoice", "Subject: Re: Invoice [#"+fmt.Sprint(d.ticket(e, *m.TicketID).Number)+"]", 1))
+		reply = []byte(strings.Replace(string(reply), messageIDOf(raw), models.NewID(), 1))
+		if err := deliver(e, customer, []string{d.address}, reply); err != nil {
+			t.Fatal(err)
+		}
+		d.inbound(e, messageIDOf(reply))
+		cs := d.comments(e, *m.TicketID)
+		if len(cs) != 1 || len(cs[0].Attachments) != 1 || cs[0].Attachments[0].Filename != "invoice.pdf" || cs[0].Attachments[0].Size != len(pdf) {
+			t.Fatalf("comments %+v", cs)
+		}
+		// The ticket's files: the first message's (its description's) and
+		// the reply's.
+		var files struct {
+			Data []struct {
+				ID, Filename string
+				CommentID    *string
+			}
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + *m.TicketID + "/attachments", Headers: d.headers}).Expect(200).JSON(&files)
+		if len(files.Data) != 2 || files.Data[0].CommentID != nil || files.Data[1].CommentID == nil || *files.Data[1].CommentID != cs[0].ID {
+			t.Fatalf("the ticket's files %+v", files)
+		}
+		path := "/helpdesk/tickets/" + *m.TicketID + "/attachments/" + cs[0].Attachments[0].ID
+		r := e.Do(apitest.Request{Method: "GET", Path: path, Headers: d.headers}).Expect(200)
+		if !bytes.Equal(r.Body, pdf) || !strings.Contains(r.Header.Get("Content-Disposition"), "invoice.pdf") {
+			t.Fatalf("download: %q %v", r.Body, r.Header)
+		}
+		e.Do(apitest.Request{Method: "GET", Path: path, Headers: d.outsider}).ExpectProblem(404, "not_found")
+	})
+}
+
+// The channel's settings: the workspace's address, its own support
+// addresses (which the listener then takes), the receipt switch; ADMINs
+// change them.
+func TestEmailChannelSettings(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		support := apitest.UniqueEmail("support")
+		var added struct{ ID, Address string }
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.headers,
+			Body: map[string]any{"address": strings.ToUpper(support)}}).Expect(201).JSON(&added)
+		if added.Address != support {
+			t.Fatalf("added %+v", added)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.outsider,
+			Body: map[string]any{"address": support}}).ExpectProblem(409, "address_taken")
+		p := e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.headers,
+			Body: map[string]any{"address": "mine@" + apitest.MailDomain}}).ExpectProblem(422, "validation_failed")
+		if !strings.Contains(fmt.Sprint(p["errors"]), "server_domain") {
+			t.Fatalf("problem %v", p)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.asAgent,
+			Body: map[string]any{"address": apitest.UniqueEmail("agent")}}).ExpectProblem(403, "admin_required")
+
+		// Mail to the support address reaches the workspace; with receipts
+		// on, the sender gets one.
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/channels/email", Headers: d.headers,
+			Body: map[string]any{"acknowledge": true}}).Expect(200)
+		customer := apitest.UniqueEmail("receipt")
+		raw := message(customer, support, "Hello", "Anyone there?")
+		if err := deliver(e, customer, []string{support}, raw); err != nil {
+			t.Fatal(err)
+		}
+		m := d.inbound(e, messageIDOf(raw))
+		ack, err := e.Mail.Wait(customer, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk := d.ticket(e, *m.TicketID); !strings.Contains(ack.Header().Get("Subject"), fmt.Sprintf("[#%d]", tk.Number)) ||
+			ack.Header().Get("Auto-Submitted") == "" || !strings.Contains(ack.Header().Get("In-Reply-To"), messageIDOf(raw)) {
+			t.Fatalf("the receipt: %v", ack.Header())
+		}
+		// A sender that asks for no automatic answers gets a ticket and no
+		// receipt: the EmailIngest workflow completes without sending one.
+		quiet := apitest.UniqueEmail("quiet")
+		suppressed := message(quiet, support, "Hello", "No receipts, please.", "X-Auto-Response-Suppress: All")
+		if err := deliver(e, quiet, []string{support}, suppressed); err != nil {
+			t.Fatal(err)
+		}
+		qm := d.inbound(e, messageIDOf(suppressed))
+		var res activities.IngestResult
+		if err := e.Temporal.GetWorkflow(t.Context(), workflows.EmailIngestID(d.id, qm.ID), "").Get(t.Context(), &res); err != nil {
+			t.Fatal(err)
+		}
+		var acks int64
+		e.DB.Model(&models.EmailMessage{}).Where("org_id = ? AND message_id = ?", d.id, "ack-"+res.TicketID+"@"+apitest.MailDomain).Count(&acks)
+		if res.Status != models.InboundProcessed || res.TicketID == "" || res.Acknowledge || acks != 0 {
+			t.Fatalf("a message asking for no auto-replies: %+v, %d receipts", res, acks)
+		}
+		// Removed: the listener refuses it.
+		e.Do(apitest.Request{Method: "DELETE", Path: "/helpdesk/channels/email/addresses/" + added.ID, Headers: d.headers}).Expect(204)
+		if code := smtpCode(deliver(e, customer, []string{support}, message(customer, support, "Again", "?"))); code != 550 {
+			t.Fatalf("mail to a removed address: %d", code)
+		}
+		// The HTTP route takes keys only, and the raw message only.
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email", Headers: map[string]string{"Authorization": "Bearer " + d.owner.Token,
+			"X-Workspace-Id": d.id, "Content-Type": "message/rfc822"}, Body: raw}).ExpectProblem(403, "key_required")
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email", Headers: d.headers,
+			Body: map[string]any{"raw": "x"}}).ExpectProblem(415, "unsupported_media_type")
+	})
+}

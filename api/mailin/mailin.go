@@ -1,0 +1,78 @@
+// Package mailin takes the Helpdesk's inbound e-mail: an SMTP listener (a
+// workspace's mail exchanger, or the relay a mail provider forwards to) and
+// the store that the HTTP inbound route shares with it. A message is never
+// accepted before it is stored: Store writes it raw, with the start of its
+// EmailIngest workflow, in one transaction, and only then does the
+// listener answer 250 (the route 202). A process killed right after loses
+// nothing — the outbox relay starts the workflow when the next process
+// comes up — and the same Message-ID delivered twice (a sender's retry) is
+// one message.
+package mailin
+
+import (
+	"bytes"
+	"context"
+	"net/mail"
+	"strings"
+
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
+)
+
+// DefaultMaxBytes is the largest message taken (SUITE_MAIL_MAX_BYTES).
+const DefaultMaxBytes = 25 << 20
+
+// Store records the received message m (its Message-ID read from its
+// header here) and the start of its EmailIngest workflow in tx. It
+// reports whether m is new: false when the workspace already has a
+// message with its Message-ID, which is then left as it was.
+func Store(tx *outbox.Tx, m *models.InboundEmail) (bool, error) {
+	header := ""
+	if msg, err := mail.ReadMessage(bytes.NewReader(m.Raw)); err == nil {
+		header = msg.Header.Get("Message-Id")
+	}
+	m.MessageID = models.InboundMessageID(header, m.Raw)
+	stored, err := models.RecordInboundEmail(tx.DB, m)
+	if err != nil || !stored {
+		return false, err
+	}
+	return true, tx.Start(outbox.Start{WorkflowID: workflows.EmailIngestID(m.OrgID, m.ID), Workflow: workflows.EmailIngestWorkflow,
+		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: workflows.KindEmailIngest})
+}
+
+// storeAll stores the message for each workspace it is addressed to, in
+// one transaction.
+func storeAll(ctx context.Context, starter *outbox.Starter, msgs []*models.InboundEmail) error {
+	return starter.Transact(ctx, func(tx *outbox.Tx) error {
+		for _, m := range msgs {
+			if _, err := Store(tx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ReturnPath is the sender a message POSTed by a provider names: its
+// Return-Path header ("" for a bounce's <>), else its From address, else
+// "unknown" (a message that names no sender is rejected when it is read).
+func ReturnPath(raw []byte) string {
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		return "unknown"
+	}
+	if rp, ok := msg.Header["Return-Path"]; ok && len(rp) > 0 {
+		v := strings.TrimSpace(rp[0])
+		if v == "<>" {
+			return ""
+		}
+		if a, err := mail.ParseAddress(v); err == nil {
+			return models.NormalizeEmail(a.Address)
+		}
+	}
+	if a, err := mail.ParseAddress(msg.Header.Get("From")); err == nil {
+		return models.NormalizeEmail(a.Address)
+	}
+	return "unknown"
+}

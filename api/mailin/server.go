@@ -1,0 +1,228 @@
+package mailin
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/models"
+)
+
+// Options configure the SMTP listener.
+type Options struct {
+	// Addr is where it listens (SUITE_SMTP_ADDR).
+	Addr string
+	// Domain is the workspaces' mail domain (SUITE_MAIL_DOMAIN): mail to
+	// ws-<workspace>@Domain, and to the workspaces' own support addresses,
+	// is taken; any other recipient is refused.
+	Domain string
+	// MaxBytes is the largest message taken (DefaultMaxBytes when 0).
+	MaxBytes int64
+	// TLS, when set, is offered with STARTTLS.
+	TLS *tls.Config
+	// Log reports stored messages and storage failures.
+	Log *slog.Logger
+	// SenderRate and ClientRate are how many messages one sending address
+	// and one client address may store in a minute (451 beyond: a real
+	// sender retries later, a storm is slowed); DefaultSenderRate and
+	// DefaultClientRate when 0. A mail provider relaying for many
+	// customers is one client address, so ClientRate is the larger
+	// (SUITE_SMTP_CLIENT_RATE).
+	SenderRate, ClientRate int
+}
+
+// The default per-minute limits of Options.
+const (
+	DefaultSenderRate = 120
+	DefaultClientRate = 600
+)
+
+// Limits of one SMTP session (go-smtp answers them itself).
+const (
+	// maxRecipients: a message to more workspaces than this is a list or
+	// a storm, not a request (452 beyond).
+	maxRecipients = 50
+	// maxLine is the longest line taken, in a command or the message.
+	maxLine = 64 << 10
+)
+
+// Server is a running SMTP listener.
+type Server struct {
+	db      *gorm.DB
+	starter *outbox.Starter
+	opts    Options
+	srv     *smtp.Server
+	ln      net.Listener
+}
+
+// Listen starts the listener on opts.Addr; it serves until Close.
+func Listen(db *gorm.DB, starter *outbox.Starter, opts Options) (*Server, error) {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.SenderRate <= 0 {
+		opts.SenderRate = DefaultSenderRate
+	}
+	if opts.ClientRate <= 0 {
+		opts.ClientRate = DefaultClientRate
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{db: db, starter: starter, opts: opts, ln: ln}
+	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		return &session{s: s, client: clientHost(c.Conn().RemoteAddr())}, nil
+	}))
+	s.srv.Domain = opts.Domain
+	s.srv.MaxMessageBytes = opts.MaxBytes
+	s.srv.MaxRecipients = maxRecipients
+	s.srv.MaxLineLength = maxLine
+	s.srv.ReadTimeout, s.srv.WriteTimeout = 5*time.Minute, time.Minute
+	s.srv.TLSConfig = opts.TLS
+	s.srv.ErrorLog = log.New(io.Discard, "", 0)
+	go func() { _ = s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Addr is the address the listener listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops the listener; a message being received is not stored (its
+// sender was never told 250, and sends it again).
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	if errors.Is(err, smtp.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// SMTP answers of the listener.
+var (
+	errNoMailbox = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1},
+		Message: "No such mailbox: this server takes mail for its workspaces' addresses only"}
+	errUnavailable = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
+		Message: "The message could not be stored now; try again later"}
+	errTooFast = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1},
+		Message: "Too many messages from this sender; try again later"}
+	errNoRecipient = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "No valid recipients"}
+)
+
+// session is one SMTP conversation: a return path, the workspaces its
+// recipients reach, then the message.
+type session struct {
+	s      *Server
+	client string
+	from   string
+	// orgs maps each workspace reached to the first address that reached
+	// it: a message to two addresses of one workspace is one message.
+	orgs  map[string]string
+	order []string
+}
+
+func (ss *session) Reset()        { ss.from, ss.orgs, ss.order = "", nil, nil }
+func (ss *session) Logout() error { return nil }
+
+func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+	ss.from = strings.ToLower(strings.TrimSpace(from))
+	return nil
+}
+
+// Rcpt takes a workspace's address and refuses any other (550), so that
+// nothing is ever accepted for nobody; a database that does not answer is
+// a temporary failure (451).
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	orgID, err := models.ResolveMailbox(ss.s.db.WithContext(ctx), to, ss.s.opts.Domain)
+	switch {
+	case errors.Is(err, models.ErrNoSuchMailbox):
+		return errNoMailbox
+	case err != nil:
+		ss.s.opts.Log.Warn("inbound mail: resolving a recipient failed", "error", err)
+		return errUnavailable
+	}
+	if ss.orgs == nil {
+		ss.orgs = map[string]string{}
+	}
+	if _, seen := ss.orgs[orgID]; !seen {
+		ss.orgs[orgID] = models.NormalizeEmail(to)
+		ss.order = append(ss.order, orgID)
+	}
+	return nil
+}
+
+// Data reads the message (go-smtp refuses one over MaxBytes with 552) and
+// stores it for each workspace it reached; 250 only once it is stored.
+func (ss *session) Data(r io.Reader) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return err // too large (552) or the connection broke: nothing stored
+	}
+	if len(ss.order) == 0 {
+		return errNoRecipient
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if limited, err := ss.tooFast(ctx); err != nil {
+		ss.s.opts.Log.Warn("inbound mail: counting the sender's messages failed", "error", err)
+		return errUnavailable
+	} else if limited {
+		return errTooFast
+	}
+	now := models.Now()
+	msgs := make([]*models.InboundEmail, len(ss.order))
+	for i, orgID := range ss.order {
+		msgs[i] = &models.InboundEmail{OrgID: orgID, MailFrom: ss.from, Rcpt: ss.orgs[orgID], Via: "smtp", Raw: raw, ReceivedAt: now}
+	}
+	if err := storeAll(ctx, ss.s.starter, msgs); err != nil {
+		ss.s.opts.Log.Error("inbound mail: storing a message failed; the sender was told to try again", "error", err)
+		return errUnavailable
+	}
+	ss.s.opts.Log.Info("inbound mail stored", "from", ss.from, "workspaces", len(msgs), "bytes", len(raw))
+	return nil
+}
+
+// tooFast counts the message against its sending address, then its
+// client address, and tells whether it is over either's limit (a message
+// refused for its sender does not count against its client).
+func (ss *session) tooFast(ctx context.Context) (bool, error) {
+	now := models.Now()
+	limits := []struct {
+		bucket string
+		max    int
+	}{{"smtp-from|" + ss.from, ss.s.opts.SenderRate}, {"smtp-client|" + ss.client, ss.s.opts.ClientRate}}
+	for _, l := range limits {
+		rate, err := models.HitRate(ctx, ss.s.db, l.bucket, time.Minute, now, 1)
+		if err != nil {
+			return false, err
+		}
+		if rate.Estimate() > float64(l.max) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// clientHost is the client's IP address, without its port.
+func clientHost(a net.Addr) string {
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
