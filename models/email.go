@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // The Helpdesk's e-mail channel. Every workspace has an inbound address,
@@ -176,10 +175,11 @@ func InboundMessageID(header string, raw []byte) string {
 	return "sha256-" + hex.EncodeToString(sum[:16]) + "@suite.invalid"
 }
 
-// RecordInboundEmail stores m (its id, status and time set here) unless
-// the workspace already has a message with its Message-ID; it reports
-// whether it stored it.
-func RecordInboundEmail(tx *gorm.DB, m *InboundEmail) (bool, error) {
+// InsertInboundEmail is the statement that stores m (its id, status, size
+// and time set here) unless the workspace already has a message with its
+// Message-ID (then it writes nothing), returning its id; for
+// RecordWithStart, which records its EmailIngest start with it.
+func InsertInboundEmail(m *InboundEmail) (string, []any) {
 	if m.ID == "" {
 		m.ID = NewID()
 	}
@@ -187,8 +187,10 @@ func RecordInboundEmail(tx *gorm.DB, m *InboundEmail) (bool, error) {
 	if m.ReceivedAt.IsZero() {
 		m.ReceivedAt = Now()
 	}
-	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "message_id"}}, DoNothing: true}).Create(m)
-	return res.RowsAffected == 1, res.Error
+	return "INSERT INTO inbound_emails (id, org_id, message_id, mail_from, rcpt, via, raw, size, status, reason, received_at)\n" +
+			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)\n" +
+			"ON CONFLICT (org_id, message_id) DO NOTHING RETURNING id",
+		[]any{m.ID, m.OrgID, m.MessageID, m.MailFrom, m.Rcpt, m.Via, m.Raw, m.Size, m.Status, m.ReceivedAt}
 }
 
 // ticketTag finds "[#1001]" in a subject.

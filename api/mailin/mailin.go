@@ -28,22 +28,31 @@ const DefaultMaxBytes = 25 << 20
 // reports whether m is new: false when the workspace already has a
 // message with its Message-ID, which is then left as it was.
 func Store(tx *outbox.Tx, m *models.InboundEmail) (bool, error) {
+	insert, args, start := storing(m)
+	return tx.InsertWith(insert, args, start, new(string))
+}
+
+// storing is the statement that stores m and its EmailIngest start.
+func storing(m *models.InboundEmail) (string, []any, outbox.Start) {
 	header := ""
 	if msg, err := mail.ReadMessage(bytes.NewReader(m.Raw)); err == nil {
 		header = msg.Header.Get("Message-Id")
 	}
 	m.MessageID = models.InboundMessageID(header, m.Raw)
-	stored, err := models.RecordInboundEmail(tx.DB, m)
-	if err != nil || !stored {
-		return false, err
-	}
-	return true, tx.Start(outbox.Start{WorkflowID: workflows.EmailIngestID(m.OrgID, m.ID), Workflow: workflows.EmailIngestWorkflow,
-		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: workflows.KindEmailIngest})
+	insert, args := models.InsertInboundEmail(m)
+	return insert, args, outbox.Start{WorkflowID: workflows.EmailIngestID(m.OrgID, m.ID), Workflow: workflows.EmailIngestWorkflow,
+		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: workflows.KindEmailIngest}
 }
 
-// storeAll stores the message for each workspace it is addressed to, in
-// one transaction.
+// storeAll stores the message for each workspace it is addressed to: for
+// one, the common case, as one statement; for several, in one
+// transaction.
 func storeAll(ctx context.Context, starter *outbox.Starter, msgs []*models.InboundEmail) error {
+	if len(msgs) == 1 {
+		insert, args, start := storing(msgs[0])
+		_, err := starter.RecordWithStart(ctx, insert, args, start, new(string))
+		return err
+	}
 	return starter.Transact(ctx, func(tx *outbox.Tx) error {
 		for _, m := range msgs {
 			if _, err := Store(tx, m); err != nil {

@@ -276,6 +276,17 @@ func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 	return err
 }
 
+// RecordWithStart is Tx.InsertWith outside a request and outside a
+// transaction: the row and its workflow start as one statement on
+// PostgreSQL, with no BEGIN and COMMIT round trips (one transaction on
+// SQLite). The SMTP listener stores a message for one workspace with it
+// (docs/decisions.md, "Performance"). It reports whether the row was
+// written; when it was not, nothing was.
+func (s *Starter) RecordWithStart(ctx context.Context, insert string, args []any, start Start, dest ...any) (bool, error) {
+	tx := &Tx{DB: s.db.WithContext(ctx), traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx), recorded: s.Wake}
+	return tx.InsertWith(insert, args, start, dest...)
+}
+
 // Wake asks the relay to look for due starts now.
 func (s *Starter) Wake() {
 	select {

@@ -37,5 +37,12 @@ func Waiting(c *fiber.Ctx) (resume func()) {
 	return func() { f.n.Add(1) }
 }
 
+// Begin counts one request served outside Fiber (a message the SMTP
+// listener is receiving) until the returned function is called.
+func (f *InFlight) Begin() (done func()) {
+	f.n.Add(1)
+	return func() { f.n.Add(-1) }
+}
+
 // Load is the number of requests in flight now.
 func (f *InFlight) Load() int64 { return f.n.Load() }

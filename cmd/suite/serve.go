@@ -98,7 +98,7 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
 	if cfg.SMTPAddr != "" {
-		if err := startMailListener(bgCtx, cfg, db, starter, log); err != nil {
+		if err := startMailListener(bgCtx, cfg, db, starter, inFlight, log); err != nil {
 			// The HTTP API serves without it; an operator reads why.
 			log.Error("the inbound SMTP listener did not start", "addr", cfg.SMTPAddr, "error", err)
 		}
@@ -132,12 +132,12 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 
 // startMailListener starts the e-mail channel's SMTP listener
 // (SUITE_SMTP_ADDR); it closes when ctx ends.
-func startMailListener(ctx context.Context, cfg Config, db *gorm.DB, starter *outbox.Starter, log *slog.Logger) error {
+func startMailListener(ctx context.Context, cfg Config, db *gorm.DB, starter *outbox.Starter, inFlight *web.InFlight, log *slog.Logger) error {
 	if cfg.MailDomain == "" {
 		return errors.New("SUITE_SMTP_ADDR is set but SUITE_MAIL_DOMAIN is not: the listener would take mail for no address")
 	}
 	opts := mailin.Options{Addr: cfg.SMTPAddr, Domain: cfg.MailDomain, MaxBytes: cfg.MailMaxBytes,
-		ClientRate: cfg.SMTPClientRate, Log: log.With("component", "smtp-in")}
+		ClientRate: cfg.SMTPClientRate, InFlight: inFlight, Log: log.With("component", "smtp-in")}
 	if cfg.SMTPTLSCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.SMTPTLSCert, cfg.SMTPTLSKey)
 		if err != nil {
