@@ -5,10 +5,11 @@
 // It creates its own PostgreSQL database, starts the built `bin/suite dev`
 // on it (embedded Temporal on SQLite, the suite's data on PostgreSQL), seeds
 // an organization, and for each workload runs pgbench with the equivalent
-// statement and then wrk against the API at the same concurrency. It also
-// drives the web-form intake at a steady rate and in a burst, and reports how
-// long an accepted lead takes to become visible and scored. Nothing here is a
-// pass/fail test: it prints numbers (README shows the latest table).
+// statement and then wrk (for inbound mail: SMTP senders) against the API at
+// the same concurrency. It also drives the web-form intake at a steady rate
+// and in a burst, and reports how long an accepted lead takes to become
+// visible and scored. Nothing here is a pass/fail test: it prints numbers
+// (README shows the latest table).
 package main
 
 import (
@@ -127,7 +128,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer db.Close()
-	org, key, err := setupOrg(s, cfg.binary, dbURL, dataDir)
+	org, key, mailbox, err := setupOrg(s, cfg.binary, dbURL, dataDir)
 	if err != nil {
 		return fmt.Errorf("set up the bench organization: %w", err)
 	}
@@ -148,7 +149,8 @@ func run(cfg config) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof}
+	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof,
+		smtp: s.smtp, mailbox: mailbox}
 	pair := func(name string, conns int, w workload) error {
 		if !cfg.only.MatchString(name) {
 			return nil
@@ -182,6 +184,9 @@ func run(cfg config) error {
 	if err := pair("POST /crm/leads/webhook (202)", 16, postWebhook); err != nil {
 		return err
 	}
+	if err := pair("SMTP inbound message, 1 KB (250)", 4, inboundMail); err != nil {
+		return err
+	}
 
 	table := renderTable(rows, steady, burst, cfg)
 	fmt.Println()
@@ -197,6 +202,7 @@ type suite struct {
 	cmd   *exec.Cmd
 	base  string
 	pprof string
+	smtp  string
 	log   *os.File
 }
 
@@ -210,6 +216,10 @@ func startSuite(cfg config, dbURL, dataDir string) (*suite, error) {
 		return nil, err
 	}
 	temporalPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	smtpPort, err := freePort()
 	if err != nil {
 		return nil, err
 	}
@@ -238,13 +248,18 @@ func startSuite(cfg config, dbURL, dataDir string) (*suite, error) {
 		// pipeline, not the limiter, as an integration configured for its
 		// volume would see it.
 		"SUITE_WEBHOOK_KEY_RATE=100000000",
+		// The same for the SMTP listener's per-client limit: every
+		// message comes from 127.0.0.1, as from one relaying provider.
+		fmt.Sprintf("SUITE_SMTP_ADDR=127.0.0.1:%d", smtpPort),
+		"SUITE_SMTP_CLIENT_RATE=100000000",
 		"SUITE_PPROF_ADDR="+pprofAddr,
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &suite{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), pprof: pprofAddr, log: logFile}
+	s := &suite{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), pprof: pprofAddr,
+		smtp: fmt.Sprintf("127.0.0.1:%d", smtpPort), log: logFile}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := http.Get(s.base + "/readyz")
@@ -275,39 +290,47 @@ func (s *suite) stop() {
 }
 
 // setupOrg signs up an owner, creates an enterprise organization (no plan
-// limits get in the way) and a crm_ key, all through the real API and CLI.
-func setupOrg(s *suite, binary, dbURL, dataDir string) (org, key string, err error) {
+// limits get in the way) and a crm_ key, all through the real API and CLI,
+// and reads the organization's e-mail address.
+func setupOrg(s *suite, binary, dbURL, dataDir string) (org, key, mailbox string, err error) {
 	email := fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano())
 	const password = "correct horse battery"
 	if err := call(s.base+"/identity/v1/users", "", map[string]string{"email": email, "password": password, "name": "Bench"}, nil); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}
 	if err := call(s.base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": email, "password": password}, &tok); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	var o struct{ ID, Status string }
 	if err := call(s.base+"/crm/organization", tok.AccessToken, map[string]string{"name": "Bench"}, &o); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	for o.Status != "active" {
 		time.Sleep(100 * time.Millisecond)
 		if err := getJSON(s.base+"/crm/organization/"+o.ID, tok.AccessToken, &o); err != nil {
-			return "", "", err
+			return "", "", "", err
 		}
 	}
 	admin := exec.Command(binary, "admin", "set-plan", o.ID, "enterprise")
 	admin.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "SUITE_DATA_DIR="+dataDir)
 	if out, err := admin.CombinedOutput(); err != nil {
-		return "", "", fmt.Errorf("suite admin set-plan: %v: %s", err, out)
+		return "", "", "", fmt.Errorf("suite admin set-plan: %v: %s", err, out)
 	}
 	var k struct{ Key string }
 	if err := call(s.base+"/crm/organization/"+o.ID+"/apikeys", tok.AccessToken, map[string]string{"name": "bench", "service": "crm"}, &k); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
-	return o.ID, k.Key, nil
+	req, _ := http.NewRequest("GET", s.base+"/helpdesk/channels/email", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	req.Header.Set("x-workspace-id", o.ID)
+	var ch struct{ Address string }
+	if err := do(req, &ch); err != nil {
+		return "", "", "", err
+	}
+	return o.ID, k.Key, ch.Address, nil
 }
 
 func call(url, token string, body, out any) error {
@@ -356,9 +379,11 @@ func seedContacts(ctx context.Context, db *sql.DB, org string, n int) error {
 }
 
 // A workload is one API request shape and the SQL statement that does its
-// database work, for pgbench.
+// database work, for pgbench. The API side is a wrk script, or drive for a
+// protocol wrk does not speak (it fills r's rate, latencies and counts).
 type workload struct {
 	wrkScript func(b *bencher) string
+	drive     func(b *bencher, r *row) error
 	pgScript  func(b *bencher) string
 }
 
@@ -432,6 +457,9 @@ type bencher struct {
 	key   string
 	pid   int
 	pprof string // the suite's SUITE_PPROF_ADDR, with -profile
+	// smtp is the suite's SMTP listener, mailbox the organization's
+	// e-mail address.
+	smtp, mailbox string
 	// rounds counts the load rounds run so far.
 	rounds int
 }
@@ -510,10 +538,6 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 	if err := os.WriteFile(pgFile, []byte(w.pgScript(b)), 0o644); err != nil {
 		return err
 	}
-	luaFile := filepath.Join(b.dir, fmt.Sprintf("wrk-%d.lua", b.rounds))
-	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
-		return err
-	}
 	threads := strconv.Itoa(min(r.conns, runtime.NumCPU()))
 	out, err := exec.Command("pgbench", "-n", "-f", pgFile, "-c", strconv.Itoa(r.conns), "-j", threads,
 		"-T", strconv.Itoa(int(b.cfg.duration.Seconds())), b.dbURL).CombinedOutput()
@@ -531,34 +555,49 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 		profiled = b.profile(fmt.Sprintf("%s c%d", r.name, r.conns), b.cfg.duration-time.Second)
 	}
 	cpuBefore, _ := processCPU(b.pid)
-	out, err = exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(r.conns), "-d", b.cfg.duration.String(), "--latency",
-		"-s", luaFile, b.base).CombinedOutput()
+	err = b.load(r, w, threads)
 	cpuAfter, _ := processCPU(b.pid)
 	if perr := profiled(); err == nil {
 		err = perr
 	}
+	r.suiteCPU = cpuAfter - cpuBefore
+	return err
+}
+
+// load runs the API side of a round: w's driver, or wrk with w's script.
+func (b *bencher) load(r *row, w workload, threads string) error {
+	if w.drive != nil {
+		return w.drive(b, r)
+	}
+	luaFile := filepath.Join(b.dir, fmt.Sprintf("wrk-%d.lua", b.rounds))
+	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
+		return err
+	}
+	out, err := exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(r.conns), "-d", b.cfg.duration.String(), "--latency",
+		"-s", luaFile, b.base).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("wrk: %v: %s", err, out)
 	}
-	r.suiteCPU = cpuAfter - cpuBefore
 	return parseWrk(out, r)
 }
 
 // settle waits until the suite has turned every intake accepted so far
-// into a lead (or nothing has moved for 30 s). The webhook's API round
-// accepts faster than the pipeline drains, and the drain would otherwise go
-// on through the next database round and slow pgbench down with it.
+// into a lead and every inbound message into a ticket (or nothing has moved
+// for 30 s). The webhook's and the SMTP listener's API rounds accept faster
+// than their pipelines drain, and the drain would otherwise go on through
+// the next database round and slow pgbench down with it.
 func (b *bencher) settle() error {
 	start := time.Now()
 	n, err := pollCount(context.Background(), b.db, func(n int) bool { return n == 0 },
-		`SELECT count(*) FROM lead_intakes WHERE org_id = $1 AND status = 'received'`, b.org)
+		`SELECT (SELECT count(*) FROM lead_intakes WHERE org_id = $1 AND status = 'received')
+		      + (SELECT count(*) FROM inbound_emails WHERE org_id = $1 AND status = 'received')`, b.org)
 	switch {
 	case err != nil:
 		return err
 	case n > 0:
-		fmt.Printf("  (the intake pipeline stalled with %d intakes left)\n", n)
+		fmt.Printf("  (the intake and mail pipelines stalled with %d intakes and messages left)\n", n)
 	case time.Since(start) > time.Second:
-		fmt.Printf("  (waited %.0f s for the intake pipeline to drain)\n", time.Since(start).Seconds())
+		fmt.Printf("  (waited %.0f s for the intake and mail pipelines to drain)\n", time.Since(start).Seconds())
 	}
 	return nil
 }
