@@ -7,8 +7,10 @@ import (
 	"net/mail"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -45,8 +47,29 @@ type IngestResult struct {
 // IngestEmail reads the stored message inboundID (ParseEmail) and turns it
 // into a ticket or a comment in one transaction (models.IngestEmail): its
 // notification of the assignee included. It is idempotent: a message
-// already read returns what it became.
+// already read returns what it became. A message the database refuses a
+// value of — an error every retry would meet again — is recorded rejected
+// ("unprocessable") rather than retried for days.
 func (a *Email) IngestEmail(ctx context.Context, inboundID string) (IngestResult, error) {
+	res, err := a.ingest(ctx, inboundID)
+	if err == nil || !database.IsDataError(err) {
+		return res, err
+	}
+	if activity.IsActivity(ctx) {
+		activity.GetLogger(ctx).Error("an inbound message could not be stored as a ticket; recorded rejected", "inboundId", inboundID, "error", err)
+	}
+	now := models.Now()
+	err = a.DB.WithContext(ctx).Model(&models.InboundEmail{}).Where("id = ? AND status = ?", inboundID, models.InboundReceived).
+		Updates(map[string]any{"status": models.InboundRejected, "reason": "unprocessable", "processed_at": now}).Error
+	return IngestResult{Status: models.InboundRejected, Reason: "unprocessable"}, err
+}
+
+// ingest is IngestEmail's transaction. The steps after it (a receipt, a
+// push, a timer to cancel) are read from what the message became, so that
+// a re-run — the worker died after the commit, before the workflow had the
+// result — still returns them; the auto-close timer checks its ticket
+// itself, so only a fresh run asks for its cancellation.
+func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, error) {
 	var res IngestResult
 	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var m models.InboundEmail
@@ -54,10 +77,7 @@ func (a *Email) IngestEmail(ctx context.Context, inboundID string) (IngestResult
 			return missing("inbound message "+inboundID, err)
 		}
 		fresh := m.Status == models.InboundReceived
-		var p models.ParsedEmail
-		if fresh {
-			p = ParseEmail(m.Raw, m.MailFrom)
-		}
+		p := ParseEmail(m.Raw, m.MailFrom)
 		now := models.Now()
 		out, err := models.IngestEmail(tx, &m, p, now)
 		if err != nil {
@@ -67,17 +87,17 @@ func (a *Email) IngestEmail(ctx context.Context, inboundID string) (IngestResult
 		if out.CommentID != nil {
 			res.CommentID = *out.CommentID
 		}
-		if !fresh || out.Status != models.InboundProcessed {
+		if out.Status != models.InboundProcessed {
 			return nil
 		}
-		if out.Change.Unsolved {
-			var t models.Ticket
-			if err := tx.Take(&t, "id = ?", out.TicketID).Error; err != nil {
-				return err
-			}
+		var t models.Ticket
+		if err := tx.Take(&t, "id = ?", out.TicketID).Error; err != nil {
+			return err
+		}
+		if fresh && out.Change.Unsolved {
 			res.CancelAutoClose = t.SolveCount
 		}
-		if out.NewTicket {
+		if t.ID == models.DerivedID(m.ID, "ticket") { // the message opened its ticket
 			var ch models.EmailChannel
 			err := tx.Take(&ch, "org_id = ?", m.OrgID).Error
 			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
@@ -85,8 +105,12 @@ func (a *Email) IngestEmail(ctx context.Context, inboundID string) (IngestResult
 			}
 			res.Acknowledge = ch.Acknowledge && !p.NoAutoReply
 		}
-		if out.Change.Notify != nil {
-			res.NotificationID, err = notifyReply(tx, &m, out, *out.Change.Notify, now)
+		notify := out.Change.Notify
+		if !fresh && out.CommentID != nil {
+			notify = t.AgentID
+		}
+		if notify != nil {
+			res.NotificationID, err = notifyReply(tx, &m, &t, *notify, now)
 		}
 		return err
 	})
@@ -96,11 +120,7 @@ func (a *Email) IngestEmail(ctx context.Context, inboundID string) (IngestResult
 // notifyReply records the assignee's notification of a customer's reply
 // by e-mail; it returns its id when the assignee has a browser to push it
 // to.
-func notifyReply(tx *gorm.DB, m *models.InboundEmail, out models.IngestOutcome, memberID string, now time.Time) (string, error) {
-	var t models.Ticket
-	if err := tx.Take(&t, "id = ?", out.TicketID).Error; err != nil {
-		return "", err
-	}
+func notifyReply(tx *gorm.DB, m *models.InboundEmail, t *models.Ticket, memberID string, now time.Time) (string, error) {
 	id := models.DerivedID(m.ID, "notify", memberID)
 	_, err := models.Notify(tx, &models.Notification{ID: id, OrgID: m.OrgID, MemberID: memberID, Type: "customer_replied",
 		Title: "Customer replied on ticket #" + models.Itoa(t.Number), Body: t.Subject, ResourceType: "ticket", ResourceID: t.ID,
@@ -184,6 +204,34 @@ func (a *Email) Acknowledge(ctx context.Context, ticketID string) error {
 	return a.setStatus(ctx, t.OrgID, id, models.EmailSent, "")
 }
 
+// SendVerification mails support address addressID its verification
+// token, from the workspace's own address: forwarded back to that address
+// — as all of the support address's mail will be — it verifies the
+// address. A person who reads it there may forward it by hand. An address
+// verified or removed meanwhile gets nothing.
+func (a *Email) SendVerification(ctx context.Context, addressID string) error {
+	db := a.DB.WithContext(ctx)
+	var addr models.EmailAddress
+	if err := db.Take(&addr, "id = ?", addressID).Error; errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && addr.VerifiedAt != nil) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var org models.Organization
+	if err := db.Take(&org, "id = ?", addr.OrgID).Error; err != nil {
+		return missing("organization "+addr.OrgID, err)
+	}
+	own := models.WorkspaceAddress(org.ID, a.Domain)
+	msg := mailMessage{From: (&mail.Address{Name: org.Name, Address: own}).String(), To: addr.Address,
+		Subject: fmt.Sprintf("Verify %s for %s (%s)", addr.Address, org.Name, addr.Token),
+		Body: fmt.Sprintf("%s asked to receive the support mail of %s.\n\n"+
+			"Forward this address's mail to %s: this message then comes back through the forwarding and verifies it.\n"+
+			"Or forward this message there by hand once forwarding is set up.\n\nVerification code: %s\n",
+			org.Name, addr.Address, own, addr.Token),
+		MessageID: "verify-" + addr.ID + "@" + a.Domain, AutoSubmitted: "auto-generated"}
+	return a.Mail.sendFrom(ctx, own, addr.Address, msg.bytes(time.Now()))
+}
+
 // MarkReplyFailed records that the reply of commentID could not be sent:
 // the workflow gave up (an SMTP refusal, or every retry failed).
 func (a *Email) MarkReplyFailed(ctx context.Context, commentID, reason string) error {
@@ -221,7 +269,10 @@ func (a *Email) threaded(db *gorm.DB, t *models.Ticket, org *models.Organization
 		References: refs}, err
 }
 
+// setStatus records an outbound message's delivery; a bounce recorded
+// meanwhile (a fast one, read before this attempt's bookkeeping) stays.
 func (a *Email) setStatus(ctx context.Context, orgID, messageID, status, reason string) error {
-	return a.DB.WithContext(ctx).Model(&models.EmailMessage{}).Where("org_id = ? AND message_id = ?", orgID, messageID).
+	return a.DB.WithContext(ctx).Model(&models.EmailMessage{}).
+		Where("org_id = ? AND message_id = ? AND status <> ?", orgID, messageID, models.EmailBounced).
 		Updates(map[string]any{"status": status, "error": models.Truncate(reason, 500), "updated_at": models.Now()}).Error
 }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/mail"
-	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jhillyerd/enmime/v2"
@@ -43,18 +43,31 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 	if err != nil || env.Root == nil || len(bytes.TrimSpace(raw)) == 0 {
 		return models.ParsedEmail{Rejected: "malformed"}
 	}
+	badSender := false
 	if from, err := env.AddressList("From"); err == nil && len(from) > 0 {
 		p.From, p.Name = models.NormalizeEmail(from[0].Address), cleanLine(from[0].Name)
+		if !models.PlainAddress(p.From) {
+			// An address decoded into control bytes, spaces or invalid
+			// UTF-8 (an encoded word in the address itself) is no one to
+			// answer, and no value for a column.
+			p.From, badSender = "", true
+		}
 	}
 	p.Subject = cleanLine(env.GetHeader("Subject"))
 	p.Text = cleanBody(env.Text)
-	p.References = append(messageIDs(env.GetHeader("In-Reply-To")), reversed(messageIDs(env.GetHeader("References")))...)
+	p.References = append(models.MessageIDs(env.GetHeader("In-Reply-To")), reversed(models.MessageIDs(env.GetHeader("References")))...)
 	p.Automatic = automatic(env, envelopeFrom, p.From)
 	// Outlook and Exchange ask for no auto-replies with this header, on
 	// people's messages too: they open tickets, without a receipt.
 	p.NoAutoReply = env.GetHeader("X-Auto-Response-Suppress") != ""
 	if report, err := dsn.ParseReport(env.Root); err == nil && report != nil {
-		p.Bounce = bounceOf(report, env.Root)
+		if failedDelivery(report) {
+			p.Bounce = bounceOf(report, env.Root)
+		} else if p.Automatic == "" {
+			// A read receipt, an abuse or a delay report: a machine's
+			// message, and no bounce.
+			p.Automatic = "report"
+		}
 	} else if p.Automatic == "mailer_daemon" || p.Automatic == "no_return_path" {
 		// A bounce that is no standard report: it may still name the
 		// message it answers.
@@ -65,6 +78,9 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 	}
 	if p.From == "" && p.Bounce == nil && p.Automatic == "" {
 		p.Rejected = "no_sender"
+		if badSender {
+			p.Rejected = "bad_sender"
+		}
 	}
 	p.Attachments, p.Text = attachments(env, p.Text)
 	return p
@@ -97,6 +113,18 @@ func automatic(env *enmime.Envelope, envelopeFrom, from string) string {
 	return ""
 }
 
+// failedDelivery tells whether a report says a delivery failed (RFC 3464
+// Action: failed) — a bounce, not a delay, a read receipt or another
+// report.
+func failedDelivery(r *dsn.Report) bool {
+	for _, rcpt := range r.DeliveryStatus.RecipientDSNs {
+		if dsn.IsFailed(rcpt) {
+			return true
+		}
+	}
+	return false
+}
+
 // bounceOf is what a delivery report, root, says of the message it
 // reports.
 func bounceOf(r *dsn.Report, root *enmime.Part) *models.Bounce {
@@ -119,7 +147,7 @@ func bounceOf(r *dsn.Report, root *enmime.Part) *models.Bounce {
 	}
 	if len(original) > 0 {
 		if m, err := mail.ReadMessage(bytes.NewReader(original)); err == nil {
-			if ids := messageIDs(m.Header.Get("Message-Id")); len(ids) > 0 {
+			if ids := models.MessageIDs(m.Header.Get("Message-Id")); len(ids) > 0 {
 				b.MessageID = ids[0]
 			}
 		}
@@ -133,16 +161,27 @@ func attachments(env *enmime.Envelope, text string) ([]models.ParsedAttachment, 
 	var kept []models.ParsedAttachment
 	var total int
 	var left []string
-	for _, part := range append(append([]*enmime.Part{}, env.Attachments...), env.Inlines...) {
+	// Files are parts with a disposition, and — without one — parts that
+	// name themselves (a PDF sent as application/pdf; name="…", an image
+	// of a multipart/related) or are a forwarded message.
+	parts := slices.Concat(env.Attachments, env.Inlines, env.OtherParts)
+	for _, part := range parts {
 		name := cleanLine(part.FileName)
 		if name == "" {
-			if part.Disposition != "attachment" {
-				continue // an inline part without a name: the body's, not a file
+			switch {
+			case part.Disposition == "attachment":
+				name = "attachment"
+			case part.Disposition == "" && part.ContentType == "message/rfc822":
+				name = "message.eml"
+			default:
+				continue // an inline part or a report's part without a name: the body's, not a file
 			}
-			name = "attachment"
 		}
 		size := len(part.Content)
 		switch {
+		case part.Content == nil:
+			// A part whose encoding could not be read (corrupt base64).
+			left = append(left, fmt.Sprintf("%s (unreadable)", name))
 		case len(kept) >= maxAttachments:
 			left = append(left, fmt.Sprintf("%s (more than %d files)", name, maxAttachments))
 		case size > MaxAttachmentBytes || total+size > MaxAttachmentsBytes:
@@ -160,18 +199,6 @@ func attachments(env *enmime.Envelope, text string) ([]models.ParsedAttachment, 
 		text += "\n\n[Attachments not kept: " + strings.Join(left, ", ") + "]"
 	}
 	return kept, text
-}
-
-// msgID finds the Message-IDs in a header: <local@domain> tokens.
-var msgID = regexp.MustCompile(`<([^<>\s]{1,500})>`)
-
-// messageIDs are the Message-IDs a header names, without brackets.
-func messageIDs(h string) []string {
-	var ids []string
-	for _, m := range msgID.FindAllStringSubmatch(h, 50) {
-		ids = append(ids, m[1])
-	}
-	return ids
 }
 
 func reversed(s []string) []string {

@@ -1,9 +1,11 @@
 package models
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/mail"
 	"regexp"
 	"strconv"
 	"strings"
@@ -57,12 +59,44 @@ type EmailChannel struct {
 }
 
 // EmailAddress is one of a workspace's own support addresses, which
-// forward to it.
+// forward to it. It is the workspace's once verified (VerifiedAt): the
+// suite mails Token to the address, and the message comes back through
+// the forwarding (VerifyAddress). Until then mail to it is refused, so no
+// workspace takes another's address by naming it first.
 type EmailAddress struct {
-	ID        string `gorm:"primaryKey"`
-	OrgID     string
-	Address   string
-	CreatedAt time.Time
+	ID         string `gorm:"primaryKey"`
+	OrgID      string
+	Address    string
+	Token      string
+	VerifiedAt *time.Time
+	CreatedAt  time.Time
+}
+
+// NewAddressToken is a support address's verification token: what the
+// verification message carries, and nothing else does.
+func NewAddressToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "verify-" + hex.EncodeToString(b)
+}
+
+// addressToken finds a verification token in a message's text.
+var addressToken = regexp.MustCompile(`verify-[0-9a-f]{32}`)
+
+// VerifyAddress verifies the workspace's support address whose token the
+// text carries, unless another workspace holds the address verified; it
+// reports whether it verified one. Another workspace's token verifies
+// nothing here.
+func VerifyAddress(tx *gorm.DB, orgID, text string, now time.Time) (bool, error) {
+	tokens := addressToken.FindAllString(text, 5)
+	if len(tokens) == 0 {
+		return false, nil
+	}
+	res := tx.Model(&EmailAddress{}).
+		Where("org_id = ? AND token IN ? AND verified_at IS NULL", orgID, tokens).
+		Where("NOT EXISTS (SELECT 1 FROM email_addresses v WHERE v.address = email_addresses.address AND v.verified_at IS NOT NULL)").
+		Update("verified_at", now)
+	return res.RowsAffected > 0, res.Error
 }
 
 // InboundEmail is one received message, stored as it came.
@@ -125,12 +159,25 @@ func WorkspaceAddress(orgID, domain string) string {
 	return "ws-" + strings.ReplaceAll(orgID, "-", "") + "@" + domain
 }
 
+// PlainAddress tells whether a is an e-mail address as the suite stores
+// and answers one: printable UTF-8 without spaces, that net/mail reads
+// back as itself, of at most 254 bytes. An address decoded into control
+// bytes or invalid UTF-8 (an encoded word in the address itself) is no
+// one to answer, and no value for a column.
+func PlainAddress(a string) bool {
+	if a == "" || len(a) > 254 || CleanText(a) != a || strings.ContainsAny(a, " \t") {
+		return false
+	}
+	parsed, err := mail.ParseAddress(a)
+	return err == nil && strings.EqualFold(parsed.Address, a)
+}
+
 // ErrNoSuchMailbox answers a recipient that is no workspace's address.
 var ErrNoSuchMailbox = errors.New("no workspace has this address")
 
 // ResolveMailbox is the active workspace that address reaches: its own
-// inbound address at domain, or one of its support addresses; any other
-// address is ErrNoSuchMailbox.
+// inbound address at domain, or one of its verified support addresses; any
+// other address is ErrNoSuchMailbox.
 func ResolveMailbox(db *gorm.DB, address, domain string) (string, error) {
 	address = NormalizeEmail(address)
 	local, host, ok := strings.Cut(address, "@")
@@ -143,7 +190,7 @@ func ResolveMailbox(db *gorm.DB, address, domain string) (string, error) {
 		orgID = h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 	} else {
 		var a EmailAddress
-		err := db.Take(&a, "address = ?", address).Error
+		err := db.Take(&a, "address = ? AND verified_at IS NOT NULL", address).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			return "", ErrNoSuchMailbox
 		}
@@ -162,17 +209,35 @@ func ResolveMailbox(db *gorm.DB, address, domain string) (string, error) {
 	return orgID, nil
 }
 
-// InboundMessageID is the identity of a received message: its Message-ID
-// header without the angle brackets, or — for a message without one — a
-// hash of its content, so that a message delivered twice is still one.
+// InboundMessageID is the identity of a received message: the Message-ID
+// its header names, without the angle brackets, or — for a message without
+// a usable one — a hash of its content, so that a message delivered twice
+// is still one.
 func InboundMessageID(header string, raw []byte) string {
-	id := strings.TrimSpace(header)
-	id = strings.TrimSuffix(strings.TrimPrefix(id, "<"), ">")
-	if id != "" && len(id) <= 500 && CleanText(id) == id {
-		return id
+	if ids := MessageIDs(header); len(ids) > 0 {
+		return ids[0]
+	}
+	if id := strings.TrimSpace(header); id != "" && len(id) <= 500 && CleanText(id) == id && !strings.ContainsAny(id, " <>") {
+		return id // a bare id, without its brackets
 	}
 	sum := sha256.Sum256(raw)
 	return "sha256-" + hex.EncodeToString(sum[:16]) + "@suite.invalid"
+}
+
+// msgID finds the Message-IDs in a header: <local@domain> tokens.
+var msgID = regexp.MustCompile(`<([^<>\s]{1,500})>`)
+
+// MessageIDs are the Message-IDs a header (Message-ID, In-Reply-To,
+// References) names, without brackets, at most 50; one with control bytes
+// or invalid UTF-8 names no message the suite knows, and is left out.
+func MessageIDs(h string) []string {
+	var ids []string
+	for _, m := range msgID.FindAllStringSubmatch(h, 50) {
+		if CleanText(m[1]) == m[1] {
+			ids = append(ids, m[1])
+		}
+	}
+	return ids
 }
 
 // InsertInboundEmail is the statement that stores m (its id, status, size

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // ParsedEmail is what ingestion needs of a received message, read by a
@@ -91,7 +92,21 @@ func IngestEmail(tx *gorm.DB, m *InboundEmail, p ParsedEmail, now time.Time) (In
 	if m.Status != InboundReceived {
 		return recordedOutcome(m), nil
 	}
+	// A support address's verification message, come back through its
+	// forwarding (it is automatic: the check comes first).
+	if verified, err := VerifyAddress(tx, m.OrgID, p.Subject+"\n"+p.Text, now); err != nil || verified {
+		if err != nil {
+			return IngestOutcome{}, err
+		}
+		return finishInbound(tx, m, IngestOutcome{Status: InboundIgnored, Reason: "address_verified"}, now)
+	}
+	own, err := ownMessage(tx, m, p)
+	if err != nil {
+		return IngestOutcome{}, err
+	}
 	switch {
+	case own:
+		return finishInbound(tx, m, IngestOutcome{Status: InboundIgnored, Reason: "own_message"}, now)
 	case p.Bounce != nil:
 		if err := recordBounce(tx, m.OrgID, p.Bounce, now); err != nil {
 			return IngestOutcome{}, err
@@ -133,11 +148,24 @@ func IngestEmail(tx *gorm.DB, m *InboundEmail, p ParsedEmail, now time.Time) (In
 	}
 	msg := EmailMessage{OrgID: m.OrgID, MessageID: m.MessageID, TicketID: out.TicketID, CommentID: out.CommentID,
 		Direction: EmailIn, Status: EmailReceived, CreatedAt: now, UpdatedAt: now}
-	if err := tx.Create(&msg).Error; err != nil {
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&msg).Error; err != nil {
 		return IngestOutcome{}, err
 	}
 	out.Status = InboundProcessed
 	return finishInbound(tx, m, out, now)
+}
+
+// ownMessage tells whether m is the workspace's own mail come back — one
+// of its replies redirected or bounced back by a forwarding, or a message
+// from the very address it came to — which must neither open a ticket nor
+// be answered.
+func ownMessage(tx *gorm.DB, m *InboundEmail, p ParsedEmail) (bool, error) {
+	if p.From != "" && p.From == NormalizeEmail(m.Rcpt) {
+		return true, nil
+	}
+	var n int64
+	err := tx.Model(&EmailMessage{}).Where("org_id = ? AND message_id = ? AND direction = ?", m.OrgID, m.MessageID, EmailOut).Count(&n).Error
+	return n > 0, err
 }
 
 // threadOf is the ticket a message answers, or nil: the newest ticket one

@@ -71,6 +71,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterActivity(activities.NewBilling(deps.DB, deps.Billing))
 	r.RegisterWorkflowWithOptions(workflows.EmailIngest, workflow.RegisterOptions{Name: workflows.EmailIngestWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.EmailSend, workflow.RegisterOptions{Name: workflows.EmailSendWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.EmailAddressVerify, workflow.RegisterOptions{Name: workflows.EmailVerifyWorkflow})
 	r.RegisterActivity(&activities.Email{DB: deps.DB, Mail: deps.Mail, Domain: deps.MailDomain})
 }
 

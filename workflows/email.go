@@ -103,3 +103,17 @@ func EmailSend(ctx workflow.Context, in EmailSendInput) error {
 	}
 	return err
 }
+
+// EmailVerifyInput names the support address to verify.
+type EmailVerifyInput struct {
+	AddressID string `json:"addressId"`
+	OrgID     string `json:"orgId"`
+}
+
+// EmailAddressVerify mails a support address its verification token, with
+// the retries of any mail the suite sends; the address is verified when
+// the message comes back through its forwarding (EmailIngest).
+func EmailAddressVerify(ctx workflow.Context, in EmailVerifyInput) error {
+	var a *activities.Email
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, mailOptions), a.SendVerification, in.AddressID).Get(ctx, nil)
+}

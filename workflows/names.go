@@ -142,12 +142,15 @@ const (
 func InvitationEmailID(invitationID string) string { return "invitation-email/" + invitationID }
 
 // The e-mail channel's workflows: reading a received message into a ticket
-// or a comment, and sending a public reply to the ticket's requester.
+// or a comment, sending a public reply to the ticket's requester, and
+// mailing a support address its verification.
 const (
 	EmailIngestWorkflow = "EmailIngest"
 	KindEmailIngest     = "email-ingest"
 	EmailSendWorkflow   = "EmailSend"
 	KindEmailSend       = "email-send"
+	EmailVerifyWorkflow = "EmailAddressVerify"
+	KindEmailVerify     = "email-verify"
 )
 
 // EmailIngestID is one received message's processing.
@@ -155,3 +158,6 @@ func EmailIngestID(orgID, inboundID string) string { return "email-ingest/" + or
 
 // EmailSendID is one public reply's delivery by e-mail.
 func EmailSendID(orgID, commentID string) string { return "email-send/" + orgID + "/" + commentID }
+
+// EmailVerifyID is one support address's verification message.
+func EmailVerifyID(orgID, addressID string) string { return "email-verify/" + orgID + "/" + addressID }

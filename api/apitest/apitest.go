@@ -284,10 +284,11 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL,
 		WebhookKeyRate: o.webhookKeyRate, Billing: o.billing, Requests: web.RequestOptions{BeforeCommit: o.beforeCommit},
 		MailDomain: MailDomain, MailOutbound: true})
-	smtpIn, err := mailin.Listen(e.DB, e.Starter, mailin.Options{Addr: "127.0.0.1:0", Domain: MailDomain, Log: log})
+	smtpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	smtpIn := mailin.Serve(smtpLn, e.DB, e.Starter, mailin.Options{Domain: MailDomain, Log: log})
 	t.Cleanup(func() { _ = smtpIn.Close() })
 	e.SMTPAddr = smtpIn.Addr()
 	go func() { _ = e.App.Listener(ln) }()

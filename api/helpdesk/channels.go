@@ -11,9 +11,11 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/mailin"
+	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
 )
 
 // The e-mail channel's routes: the workspace's address and settings, its
@@ -34,9 +36,22 @@ type emailChannelResponse struct {
 }
 
 type supportAddressOutput struct {
-	ID        string    `json:"id"`
-	Address   string    `json:"address"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	// Status is pending until the verification message came back through
+	// the address's forwarding, then verified; mail to a pending address
+	// is refused.
+	Status     string     `json:"status"`
+	VerifiedAt *time.Time `json:"verifiedAt"`
+	CreatedAt  time.Time  `json:"createdAt"`
+}
+
+func toSupportAddress(a *models.EmailAddress) supportAddressOutput {
+	status := "pending"
+	if a.VerifiedAt != nil {
+		status = "verified"
+	}
+	return supportAddressOutput{ID: a.ID, Address: a.Address, Status: status, VerifiedAt: a.VerifiedAt, CreatedAt: a.CreatedAt}
 }
 
 func (h *handlers) emailChannel(c *fiber.Ctx) error {
@@ -59,8 +74,8 @@ func (h *handlers) sendChannel(c *fiber.Ctx, db *gorm.DB) error {
 	}
 	out := emailChannelResponse{Address: models.WorkspaceAddress(orgID, h.MailDomain), Domain: h.MailDomain,
 		Acknowledge: ch.Acknowledge, Addresses: make([]supportAddressOutput, len(addrs))}
-	for i, a := range addrs {
-		out.Addresses[i] = supportAddressOutput{ID: a.ID, Address: a.Address, CreatedAt: a.CreatedAt}
+	for i := range addrs {
+		out.Addresses[i] = toSupportAddress(&addrs[i])
 	}
 	return c.JSON(out)
 }
@@ -97,11 +112,19 @@ type addSupportAddressRequest struct {
 	Address string `json:"address" validate:"required,email,max=254"`
 }
 
-var errAddressTaken = models.Err(models.ErrConflict, "address_taken", "This address already forwards to a workspace.")
+var errAddressTaken = models.Err(models.ErrConflict, "address_taken", "The workspace has this address already.")
+
+// maxSupportAddresses bounds a workspace's support addresses, verified or
+// not: each one added mails its verification to an address of the
+// caller's choosing.
+const maxSupportAddresses = 20
 
 // addSupportAddress adds one of the workspace's own addresses, which
-// forwards to it (ADMIN). An address at the server's mail domain is the
-// server's to give: refused.
+// forward to it (ADMIN): pending until the verification message the suite
+// mails it comes back through the forwarding. An address at the server's
+// mail domain is the server's to give: refused. Another workspace naming
+// the address first takes nothing: only the workspace its mail reaches can
+// verify it.
 func (h *handlers) addSupportAddress(c *fiber.Ctx) error {
 	p := auth.From(c)
 	if err := auth.RequireAdmin(p); err != nil {
@@ -109,6 +132,10 @@ func (h *handlers) addSupportAddress(c *fiber.Ctx) error {
 	}
 	if h.MailDomain == "" {
 		return errMailOff
+	}
+	if !h.MailOutbound {
+		return models.Err(models.ErrUnavailable, "email_outbound_not_configured",
+			"Support addresses are verified by e-mail, and this server sends none (SMTP_URL).")
 	}
 	var req addSupportAddressRequest
 	if err := web.Decode(c, &req, func() error {
@@ -120,15 +147,30 @@ func (h *handlers) addSupportAddress(c *fiber.Ctx) error {
 	}); err != nil {
 		return err
 	}
-	a := &models.EmailAddress{ID: models.NewID(), OrgID: p.OrgID, Address: models.NormalizeEmail(req.Address), CreatedAt: models.Now()}
-	if err := web.Tx(c).Create(a).Error; err != nil {
+	tx := web.Tx(c)
+	var n int64
+	if err := tx.Model(&models.EmailAddress{}).Where("org_id = ?", p.OrgID).Count(&n).Error; err != nil {
+		return err
+	}
+	if n >= maxSupportAddresses {
+		return models.Err(models.ErrConflict, "too_many_addresses",
+			"A workspace has at most %d support addresses; remove one first.", maxSupportAddresses)
+	}
+	a := &models.EmailAddress{ID: models.NewID(), OrgID: p.OrgID, Address: models.NormalizeEmail(req.Address), Token: models.NewAddressToken(),
+		CreatedAt: models.Now()}
+	if err := tx.Create(a).Error; err != nil {
 		if database.IsUniqueViolation(err) {
 			return errAddressTaken
 		}
 		return err
 	}
+	err := h.Starter.In(c, tx).Start(outbox.Start{WorkflowID: workflows.EmailVerifyID(p.OrgID, a.ID), Workflow: workflows.EmailVerifyWorkflow,
+		Input: workflows.EmailVerifyInput{AddressID: a.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: workflows.KindEmailVerify})
+	if err != nil {
+		return err
+	}
 	c.Location("/helpdesk/channels/email/addresses/" + a.ID)
-	return c.Status(fiber.StatusCreated).JSON(supportAddressOutput{ID: a.ID, Address: a.Address, CreatedAt: a.CreatedAt})
+	return c.Status(fiber.StatusCreated).JSON(toSupportAddress(a))
 }
 
 // removeSupportAddress removes one of the workspace's support addresses

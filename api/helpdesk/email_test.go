@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net"
 	"net/smtp"
 	"net/textproto"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,6 +189,14 @@ func TestEmailThreadRoundTrip(t *testing.T) {
 		}
 		if m := d.inbound(e, messageIDOf(copied)); m.TicketID == nil || *m.TicketID == tk.ID {
 			t.Fatalf("a stranger's copy of the subject joined the ticket: %+v", m)
+		}
+		// The agent's own reply come back (redirected, or bounced by a
+		// forwarding) is the workspace's own mail: it opens nothing.
+		if err := deliver(e, customer, []string{d.address}, sent.Data); err != nil {
+			t.Fatal(err)
+		}
+		if m := d.inbound(e, "c-"+reply.ID+"@"+apitest.MailDomain); m.Status != models.InboundIgnored || m.Reason != "own_message" {
+			t.Fatalf("the reply come back: %s %q", m.Status, m.Reason)
 		}
 	})
 }
@@ -401,11 +411,11 @@ func TestSMTPListenerRefusesAndStores(t *testing.T) {
 func TestSMTPListenerSlowsFastSenders(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
-		srv, err := mailin.Listen(e.DB, e.Starter, mailin.Options{Addr: "127.0.0.1:0", Domain: apitest.MailDomain,
-			SenderRate: 3, ClientRate: 5})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		srv := mailin.Serve(ln, e.DB, e.Starter, mailin.Options{Domain: apitest.MailDomain, SenderRate: 3, ClientRate: 5})
 		defer srv.Close()
 		send := func(from string) int {
 			return smtpCode(smtp.SendMail(srv.Addr(), nil, from, []string{d.address}, message(from, d.address, "Hello", "Hi.")))
@@ -495,14 +505,21 @@ func TestEmailChannelSettings(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		support := apitest.UniqueEmail("support")
-		var added struct{ ID, Address string }
+		var added struct{ ID, Address, Status string }
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.headers,
 			Body: map[string]any{"address": strings.ToUpper(support)}}).Expect(201).JSON(&added)
-		if added.Address != support {
+		if added.Address != support || added.Status != "pending" {
 			t.Fatalf("added %+v", added)
 		}
-		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.outsider,
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.headers,
 			Body: map[string]any{"address": support}}).ExpectProblem(409, "address_taken")
+		// Another workspace naming the address takes nothing: its claim
+		// stays pending, as only the workspace the address's mail reaches
+		// can verify it.
+		outsiderID := d.outsider["X-Workspace-Id"]
+		var claim struct{ ID, Status string }
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.outsider,
+			Body: map[string]any{"address": support}}).Expect(201).JSON(&claim)
 		p := e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.headers,
 			Body: map[string]any{"address": "mine@" + apitest.MailDomain}}).ExpectProblem(422, "validation_failed")
 		if !strings.Contains(fmt.Sprint(p["errors"]), "server_domain") {
@@ -511,11 +528,66 @@ func TestEmailChannelSettings(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/channels/email/addresses", Headers: d.asAgent,
 			Body: map[string]any{"address": apitest.UniqueEmail("agent")}}).ExpectProblem(403, "admin_required")
 
+		// Pending, the address takes no mail.
+		customer := apitest.UniqueEmail("receipt")
+		if code := smtpCode(deliver(e, customer, []string{support}, message(customer, support, "Early", "?"))); code != 550 {
+			t.Fatalf("mail to a pending address: %d", code)
+		}
+		// Each claim's verification message went to the address, from the
+		// claiming workspace's own address.
+		verification := func(from string) []byte {
+			var raw []byte
+			e.Eventually(func() bool {
+				for _, m := range e.Mail.Messages() {
+					if strings.EqualFold(m.From, from) && slices.ContainsFunc(m.To, func(to string) bool { return strings.EqualFold(to, support) }) {
+						raw = m.Data
+						return true
+					}
+				}
+				return false
+			}, "the verification message from %s", from)
+			return raw
+		}
+		mine, theirs := verification(d.address), verification(models.WorkspaceAddress(outsiderID, apitest.MailDomain))
+		// A workspace's token delivered to another workspace verifies
+		// nothing there.
+		if err := deliver(e, support, []string{models.WorkspaceAddress(outsiderID, apitest.MailDomain)}, mine); err != nil {
+			t.Fatal(err)
+		}
+		// Forwarded to the workspace's own address, as the address's mail
+		// will be, its own message verifies it.
+		if err := deliver(e, support, []string{d.address}, mine); err != nil {
+			t.Fatal(err)
+		}
+		addressStatus := func(headers map[string]string) string {
+			var ch struct{ Addresses []struct{ Address, Status string } }
+			e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/channels/email", Headers: headers}).Expect(200).JSON(&ch)
+			for _, a := range ch.Addresses {
+				if a.Address == support {
+					return a.Status
+				}
+			}
+			return "absent"
+		}
+		e.Eventually(func() bool { return addressStatus(d.headers) == "verified" }, "the address to be verified")
+		// The other claim, even with its own message forwarded to its own
+		// workspace, stays pending: the address is verified elsewhere.
+		theirMessage := messageIDOf(theirs)
+		if err := deliver(e, support, []string{models.WorkspaceAddress(outsiderID, apitest.MailDomain)}, theirs); err != nil {
+			t.Fatal(err)
+		}
+		var ignored models.InboundEmail
+		e.Eventually(func() bool {
+			return e.DB.Take(&ignored, "org_id = ? AND message_id = ? AND status <> ?", outsiderID, theirMessage, models.InboundReceived).Error == nil
+		}, "the other workspace's verification message to be read")
+		if status := addressStatus(d.outsider); status != "pending" || ignored.Reason == "address_verified" {
+			t.Fatalf("another workspace's claim: %s, its message %s %q", status, ignored.Status, ignored.Reason)
+		}
+
 		// Mail to the support address reaches the workspace; with receipts
 		// on, the sender gets one.
 		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/channels/email", Headers: d.headers,
 			Body: map[string]any{"acknowledge": true}}).Expect(200)
-		customer := apitest.UniqueEmail("receipt")
 		raw := message(customer, support, "Hello", "Anyone there?")
 		if err := deliver(e, customer, []string{support}, raw); err != nil {
 			t.Fatal(err)

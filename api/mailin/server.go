@@ -8,7 +8,6 @@ import (
 	"log"
 	"log/slog"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -21,8 +20,6 @@ import (
 
 // Options configure the SMTP listener.
 type Options struct {
-	// Addr is where it listens (SUITE_SMTP_ADDR).
-	Addr string
 	// Domain is the workspaces' mail domain (SUITE_MAIL_DOMAIN): mail to
 	// ws-<workspace>@Domain, and to the workspaces' own support addresses,
 	// is taken; any other recipient is refused.
@@ -40,8 +37,8 @@ type Options struct {
 	// customers is one client address, so ClientRate is the larger
 	// (SUITE_SMTP_CLIENT_RATE).
 	SenderRate, ClientRate int
-	// InFlight, when set, counts each message from MAIL FROM to the end
-	// of its data as a request in flight, as the API counts its requests:
+	// InFlight, when set, counts each message while its data is read and
+	// stored as a request in flight, as the API counts its requests:
 	// under `suite dev` the outbox relay gives way while mail arrives
 	// faster than the cores take it (outbox.Starter.YieldTo).
 	InFlight *web.InFlight
@@ -71,8 +68,9 @@ type Server struct {
 	ln      net.Listener
 }
 
-// Listen starts the listener on opts.Addr; it serves until Close.
-func Listen(db *gorm.DB, starter *outbox.Starter, opts Options) (*Server, error) {
+// Serve serves SMTP on ln (SUITE_SMTP_ADDR's, opened by the caller so
+// that a port taken fails the process's start) until Close.
+func Serve(ln net.Listener, db *gorm.DB, starter *outbox.Starter, opts Options) *Server {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
@@ -84,10 +82,6 @@ func Listen(db *gorm.DB, starter *outbox.Starter, opts Options) (*Server, error)
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	ln, err := net.Listen("tcp", opts.Addr)
-	if err != nil {
-		return nil, err
 	}
 	s := &Server{db: db, starter: starter, opts: opts, ln: ln}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
@@ -101,7 +95,7 @@ func Listen(db *gorm.DB, starter *outbox.Starter, opts Options) (*Server, error)
 	s.srv.TLSConfig = opts.TLS
 	s.srv.ErrorLog = log.New(io.Discard, "", 0)
 	go func() { _ = s.srv.Serve(ln) }()
-	return s, nil
+	return s
 }
 
 // Addr is the address the listener listens on.
@@ -126,7 +120,16 @@ var (
 	errTooFast = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1},
 		Message: "Too many messages from this sender; try again later"}
 	errNoRecipient = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 5, 1}, Message: "No valid recipients"}
+	errBadSender   = &smtp.SMTPError{Code: 553, EnhancedCode: smtp.EnhancedCode{5, 1, 7}, Message: "Not a valid sender address"}
+	errBadMailbox  = &smtp.SMTPError{Code: 553, EnhancedCode: smtp.EnhancedCode{5, 1, 3}, Message: "Not a valid recipient address"}
+	errProbing     = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
+		Message: "Too many unknown recipients in this session"}
 )
+
+// maxRefused is how many recipients a session may name that are no
+// workspace's before every further one is refused unread: a client
+// guessing addresses costs the database nothing more.
+const maxRefused = 20
 
 // session is one SMTP conversation: a return path, the workspaces its
 // recipients reach, then the message.
@@ -138,29 +141,21 @@ type session struct {
 	// it: a message to two addresses of one workspace is one message.
 	orgs  map[string]string
 	order []string
-	// done ends the message's count in Options.InFlight.
-	done func()
+	// refused counts the session's recipients that were no workspace's.
+	refused int
 }
 
 // Reset ends a message: delivered, refused or abandoned.
-func (ss *session) Reset() {
-	ss.from, ss.orgs, ss.order = "", nil, nil
-	if ss.done != nil {
-		ss.done()
-		ss.done = nil
-	}
-}
+func (ss *session) Reset()        { ss.from, ss.orgs, ss.order = "", nil, nil }
+func (ss *session) Logout() error { return nil }
 
-func (ss *session) Logout() error {
-	ss.Reset()
-	return nil
-}
-
+// Mail takes the return path: empty (a bounce) or an address.
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
-	ss.from = strings.ToLower(strings.TrimSpace(from))
-	if ss.done == nil && ss.s.opts.InFlight != nil {
-		ss.done = ss.s.opts.InFlight.Begin()
+	from = models.NormalizeEmail(from)
+	if from != "" && !models.PlainAddress(from) {
+		return errBadSender
 	}
+	ss.from = from
 	return nil
 }
 
@@ -168,11 +163,19 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 // nothing is ever accepted for nobody; a database that does not answer is
 // a temporary failure (451).
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	switch {
+	case ss.refused >= maxRefused:
+		return errProbing
+	case !models.PlainAddress(models.NormalizeEmail(to)):
+		ss.refused++
+		return errBadMailbox
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	orgID, err := models.ResolveMailbox(ss.s.db.WithContext(ctx), to, ss.s.opts.Domain)
 	switch {
 	case errors.Is(err, models.ErrNoSuchMailbox):
+		ss.refused++
 		return errNoMailbox
 	case err != nil:
 		ss.s.opts.Log.Warn("inbound mail: resolving a recipient failed", "error", err)
@@ -190,7 +193,11 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 
 // Data reads the message (go-smtp refuses one over MaxBytes with 552) and
 // stores it for each workspace it reached; 250 only once it is stored.
+// While it does, the message counts as a request in flight.
 func (ss *session) Data(r io.Reader) error {
+	if ss.s.opts.InFlight != nil {
+		defer ss.s.opts.InFlight.Begin()()
+	}
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return err // too large (552) or the connection broke: nothing stored

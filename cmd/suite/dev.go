@@ -79,7 +79,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	identity := ready.Identity("dev")
 	w, err := startWorker(cfg, db, tc, side.id, side.vapid, identity)
 	if err != nil {
-		_ = side.ln.Close()
+		side.close()
 		return err
 	}
 	defer w.Stop()
@@ -88,7 +88,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	if cfg.TemporalUIURL == "" {
 		cfg.TemporalUIURL = ts.UIURL() // AI jobs link to their workflow in the embedded UI
 	}
-	srv, _ := startAPI(ctx, cfg, side.ln, db, tc, side.id, log, reg, side.vapid, checker, true)
+	srv, _ := startAPI(ctx, cfg, side, db, tc, log, reg, checker, true)
 	if err := awaitReady(ctx, checker); err != nil {
 		return srv.wait() // stopped (Ctrl-C) before it was ready
 	}

@@ -60,6 +60,7 @@ func TestDevRunsEverythingAndRestarts(t *testing.T) {
 	stdout = out
 	t.Setenv("SUITE_LOG_LEVEL", "info")
 	t.Setenv("OPENAI_API_KEY", "sk-dev-secret")
+	t.Setenv("SUITE_SMTP_ADDR", freeAddr(t)) // not dev's 2525: a `make run` here may hold it
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,6 +60,11 @@ func (b *syncBuffer) String() string {
 
 func startDevProcess(t *testing.T, env []string) *devProcess {
 	t.Helper()
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "SUITE_SMTP_ADDR=") }) {
+		// Not suite dev's default 127.0.0.1:2525, which a `make run` on
+		// the same machine may hold (a port taken fails the start).
+		env = append(env, "SUITE_SMTP_ADDR="+freeAddr(t))
+	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

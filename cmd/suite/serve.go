@@ -46,6 +46,50 @@ type apiSide struct {
 	self  string
 	id    *identityWiring
 	vapid activities.VAPID
+	// mail is the inbound SMTP listener's socket (nil without
+	// SUITE_SMTP_ADDR).
+	mail *mailSocket
+}
+
+// mailSocket is the inbound SMTP listener's socket and STARTTLS
+// configuration, opened before the process starts serving.
+type mailSocket struct {
+	ln  net.Listener
+	tls *tls.Config
+}
+
+// listenMail opens SUITE_SMTP_ADDR, when set: a port taken, or a
+// certificate that does not load, fails the start as the HTTP listener's
+// would.
+func listenMail(cfg Config) (*mailSocket, error) {
+	if cfg.SMTPAddr == "" {
+		return nil, nil
+	}
+	if cfg.MailDomain == "" {
+		return nil, errors.New("SUITE_SMTP_ADDR is set but SUITE_MAIL_DOMAIN is not: the listener would take mail for no address")
+	}
+	m := &mailSocket{}
+	if cfg.SMTPTLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.SMTPTLSCert, cfg.SMTPTLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("SUITE_SMTP_TLS_CERT/KEY: %w", err)
+		}
+		m.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", cfg.SMTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on SUITE_SMTP_ADDR %s: %w", cfg.SMTPAddr, err)
+	}
+	m.ln = ln
+	return m, nil
+}
+
+// close closes what prepareAPI opened, after a failure.
+func (a *apiSide) close() {
+	_ = a.ln.Close()
+	if a.mail != nil {
+		_ = a.mail.ln.Close()
+	}
 }
 
 // prepareAPI opens the listener and wires identity (dev: with a generated
@@ -55,22 +99,26 @@ func prepareAPI(ctx context.Context, cfg Config, db *gorm.DB, dev bool, log *slo
 	if err != nil {
 		return nil, err
 	}
-	id, err := wireIdentity(ctx, cfg, db, self, true, dev, log)
-	if err != nil {
-		_ = ln.Close()
+	side := &apiSide{ln: ln, self: self}
+	if side.mail, err = listenMail(cfg); err != nil {
+		side.close()
 		return nil, err
 	}
-	vapid, err := loadVAPID(ctx, cfg, db)
-	if err != nil {
-		_ = ln.Close()
+	if side.id, err = wireIdentity(ctx, cfg, db, self, true, dev, log); err != nil {
+		side.close()
 		return nil, err
 	}
-	return &apiSide{ln: ln, self: self, id: id, vapid: vapid}, nil
+	if side.vapid, err = loadVAPID(ctx, cfg, db); err != nil {
+		side.close()
+		return nil, err
+	}
+	return side, nil
 }
 
-// startAPI serves on ln until ctx ends, then shuts down gracefully
-// (in-flight requests finish within the shutdown timeout).
-func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc client.Client, id *identityWiring, log *slog.Logger, reg *prometheus.Registry, vapid activities.VAPID, checker *ready.Checker, dev bool) (*apiServer, *outbox.Starter) {
+// startAPI serves on side's listeners until ctx ends, then shuts down
+// gracefully (in-flight requests finish within the shutdown timeout).
+func startAPI(ctx context.Context, cfg Config, side *apiSide, db *gorm.DB, tc client.Client, log *slog.Logger, reg *prometheus.Registry, checker *ready.Checker, dev bool) (*apiServer, *outbox.Starter) {
+	ln, id, vapid := side.ln, side.id, side.vapid
 	starter := outbox.New(db, tc, log.With("component", "outbox"), reg)
 	starter.Concurrency = cfg.OutboxConcurrencyFor(dev)
 	var inFlight *web.InFlight
@@ -97,10 +145,16 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)
-	if cfg.SMTPAddr != "" {
-		if err := startMailListener(bgCtx, cfg, db, starter, inFlight, log); err != nil {
-			// The HTTP API serves without it; an operator reads why.
-			log.Error("the inbound SMTP listener did not start", "addr", cfg.SMTPAddr, "error", err)
+	var mail *mailin.Server
+	if side.mail != nil {
+		mail = serveMail(cfg, side.mail, db, starter, inFlight, log)
+	}
+	// stopMail closes the SMTP listener, its port free once it returns; a
+	// message still being received was never answered 250, and its sender
+	// sends it again.
+	stopMail := func() {
+		if mail != nil {
+			_ = mail.Close()
 		}
 	}
 
@@ -110,9 +164,11 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 		go func() { serveErr <- app.Listener(ln) }()
 		select {
 		case err := <-serveErr:
+			stopMail()
 			stopBackground()
 			s.done <- err
 		case <-ctx.Done():
+			stopMail()
 			// In-flight requests get the shutdown budget; connections still
 			// open after it are dropped rather than waited for.
 			err := app.ShutdownWithTimeout(cfg.ShutdownTimeout)
@@ -130,28 +186,12 @@ func startAPI(ctx context.Context, cfg Config, ln net.Listener, db *gorm.DB, tc 
 	return s, starter
 }
 
-// startMailListener starts the e-mail channel's SMTP listener
-// (SUITE_SMTP_ADDR); it closes when ctx ends.
-func startMailListener(ctx context.Context, cfg Config, db *gorm.DB, starter *outbox.Starter, inFlight *web.InFlight, log *slog.Logger) error {
-	if cfg.MailDomain == "" {
-		return errors.New("SUITE_SMTP_ADDR is set but SUITE_MAIL_DOMAIN is not: the listener would take mail for no address")
-	}
-	opts := mailin.Options{Addr: cfg.SMTPAddr, Domain: cfg.MailDomain, MaxBytes: cfg.MailMaxBytes,
-		ClientRate: cfg.SMTPClientRate, InFlight: inFlight, Log: log.With("component", "smtp-in")}
-	if cfg.SMTPTLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.SMTPTLSCert, cfg.SMTPTLSKey)
-		if err != nil {
-			return fmt.Errorf("SUITE_SMTP_TLS_CERT/KEY: %w", err)
-		}
-		opts.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	srv, err := mailin.Listen(db, starter, opts)
-	if err != nil {
-		return err
-	}
-	log.Info("inbound SMTP listening", "addr", srv.Addr(), "domain", cfg.MailDomain, "starttls", opts.TLS != nil)
-	context.AfterFunc(ctx, func() { _ = srv.Close() })
-	return nil
+// serveMail serves the e-mail channel's SMTP listener on m until Close.
+func serveMail(cfg Config, m *mailSocket, db *gorm.DB, starter *outbox.Starter, inFlight *web.InFlight, log *slog.Logger) *mailin.Server {
+	srv := mailin.Serve(m.ln, db, starter, mailin.Options{Domain: cfg.MailDomain, MaxBytes: cfg.MailMaxBytes, TLS: m.tls,
+		ClientRate: cfg.SMTPClientRate, InFlight: inFlight, Log: log.With("component", "smtp-in")})
+	log.Info("inbound SMTP listening", "addr", srv.Addr(), "domain", cfg.MailDomain, "starttls", m.tls != nil)
+	return srv
 }
 
 // wait blocks until the server has stopped.
@@ -184,7 +224,7 @@ func runAPI(ctx context.Context, cfg Config) error {
 		return err
 	}
 	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace})
-	srv, _ := startAPI(ctx, cfg, side.ln, db, tc, side.id, log, reg, side.vapid, checker, false)
+	srv, _ := startAPI(ctx, cfg, side, db, tc, log, reg, checker, false)
 	log.Info("listening", "addr", srv.addr, "identity", side.id.url)
 	return srv.wait()
 }

@@ -30,14 +30,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-
 	// Pure-Go SQLite (registers the "sqlite" database/sql driver). The cgo
 	// driver that gorm.io/driver/sqlite imports by default is never used.
-	_ "modernc.org/sqlite"
+	modernc "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Dialect names the SQL dialect behind a *gorm.DB.
@@ -183,6 +184,32 @@ func Ping(ctx context.Context, db *gorm.DB) error {
 		return err
 	}
 	return sqlDB.PingContext(ctx)
+}
+
+// IsDataError tells whether the database refused a statement for the
+// values it was given — a constraint violated or a value it cannot hold
+// (PostgreSQL's SQLSTATE classes 22 and 23; SQLite's constraint and type
+// errors) — an error that the same statement meets again on every retry,
+// unlike a connection lost or a lock timed out.
+func IsDataError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "23")
+	}
+	if errors.Is(err, gorm.ErrDuplicatedKey) || errors.Is(err, gorm.ErrForeignKeyViolated) || errors.Is(err, gorm.ErrCheckConstraintViolated) {
+		return true
+	}
+	var lite *modernc.Error
+	if errors.As(err, &lite) {
+		switch lite.Code() & 0xff {
+		case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH, sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_RANGE:
+			return true
+		}
+	}
+	return false
 }
 
 // IsUniqueViolation tells whether err is a duplicate-key error on either dialect.
