@@ -12,6 +12,9 @@ import (
 	"time"
 )
 
+// mailLoad is the inbound mail load's name (-only matches it).
+const mailLoad = "SMTP inbound message, 1 KB (250)"
+
 // mailBody is the text of each benchmark message: about 1 KB with its
 // headers, a customer's plain-text request.
 var mailBody = strings.Repeat("The invoice for March shows the wrong address and the wrong VAT number. ", 10)
