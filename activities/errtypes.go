@@ -33,6 +33,10 @@ const (
 	// ErrTypeSMTPTemporary: a 4xx answer, or the server could not be
 	// reached or the connection failed; the activity is retried.
 	ErrTypeSMTPTemporary = "SMTPTemporary"
+
+	// ErrTypeWebhookSecret: a webhook endpoint's stored secret cannot
+	// sign (it was written around the API); retrying cannot help.
+	ErrTypeWebhookSecret = "WebhookSecret"
 	// ErrTypeInvitationKeyChanged: the invitation's token can no longer be
 	// derived (the invitation key was rotated); only a resend helps.
 	ErrTypeInvitationKeyChanged = "InvitationKeyChanged"

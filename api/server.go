@@ -73,6 +73,9 @@ type Deps struct {
 	// PushEgress decides which web-push endpoints may be registered (public
 	// https only; the allow-list is for tests).
 	PushEgress netguard.Policy
+	// WebhookEgress decides which outbound webhook URLs may be registered
+	// (public https, and the hosts of SUITE_WEBHOOK_ALLOW_HOSTS).
+	WebhookEgress netguard.Policy
 	// InviteURL is the front end's invitation accept-link template
 	// ({token}); "" shows the token alone.
 	InviteURL string
@@ -155,7 +158,7 @@ func New(d Deps) *fiber.App {
 		identity.Mount(app, d.Identity, requests)
 	}
 	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log, InviteURL: d.InviteURL,
-		WebhookKeyRate: d.WebhookKeyRate}
+		WebhookKeyRate: d.WebhookKeyRate, WebhookEgress: d.WebhookEgress}
 	// The public lead intake is registered before the /crm group, so the
 	// group's Authorization check never runs for it.
 	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps, requests)...)

@@ -177,6 +177,17 @@ var tenantProbes = map[string]probe{
 	"GET /crm/organization/:id/apikeys":                       {kind: crmOrg},
 	"POST /crm/organization/:id/apikeys":                      {kind: crmOrg, body: hdFields("name", "Probe", "service", "crm")},
 	"DELETE /crm/organization/:id/apikeys/:keyId":             {kind: crmOrg, params: map[string]string{"keyId": "apiKey"}},
+	"GET /crm/organization/:id/webhooks":                      {kind: crmOrg},
+	"POST /crm/organization/:id/webhooks": {kind: crmOrg,
+		body: hdFields("url", "https://93.184.216.34/probe", "events", []string{"*"})},
+	"GET /crm/organization/:id/webhooks/:wid":                {kind: crmOrg, params: map[string]string{"wid": "webhook"}},
+	"PUT /crm/organization/:id/webhooks/:wid":                {kind: crmOrg, params: map[string]string{"wid": "webhook"}, body: hdFields("description", "Changed")},
+	"DELETE /crm/organization/:id/webhooks/:wid":             {kind: crmOrg, params: map[string]string{"wid": "webhook"}},
+	"POST /crm/organization/:id/webhooks/:wid/rotate-secret": {kind: crmOrg, params: map[string]string{"wid": "webhook"}},
+	"POST /crm/organization/:id/webhooks/:wid/test":          {kind: crmOrg, params: map[string]string{"wid": "webhook"}},
+	"GET /crm/organization/:id/webhooks/:wid/deliveries":     {kind: crmOrg, params: map[string]string{"wid": "webhook"}},
+	"POST /crm/organization/:id/webhooks/:wid/deliveries/:did/replay": {kind: crmOrg,
+		params: map[string]string{"wid": "webhook", "did": "webhookDelivery"}},
 
 	// Helpdesk routes.
 	"GET /helpdesk/tickets":                    {kind: helpdesk},
@@ -520,6 +531,16 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 	var file models.TicketAttachment
 	e.Eventually(func() bool { return e.DB.Take(&file, "org_id = ?", tn.org).Error == nil }, "the inbound message's file")
 	tn.ids["emailTicket"], tn.ids["attachment"] = file.TicketID, file.ID
+	// A webhook endpoint, disabled (its delivery stays pending, so nothing
+	// moves in the background), with a delivery.
+	var hook, test struct{ ID string }
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + tn.org + "/webhooks", Headers: tn.owner.Auth(),
+		Body: map[string]any{"url": "https://93.184.216.34/hooks", "events": []string{"deal.*"}}}).Expect(201).JSON(&hook)
+	e.Do(apitest.Request{Method: "PUT", Path: "/crm/organization/" + tn.org + "/webhooks/" + hook.ID, Headers: tn.owner.Auth(),
+		Body: map[string]any{"status": "disabled"}}).Expect(200)
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + tn.org + "/webhooks/" + hook.ID + "/test", Headers: tn.owner.Auth()}).
+		Expect(202).JSON(&test)
+	tn.ids["webhook"], tn.ids["webhookDelivery"] = hook.ID, test.ID
 	// Let the background work settle (intake processed, e-mails sent), so
 	// the snapshot below only changes if a probe changes something.
 	e.Eventually(func() bool {
@@ -548,7 +569,8 @@ func snapshot(t *testing.T, e *apitest.Env, orgID string) map[string][]map[strin
 	tables := []string{"contacts", "deals", "leads", "lead_activities", "lead_intakes", "tasks", "members", "api_keys", "invitations",
 		"tickets", "ticket_comments", "customers", "customer_events", "time_entries", "kb_categories", "kb_articles",
 		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries",
-		"ai_documents", "ai_jobs", "email_channels", "email_addresses", "inbound_emails", "email_messages", "ticket_attachments"}
+		"ai_documents", "ai_jobs", "email_channels", "email_addresses", "inbound_emails", "email_messages", "ticket_attachments",
+		"webhook_endpoints", "webhook_events", "webhook_deliveries"}
 	for _, table := range tables {
 		var rows []map[string]any
 		order := map[string]string{"email_messages": "message_id", "email_channels": "org_id"}[table]

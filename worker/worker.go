@@ -45,6 +45,9 @@ type Deps struct {
 	// MailDomain is the domain of the workspaces' e-mail addresses
 	// (SUITE_MAIL_DOMAIN), which a ticket's replies come from.
 	MailDomain string
+	// WebhookEgress decides which webhook endpoints may be reached: public
+	// addresses, and the hosts of SUITE_WEBHOOK_ALLOW_HOSTS.
+	WebhookEgress netguard.Policy
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -73,6 +76,8 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.EmailSend, workflow.RegisterOptions{Name: workflows.EmailSendWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.EmailAddressVerify, workflow.RegisterOptions{Name: workflows.EmailVerifyWorkflow})
 	r.RegisterActivity(&activities.Email{DB: deps.DB, Mail: deps.Mail, Domain: deps.MailDomain})
+	r.RegisterWorkflowWithOptions(workflows.WebhookEndpoint, workflow.RegisterOptions{Name: workflows.WebhookEndpointWorkflow})
+	r.RegisterActivity(&activities.Webhooks{DB: deps.DB, Egress: deps.WebhookEgress})
 }
 
 // New creates a worker on the suite task queue with everything registered.

@@ -161,3 +161,18 @@ func EmailSendID(orgID, commentID string) string { return "email-send/" + orgID 
 
 // EmailVerifyID is one support address's verification message.
 func EmailVerifyID(orgID, addressID string) string { return "email-verify/" + orgID + "/" + addressID }
+
+// WebhookEndpointWorkflow delivers one webhook endpoint's events, for as
+// long as the endpoint exists (continuing as new).
+const (
+	WebhookEndpointWorkflow = "WebhookEndpoint"
+	KindWebhookEndpoint     = "webhook-endpoint"
+	// SignalWebhookWake tells it that deliveries were recorded.
+	SignalWebhookWake = "webhook-wake"
+)
+
+// WebhookEndpointID is the ID of an endpoint's delivery workflow: one per
+// endpoint, ever.
+func WebhookEndpointID(orgID, endpointID string) string {
+	return "webhook-endpoint/" + orgID + "/" + endpointID
+}

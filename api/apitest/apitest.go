@@ -96,9 +96,11 @@ type options struct {
 	aiProvider     ai.Provider
 	billing        stripeconfig.Config
 	pushService    bool
-	mailReject     func(rcpt string) *smtp.SMTPError
-	temporalLog    io.Writer
-	beforeCommit   func(c *fiber.Ctx, tx *gorm.DB) error
+	// webhookReceivers: WithWebhookReceivers.
+	webhookReceivers bool
+	mailReject       func(rcpt string) *smtp.SMTPError
+	temporalLog      io.Writer
+	beforeCommit     func(c *fiber.Ctx, tx *gorm.DB) error
 }
 
 // WithBeforeCommit runs fn last in every request transaction that is about
@@ -244,7 +246,7 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 		PublicKey: vapidKey.PublicKey, PrivateKey: vapidKey.PrivateKey, Subject: "mailto:push@example.com"},
 		AI: o.aiProvider, Billing: o.billing,
 		PushEgress: o.pushEgress(), Mail: activities.SMTP{URL: e.Mail.URL(), From: "Business Suite <no-reply@suite.example>"},
-		PublicURL: e.BaseURL, InviteURL: InviteURL, MailDomain: MailDomain}, o.register
+		PublicURL: e.BaseURL, InviteURL: InviteURL, MailDomain: MailDomain, WebhookEgress: o.webhookEgress()}, o.register
 	if o.temporalDown {
 		// Temporal starts on this address later (StartTemporal); see
 		// ports.Addr for why it is not a port-0 port.
@@ -282,7 +284,7 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 		Metrics: prometheus.NewRegistry(), Version: "test", TemporalNamespace: e.namespace,
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
 		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL,
-		WebhookKeyRate: o.webhookKeyRate, Billing: o.billing, Requests: web.RequestOptions{BeforeCommit: o.beforeCommit},
+		WebhookKeyRate: o.webhookKeyRate, WebhookEgress: o.webhookEgress(), Billing: o.billing, Requests: web.RequestOptions{BeforeCommit: o.beforeCommit},
 		MailDomain: MailDomain, MailOutbound: true})
 	smtpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -160,8 +160,12 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	view := withHistory(tx, d)
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: "deal.created", Object: view}); err != nil {
+		return err
+	}
 	c.Location("/crm/deals/" + d.ID)
-	return c.Status(fiber.StatusCreated).JSON(withHistory(tx, d))
+	return c.Status(fiber.StatusCreated).JSON(view)
 }
 
 // withHistory adds the stage history, read on db (the request's
@@ -199,7 +203,9 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	var before dealResponse
 	d, err := web.Update(c, rowScope(p, "assigned_to_id"), "The deal", func(tx *gorm.DB, d *models.Deal) error {
+		before = toDeal(d)
 		if req.Title != nil {
 			d.Title = strings.TrimSpace(*req.Title)
 		}
@@ -219,9 +225,46 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(withHistory(web.Tx(c), d))
+	tx := web.Tx(c)
+	view := withHistory(tx, d)
+	if err := h.emitDealChange(c, tx, before, view); err != nil {
+		return err
+	}
+	return c.JSON(view)
+}
+
+// emitDealChange records the events of a deal's change from before to
+// after: deal.updated with the fields' earlier values, and — when its
+// stage moved — deal.stage_changed, then deal.won or deal.lost when it
+// moved there. A change that changed nothing emits nothing.
+func (h *handlers) emitDealChange(c *fiber.Ctx, tx *gorm.DB, before, after dealResponse) error {
+	b, a := before, after
+	b.History, a.History = nil, nil // compared without the history
+	previous, err := models.PreviousFields(b, a)
+	if err != nil || len(previous) == 0 {
+		return err
+	}
+	types := []string{"deal.updated"}
+	if before.Stage != after.Stage {
+		types = append(types, "deal.stage_changed")
+		switch after.Stage {
+		case models.StageWon:
+			types = append(types, "deal.won")
+		case models.StageLost:
+			types = append(types, "deal.lost")
+		}
+	}
+	ob := h.Starter.In(c, tx)
+	for _, t := range types {
+		if err := ob.Emit(models.Event{OrgID: after.OrgID, Type: t, Object: after, Previous: previous}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (h *handlers) deleteDeal(c *fiber.Ctx) error {
-	return web.Delete[models.Deal](c, h.inOrg("assigned_to_id"), "The deal")
+	return web.Delete(c, h.inOrg("assigned_to_id"), "The deal", func(tx *gorm.DB, d *models.Deal) error {
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: "deal.deleted", Object: toDeal(d)})
+	})
 }

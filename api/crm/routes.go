@@ -12,6 +12,7 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/internal/identityclient"
+	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
 )
 
@@ -28,6 +29,9 @@ type Deps struct {
 	// WebhookKeyRate limits the lead intake per crm_ key, a minute
 	// (0: DefaultWebhookKeyRate).
 	WebhookKeyRate int
+	// WebhookEgress decides which outbound webhook URLs may be registered:
+	// public https URLs, and the hosts of SUITE_WEBHOOK_ALLOW_HOSTS.
+	WebhookEgress netguard.Policy
 }
 
 type handlers struct {
@@ -88,6 +92,15 @@ func Routes(r fiber.Router, d Deps) {
 	r.Get("/organization/:id/apikeys", h.inPathOrg, requireUserAdmin, h.listKeys)
 	r.Post("/organization/:id/apikeys", h.inPathOrg, requireUserAdmin, h.createKey)
 	r.Delete("/organization/:id/apikeys/:keyId", h.inPathOrg, requireUserAdmin, h.revokeKey)
+	r.Get("/organization/:id/webhooks", h.inPathOrg, requireUserAdmin, h.listWebhooks)
+	r.Post("/organization/:id/webhooks", h.inPathOrg, requireUserAdmin, h.createWebhook)
+	r.Get("/organization/:id/webhooks/:wid", h.inPathOrg, requireUserAdmin, h.getWebhook)
+	r.Put("/organization/:id/webhooks/:wid", h.inPathOrg, requireUserAdmin, h.updateWebhook)
+	r.Delete("/organization/:id/webhooks/:wid", h.inPathOrg, requireUserAdmin, h.deleteWebhook)
+	r.Post("/organization/:id/webhooks/:wid/rotate-secret", h.inPathOrg, requireUserAdmin, h.rotateWebhookSecret)
+	r.Post("/organization/:id/webhooks/:wid/test", h.inPathOrg, requireUserAdmin, h.testWebhook)
+	r.Get("/organization/:id/webhooks/:wid/deliveries", h.inPathOrg, requireUserAdmin, h.listDeliveries)
+	r.Post("/organization/:id/webhooks/:wid/deliveries/:did/replay", h.inPathOrg, requireUserAdmin, h.replayDelivery)
 }
 
 // inPathOrg resolves the organization the path's :id names for the caller

@@ -560,7 +560,9 @@ func TestEmailChannelSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		addressStatus := func(headers map[string]string) string {
-			var ch struct{ Addresses []struct{ Address, Status string } }
+			var ch struct {
+				Addresses []struct{ Address, Status string }
+			}
 			e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/channels/email", Headers: headers}).Expect(200).JSON(&ch)
 			for _, a := range ch.Addresses {
 				if a.Address == support {

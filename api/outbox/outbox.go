@@ -166,6 +166,8 @@ type Tx struct {
 	// traceContext and requestID are the trace and the id of the request
 	// the transaction serves, stored with every row it records.
 	traceContext, requestID string
+	// woken are the webhook endpoints this Tx has woken (WakeWebhooks).
+	woken map[string]bool
 }
 
 // In is the request's transaction tx — web.Tx(c), or web.OneStatementTx(c)

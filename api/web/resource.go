@@ -103,8 +103,9 @@ func Update[T any](c *fiber.Ctx, s Scope, what string, change func(tx *gorm.DB, 
 }
 
 // Delete deletes the row of T named by the :id parameter in the request's
-// transaction and answers 204.
-func Delete[T any](c *fiber.Ctx, scope Scoper, what string) error {
+// transaction and answers 204; then, when given, runs in the same
+// transaction with the deleted row (to record what the removal causes).
+func Delete[T any](c *fiber.Ctx, scope Scoper, what string, then ...func(tx *gorm.DB, row *T) error) error {
 	s, err := scope(c)
 	if err != nil {
 		return err
@@ -116,6 +117,11 @@ func Delete[T any](c *fiber.Ctx, scope Scoper, what string) error {
 	}
 	if err := tx.Delete(row).Error; err != nil {
 		return err
+	}
+	for _, fn := range then {
+		if err := fn(tx, row); err != nil {
+			return err
+		}
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/mail"
@@ -18,6 +19,7 @@ import (
 	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/activities/ai/openaicompat"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 )
@@ -155,22 +157,43 @@ type Config struct {
 	SMTPClientRate int    `env:"SUITE_SMTP_CLIENT_RATE" envDefault:"600"`
 	SMTPTLSCert    string `env:"SUITE_SMTP_TLS_CERT"`
 	SMTPTLSKey     string `env:"SUITE_SMTP_TLS_KEY"`
+
+	// WebhookAllowHosts lists the hosts (addresses, CIDR prefixes or
+	// names, comma-separated) that outbound webhook endpoints may use
+	// although they are not on the public internet, over plain http too:
+	// local receivers in development and tests. Empty in production.
+	WebhookAllowHosts string `env:"SUITE_WEBHOOK_ALLOW_HOSTS"`
+}
+
+// WebhookEgress is the policy of outbound webhook URLs: public https
+// URLs, and the hosts of SUITE_WEBHOOK_ALLOW_HOSTS (which LoadConfig has
+// checked) over http or https.
+func (c Config) WebhookEgress() netguard.Policy {
+	allow, _ := netguard.ParseHosts(context.Background(), c.WebhookAllowHosts)
+	return netguard.Policy{Allow: allow, PlainHTTP: len(allow) > 0}
 }
 
 // The e-mail channel's defaults under `suite dev`.
 const (
 	devMailDomain = "suite.localhost"
 	devSMTPAddr   = "127.0.0.1:2525"
+	// devWebhookAllowHosts: under `suite dev`, webhook endpoints may be
+	// receivers on this machine.
+	devWebhookAllowHosts = "127.0.0.1,::1"
 )
 
-// applyDevMail gives `suite dev` its mail domain and SMTP listener unless
-// the environment sets them (an explicitly empty one turns it off).
+// applyDevMail gives `suite dev` its mail domain and SMTP listener, and
+// lets its webhooks reach receivers on this machine, unless the environment
+// sets them (an explicitly empty one turns it off).
 func (c *Config) applyDevMail() {
 	if _, set := os.LookupEnv("SUITE_MAIL_DOMAIN"); !set {
 		c.MailDomain = devMailDomain
 	}
 	if _, set := os.LookupEnv("SUITE_SMTP_ADDR"); !set {
 		c.SMTPAddr = devSMTPAddr
+	}
+	if _, set := os.LookupEnv("SUITE_WEBHOOK_ALLOW_HOSTS"); !set {
+		c.WebhookAllowHosts = devWebhookAllowHosts
 	}
 }
 
@@ -220,6 +243,9 @@ func LoadConfig() (Config, error) {
 	}
 	if (cfg.SMTPTLSCert == "") != (cfg.SMTPTLSKey == "") {
 		return cfg, fmt.Errorf("configuration: set both SUITE_SMTP_TLS_CERT and SUITE_SMTP_TLS_KEY, or neither")
+	}
+	if _, err := netguard.ParseHosts(context.Background(), cfg.WebhookAllowHosts); err != nil {
+		return cfg, fmt.Errorf("configuration: SUITE_WEBHOOK_ALLOW_HOSTS: %w", err)
 	}
 	if cfg.MailDomain != "" && !validDomain(cfg.MailDomain) {
 		return cfg, fmt.Errorf("configuration: SUITE_MAIL_DOMAIN must be a domain name (e.g. mail.example.com)")

@@ -43,6 +43,8 @@ Commands:
                        development and tests (make e2e), not for production
   admin <task> ...     operator tasks; run "suite admin" for the list
   healthcheck <url>    exit 0 when url answers 200 (container health checks)
+  webhook-receiver     print the outbound webhooks it receives, verified with
+                       -secret (trying webhooks out on this machine)
   version              print the version
 
 Configuration is read from the environment; see README.md.
@@ -81,6 +83,8 @@ func run(ctx context.Context, args []string) error {
 		return nil
 	case "healthcheck":
 		return healthcheck(ctx, rest)
+	case "webhook-receiver":
+		return runWebhookReceiver(ctx, rest)
 	}
 	role, ok := roles[cmd]
 	if !ok {

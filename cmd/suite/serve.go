@@ -136,6 +136,7 @@ func startAPI(ctx context.Context, cfg Config, side *apiSide, db *gorm.DB, tc cl
 		Ready:                checker,
 		InviteURL:            cfg.InviteURL,
 		WebhookKeyRate:       cfg.WebhookKeyRate,
+		WebhookEgress:        cfg.WebhookEgress(),
 		Billing:              cfg.Billing(),
 		TemporalNamespace:    cfg.TemporalNamespace,
 		TemporalUIURL:        cfg.TemporalUIURL,

@@ -26,7 +26,8 @@ import (
 // task queue's pollers, and what the Temporal UI shows).
 func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, vapid activities.VAPID, identity string) (sdkworker.Worker, error) {
 	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client, VAPID: vapid, AI: cfg.AIProvider(), Billing: cfg.Billing(),
-		Mail: cfg.smtp(), PublicURL: cfg.PublicURL, InviteURL: cfg.InviteURL, MailDomain: cfg.MailDomain},
+		Mail: cfg.smtp(), PublicURL: cfg.PublicURL, InviteURL: cfg.InviteURL, MailDomain: cfg.MailDomain,
+		WebhookEgress: cfg.WebhookEgress()},
 		sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, Identity: identity})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)

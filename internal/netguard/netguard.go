@@ -1,5 +1,5 @@
 // Package netguard keeps the suite's requests to URLs that users supply
-// (web-push endpoints) on the public internet: https only, and never to a
+// (web-push endpoints, webhook endpoints) on the public internet: https only, and never to a
 // loopback, private, link-local, multicast, unspecified or otherwise
 // reserved address (IANA special-purpose registries, via
 // code.dny.dev/ssrf). URLs are checked when they are registered, and every
@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,66 @@ type Policy struct {
 	// RootCAs, when set, are the certificate authorities trusted instead of
 	// the system's (tests' own push services).
 	RootCAs *x509.CertPool
+	// PlainHTTP lets CheckURL accept an http:// URL whose host is in Allow
+	// (local receivers in development and tests); https is required of
+	// every other host.
+	PlainHTTP bool
+}
+
+// ParseHosts reads a comma-separated list of hosts — addresses, CIDR
+// prefixes, or names resolved once, now (localhost) — as prefixes for
+// Policy.Allow.
+func ParseHosts(ctx context.Context, list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, h := range strings.Split(list, ",") {
+		h = strings.TrimSpace(h)
+		switch {
+		case h == "":
+			continue
+		case strings.Contains(h, "/"):
+			p, err := netip.ParsePrefix(h)
+			if err != nil {
+				return nil, fmt.Errorf("%q is no CIDR prefix: %w", h, err)
+			}
+			out = append(out, p.Masked())
+		default:
+			if a, err := netip.ParseAddr(h); err == nil {
+				out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+				continue
+			}
+			addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
+			if err != nil || len(addrs) == 0 {
+				return nil, fmt.Errorf("host %q does not resolve: %v", h, err)
+			}
+			for _, a := range addrs {
+				out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			}
+		}
+	}
+	return out, nil
+}
+
+// allowedHost tells whether host — an address or a name — is in Allow,
+// with every address the name resolves to.
+func (p Policy) allowedHost(ctx context.Context, host string) bool {
+	addrs := []netip.Addr{}
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = append(addrs, a.Unmap())
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		resolved, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return false
+		}
+		addrs = resolved
+	}
+	for _, a := range addrs {
+		if !slices.ContainsFunc(p.Allow, func(pre netip.Prefix) bool { return pre.Contains(a.Unmap()) }) {
+			return false
+		}
+	}
+	return len(addrs) > 0
 }
 
 func (p Policy) guardian() *ssrf.Guardian {
@@ -71,10 +132,17 @@ func (p Policy) CheckAddr(a netip.Addr) error {
 // up); every connection is checked at dial time anyway.
 func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.Hostname() == "" || u.User != nil {
+	if err != nil || u.Hostname() == "" || u.User != nil {
 		return ErrNotHTTPS
 	}
 	host := u.Hostname()
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && p.PlainHTTP && p.allowedHost(ctx, host):
+		return nil
+	default:
+		return ErrNotHTTPS
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		return p.CheckAddr(a)
 	}

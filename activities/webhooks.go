@@ -1,0 +1,277 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/internal/netguard"
+	"github.com/business-suite/suite/models"
+)
+
+// Webhooks delivers organizations' events to their endpoints, signed as
+// Standard Webhooks (standardwebhooks.com).
+type Webhooks struct {
+	DB *gorm.DB
+	// Egress decides which endpoints may be reached: public addresses,
+	// checked on every connection after DNS resolution, and the hosts of
+	// SUITE_WEBHOOK_ALLOW_HOSTS.
+	Egress netguard.Policy
+	// Now is the clock (tests move it); time.Now when nil.
+	Now func() time.Time
+
+	clientOnce sync.Once
+	client     *http.Client
+}
+
+// WebhookTimeout bounds one delivery attempt.
+const WebhookTimeout = 10 * time.Second
+
+// WebhookRetry is the retry schedule of one delivery: the attempt after
+// the n-th failure waits min(Initial·2^(n-1), Max); the delivery is given up
+// after WebhookGiveUpAfter.
+var WebhookRetry = struct{ Initial, Max time.Duration }{Initial: 5 * time.Second, Max: time.Hour}
+
+// WebhookGiveUpAfter is how long a delivery is retried before its
+// endpoint is disabled.
+const WebhookGiveUpAfter = 72 * time.Hour
+
+// WebhookBatch is the next deliveries of an endpoint, in order.
+type WebhookBatch struct {
+	// Status is the endpoint's: enabled, disabled, or "" when it is gone.
+	Status      string   `json:"status"`
+	DeliveryIDs []string `json:"deliveryIds"`
+}
+
+// webhookBatchSize is how many deliveries one NextWebhookDeliveries reads.
+const webhookBatchSize = 100
+
+// NextWebhookDeliveries reads the next pending deliveries of endpointID,
+// oldest first, and the endpoint's status: none for a disabled endpoint.
+func (a *Webhooks) NextWebhookDeliveries(ctx context.Context, endpointID string) (WebhookBatch, error) {
+	db := a.DB.WithContext(ctx)
+	var e models.WebhookEndpoint
+	if err := db.Select("id", "status").Take(&e, "id = ?", endpointID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return WebhookBatch{}, nil
+	} else if err != nil {
+		return WebhookBatch{}, err
+	}
+	b := WebhookBatch{Status: e.Status}
+	if e.Status != models.WebhookEnabled {
+		return b, nil
+	}
+	err := db.Model(&models.WebhookDelivery{}).Where("endpoint_id = ? AND status = ?", endpointID, models.DeliveryPending).
+		Order("seq").Limit(webhookBatchSize).Pluck("id", &b.DeliveryIDs).Error
+	return b, err
+}
+
+// DeliveryOutcome is what became of a delivery.
+type DeliveryOutcome string
+
+// Delivery outcomes.
+const (
+	// DeliveryDone: the endpoint answered 2xx (now or before), or the
+	// delivery is no longer pending.
+	DeliveryDone DeliveryOutcome = "done"
+	// DeliverySkipped: the endpoint is disabled or gone; the delivery
+	// stays pending until it is enabled again.
+	DeliverySkipped DeliveryOutcome = "skipped"
+	// DeliveryGone: the endpoint answered 410 Gone and is now disabled.
+	DeliveryGone DeliveryOutcome = "gone"
+)
+
+// DeliverWebhook POSTs one delivery's event to its endpoint, signed with
+// its secrets, and records the attempt (status code, error, duration, when
+// the next attempt is due). Any answer but 2xx and 410 is an error, and
+// the workflow's retry policy tries again; 410 disables the endpoint.
+func (a *Webhooks) DeliverWebhook(ctx context.Context, deliveryID string) (DeliveryOutcome, error) {
+	db := a.DB.WithContext(ctx)
+	var d models.WebhookDelivery
+	if err := db.Take(&d, "id = ?", deliveryID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return DeliveryDone, nil // its endpoint was deleted
+	} else if err != nil {
+		return "", err
+	}
+	if d.Status != models.DeliveryPending {
+		return DeliveryDone, nil
+	}
+	var e models.WebhookEndpoint
+	if err := db.Take(&e, "id = ?", d.EndpointID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return DeliveryDone, nil
+	} else if err != nil {
+		return "", err
+	}
+	if e.Status != models.WebhookEnabled {
+		return DeliverySkipped, nil
+	}
+	var ev models.WebhookEvent
+	if err := db.Take(&ev, "id = ?", d.EventID).Error; err != nil {
+		return "", err
+	}
+	now := a.now()
+	start := time.Now()
+	status, sendErr := a.send(ctx, &e, &ev, now)
+	took := time.Since(start)
+	attempt := int(activityAttempt(ctx))
+	rec := map[string]any{"attempts": gorm.Expr("attempts + 1"), "last_status": status,
+		"last_error": "", "last_duration_ms": took.Milliseconds()}
+	switch {
+	case sendErr == nil && status >= 200 && status < 300:
+		rec["status"], rec["finished_at"], rec["next_attempt_at"] = models.DeliverySucceeded, now, nil
+	case sendErr == nil && status == http.StatusGone:
+		rec["status"], rec["finished_at"], rec["next_attempt_at"] = models.DeliveryFailed, now, nil
+		rec["last_error"] = "410 Gone: the endpoint was disabled"
+	default:
+		if sendErr != nil {
+			rec["last_error"] = models.Truncate(sendErr.Error(), 500)
+		} else {
+			rec["last_error"] = fmt.Sprintf("answered %d", status)
+		}
+		next := now.Add(webhookBackoff(attempt))
+		rec["next_attempt_at"] = next
+	}
+	if err := db.Model(&models.WebhookDelivery{}).Where("id = ? AND status = ?", d.ID, models.DeliveryPending).Updates(rec).Error; err != nil {
+		return "", err
+	}
+	switch {
+	case rec["status"] == models.DeliverySucceeded:
+		return DeliveryDone, nil
+	case rec["status"] == models.DeliveryFailed:
+		return DeliveryGone, a.disable(ctx, &e, "The endpoint answered 410 Gone.", now)
+	case sendErr != nil:
+		return "", fmt.Errorf("deliver %s to endpoint %s: %w", ev.Type, e.ID, sendErr)
+	default:
+		return "", fmt.Errorf("deliver %s to endpoint %s: answered %d", ev.Type, e.ID, status)
+	}
+}
+
+// send POSTs ev to e and reports the status code.
+func (a *Webhooks) send(ctx context.Context, e *models.WebhookEndpoint, ev *models.WebhookEvent, now time.Time) (int, error) {
+	var sigs []string
+	for _, secret := range e.Secrets(now) {
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			return 0, temporal.NewNonRetryableApplicationError("endpoint "+e.ID+" has an unusable secret", ErrTypeWebhookSecret, err)
+		}
+		sig, err := wh.Sign(ev.ID, now, []byte(ev.Payload))
+		if err != nil {
+			return 0, err
+		}
+		sigs = append(sigs, sig)
+	}
+	ctx, cancel := context.WithTimeout(ctx, WebhookTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, strings.NewReader(ev.Payload))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "BusinessSuite-Webhooks/1")
+	req.Header.Set(standardwebhooks.HeaderWebhookID, ev.ID)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, fmt.Sprint(now.Unix()))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, strings.Join(sigs, " "))
+	resp, err := a.httpClient().Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, nil
+}
+
+// GiveUpWebhook records that deliveryID was retried for
+// WebhookGiveUpAfter without success: the delivery fails, its endpoint is
+// disabled, and the organization's admins are notified.
+func (a *Webhooks) GiveUpWebhook(ctx context.Context, deliveryID string) error {
+	db := a.DB.WithContext(ctx)
+	var d models.WebhookDelivery
+	if err := db.Take(&d, "id = ?", deliveryID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	now := a.now()
+	if err := db.Model(&models.WebhookDelivery{}).Where("id = ? AND status = ?", d.ID, models.DeliveryPending).
+		Updates(map[string]any{"status": models.DeliveryFailed, "finished_at": now, "next_attempt_at": nil}).Error; err != nil {
+		return err
+	}
+	var e models.WebhookEndpoint
+	if err := db.Take(&e, "id = ?", d.EndpointID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return a.disable(ctx, &e, fmt.Sprintf("Deliveries failed for %s.", WebhookGiveUpAfter), now)
+}
+
+// disable disables e for reason and notifies the organization's admins,
+// once: an endpoint already disabled is left as it is.
+func (a *Webhooks) disable(ctx context.Context, e *models.WebhookEndpoint, reason string, now time.Time) error {
+	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&models.WebhookEndpoint{}).Where("id = ? AND status = ?", e.ID, models.WebhookEnabled).
+			Updates(map[string]any{"status": models.WebhookDisabled, "disabled_reason": reason, "disabled_by": models.DisabledByDelivery,
+				"updated_at": now})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		var admins []models.Member
+		if err := tx.Where("org_id = ? AND role IN ? AND status = ?", e.OrgID, []string{models.RoleOwner, models.RoleAdmin}, models.MemberActive).
+			Find(&admins).Error; err != nil {
+			return err
+		}
+		for _, m := range admins {
+			_, err := models.Notify(tx, &models.Notification{ID: models.DerivedID(e.ID, "disabled", now.Format(time.RFC3339Nano), m.ID),
+				OrgID: e.OrgID, MemberID: m.ID, Type: "webhook_disabled", Title: "A webhook endpoint was disabled",
+				Body: e.URL + ": " + reason, ResourceType: "webhook_endpoint", ResourceID: e.ID, CreatedAt: now})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (a *Webhooks) httpClient() *http.Client {
+	a.clientOnce.Do(func() {
+		a.client = a.Egress.HTTPClient(WebhookTimeout)
+		// A webhook is delivered to the URL registered, never elsewhere:
+		// a redirect is the endpoint's answer (not 2xx: a failure).
+		a.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	})
+	return a.client
+}
+
+func (a *Webhooks) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return models.Now()
+}
+
+// webhookBackoff is the wait after the attempt-th failed attempt.
+func webhookBackoff(attempt int) time.Duration {
+	d := WebhookRetry.Initial
+	for i := 1; i < attempt && d < WebhookRetry.Max; i++ {
+		d *= 2
+	}
+	return min(d, WebhookRetry.Max)
+}
+
+// activityAttempt is the attempt number of the running activity (1 when
+// called outside one, as tests do).
+func activityAttempt(ctx context.Context) int32 {
+	if !activity.IsActivity(ctx) {
+		return 1
+	}
+	return activity.GetInfo(ctx).Attempt
+}

@@ -1,0 +1,401 @@
+package crm_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gofiber/fiber/v2"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	enumspb "go.temporal.io/api/enums/v1"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
+)
+
+// received is one delivery a receiver took.
+type received struct {
+	ID, Type  string
+	Body      []byte
+	Header    http.Header
+	Signature string
+	Object    struct{ ID, Stage, Title string }
+	Previous  map[string]any
+}
+
+// receiver is a webhook endpoint of a test: it verifies every delivery's
+// signature with Standard Webhooks' own library and keeps the verified
+// ones, in arrival order; answer, when set, chooses the status code.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	secrets  []string
+	got      []received
+	refused  []string // why deliveries failed verification
+	answer   func(r received) int
+	requests int
+}
+
+func startReceiver(t *testing.T) *receiver {
+	rc := &receiver{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		rc.mu.Lock()
+		defer rc.mu.Unlock()
+		rc.requests++
+		var verr error = errors.New("no secret yet")
+		for _, s := range rc.secrets {
+			wh, err := standardwebhooks.NewWebhook(s)
+			if err != nil {
+				t.Errorf("secret %q: %v", s, err)
+				continue
+			}
+			if verr = wh.Verify(body, req.Header); verr == nil {
+				break
+			}
+		}
+		if verr != nil {
+			rc.refused = append(rc.refused, verr.Error())
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		r := received{ID: req.Header.Get("webhook-id"), Body: body, Header: req.Header.Clone(), Signature: req.Header.Get("webhook-signature")}
+		var ev struct {
+			ID, Type string
+			Data     struct {
+				Object   json.RawMessage
+				Previous map[string]any
+			}
+		}
+		if err := json.Unmarshal(body, &ev); err != nil || ev.ID != r.ID {
+			t.Errorf("delivery body %s (webhook-id %s): %v", body, r.ID, err)
+		}
+		r.Type, r.Previous = ev.Type, ev.Data.Previous
+		_ = json.Unmarshal(ev.Data.Object, &r.Object)
+		status := http.StatusNoContent
+		if rc.answer != nil {
+			status = rc.answer(r)
+		}
+		if status < 300 {
+			rc.got = append(rc.got, r)
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) trust(secret string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.secrets = append(rc.secrets, secret)
+}
+
+func (rc *receiver) received() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.got...)
+}
+
+// types are the event types received, in order, of the object id.
+func (rc *receiver) types(id string) []string {
+	var out []string
+	for _, r := range rc.received() {
+		if r.Object.ID == id {
+			out = append(out, r.Type)
+		}
+	}
+	return out
+}
+
+type webhook struct {
+	ID, URL, Secret, Status, DisabledReason string
+	Events                                  []string
+}
+
+type delivery struct {
+	ID, EventID, EventType, Status, LastError string
+	Attempts                                  int
+	LastStatusCode                            *int
+}
+
+// failOnHeader makes a request with X-Test-Fail fail after its last
+// statement: the whole request rolls back.
+var failOnHeader = apitest.WithBeforeCommit(func(c *fiber.Ctx, _ *gorm.DB) error {
+	if c.Get("X-Test-Fail") != "" {
+		return errors.New("the request's last statement failed")
+	}
+	return nil
+})
+
+// A deal's changes reach an endpoint signed, complete and in order; a
+// rolled-back change sends nothing; the log lists every delivery; a replay
+// sends the same webhook-id again; a rotated secret signs beside the old
+// one.
+func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		rc := startReceiver(t)
+		base := "/crm/organization/" + o.id + "/webhooks"
+		var ep webhook
+		e.Do(apitest.Request{Method: "POST", Path: base, Headers: o.owner.Auth(),
+			Body: map[string]any{"url": rc.URL + "/hooks", "events": []string{"deal.*"}, "description": "CI"}}).Expect(201).JSON(&ep)
+		if !strings.HasPrefix(ep.Secret, "whsec_") || ep.Status != models.WebhookEnabled {
+			t.Fatalf("created: %+v", ep)
+		}
+		rc.trust(ep.Secret)
+		var shown map[string]any
+		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).Expect(200).JSON(&shown)
+		if _, ok := shown["secret"]; ok {
+			t.Fatalf("GET shows the secret: %v", shown)
+		}
+
+		var d deal
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: o.owner.Auth(),
+			Body: map[string]any{"orgId": o.id, "title": "Engines", "amount": 100}}).Expect(201).JSON(&d)
+		put := func(body map[string]any, headers ...string) *apitest.Response {
+			h := o.owner.Auth()
+			for i := 0; i+1 < len(headers); i += 2 {
+				h[headers[i]] = headers[i+1]
+			}
+			body["orgId"] = o.id
+			// A 500 is no documented answer: the failure is the test's.
+			return e.Do(apitest.Request{Method: "PUT", Path: "/crm/deals/" + d.ID, Headers: h, Body: body, SkipSpec: len(headers) > 0})
+		}
+		put(map[string]any{"stage": "QUALIFIED"}).Expect(200)
+		// Rolled back after its event was recorded: nothing is sent.
+		put(map[string]any{"title": "Never happened"}, "X-Test-Fail", "1").Expect(500)
+		put(map[string]any{"amount": 200}).Expect(200)
+		put(map[string]any{"amount": 200}).Expect(200) // changes nothing: no event
+		put(map[string]any{"stage": "WON"}).Expect(200)
+		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/deals/" + d.ID + "?orgId=" + o.id, Headers: o.owner.Auth()}).Expect(204)
+
+		want := []string{"deal.created", "deal.updated", "deal.stage_changed", "deal.updated",
+			"deal.updated", "deal.stage_changed", "deal.won", "deal.deleted"}
+		e.Eventually(func() bool { return len(rc.types(d.ID)) >= len(want) }, "%d events of the deal", len(want))
+		if got := rc.types(d.ID); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("events %v, want %v", got, want)
+		}
+		for _, r := range rc.received() {
+			if r.Object.Title == "Never happened" {
+				t.Fatalf("a rolled-back change was sent: %s", r.Body)
+			}
+		}
+		got := rc.received()
+		if prev := got[2].Previous; prev["stage"] != "NEW" {
+			t.Fatalf("stage_changed's previous: %v", prev)
+		}
+		if prev := got[3].Previous; prev["amount"] != float64(100) || prev["stage"] != nil {
+			t.Fatalf("amount update's previous: %v", prev)
+		}
+		rc.mu.Lock()
+		refused := rc.refused
+		rc.mu.Unlock()
+		if len(refused) > 0 {
+			t.Fatalf("deliveries failed verification: %v", refused)
+		}
+
+		// A tampered body fails the official verification.
+		wh, _ := standardwebhooks.NewWebhook(ep.Secret)
+		if err := wh.Verify(got[0].Body, got[0].Header); err != nil {
+			t.Fatalf("the delivery as received: %v", err)
+		}
+		if wh.Verify([]byte(strings.Replace(string(got[0].Body), "Engines", "Engines!", 1)), got[0].Header) == nil {
+			t.Fatal("a tampered body verified")
+		}
+
+		// The log.
+		var log struct{ Data []delivery }
+		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID + "/deliveries?status=succeeded", Headers: o.owner.Auth()}).Expect(200).JSON(&log)
+		if len(log.Data) != len(want) {
+			t.Fatalf("log: %+v", log.Data)
+		}
+		for _, l := range log.Data {
+			if l.Attempts != 1 || l.LastStatusCode == nil || *l.LastStatusCode != 204 || l.EventType == "" {
+				t.Fatalf("log entry %+v", l)
+			}
+		}
+		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID + "/deliveries?status=failed", Headers: o.owner.Auth()}).Expect(200).JSON(&log)
+		if len(log.Data) != 0 {
+			t.Fatalf("failed: %+v", log.Data)
+		}
+		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID + "/deliveries?status=lost", Headers: o.owner.Auth()}).ExpectProblem(422, "validation_failed")
+
+		// A replay sends the same event, with the same id.
+		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID + "/deliveries", Headers: o.owner.Auth()}).Expect(200).JSON(&log)
+		first := log.Data[len(log.Data)-1] // newest first: the creation is last
+		var replay delivery
+		e.Do(apitest.Request{Method: "POST", Path: base + "/" + ep.ID + "/deliveries/" + first.ID + "/replay", Headers: o.owner.Auth()}).
+			Expect(202).JSON(&replay)
+		if replay.EventID != first.EventID || replay.Status != models.DeliveryPending || replay.EventType != "deal.created" {
+			t.Fatalf("replay %+v of %+v", replay, first)
+		}
+		e.Eventually(func() bool { return len(rc.received()) == len(want)+1 }, "the replay")
+		if r := rc.received()[len(want)]; r.ID != first.EventID || r.Type != "deal.created" {
+			t.Fatalf("replayed %s %s, want %s", r.ID, r.Type, first.EventID)
+		}
+
+		// A rotated secret: the new one and, for a day, the old one sign.
+		var rotated webhook
+		e.Do(apitest.Request{Method: "POST", Path: base + "/" + ep.ID + "/rotate-secret", Headers: o.owner.Auth()}).Expect(200).JSON(&rotated)
+		if rotated.Secret == ep.Secret || !strings.HasPrefix(rotated.Secret, "whsec_") {
+			t.Fatalf("rotated: %+v", rotated)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: base + "/" + ep.ID + "/test", Headers: o.owner.Auth()}).Expect(202)
+		e.Eventually(func() bool { return len(rc.received()) == len(want)+2 }, "the test event")
+		test := rc.received()[len(want)+1]
+		if test.Type != models.WebhookTestEvent || len(strings.Fields(test.Signature)) != 2 {
+			t.Fatalf("test event %s signed %q", test.Type, test.Signature)
+		}
+		for _, secret := range []string{rotated.Secret, ep.Secret} {
+			alone, _ := standardwebhooks.NewWebhook(secret)
+			if err := alone.Verify(test.Body, test.Header); err != nil {
+				t.Fatalf("the test event does not verify with %s alone: %v", secret[:10], err)
+			}
+		}
+
+		// Removed, the endpoint's workflow ends (its history is the one
+		// `make histories` saves).
+		e.Do(apitest.Request{Method: "DELETE", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).Expect(204)
+		e.Eventually(func() bool {
+			desc, err := e.Temporal.DescribeWorkflowExecution(t.Context(), workflows.WebhookEndpointID(o.id, ep.ID), "")
+			return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		}, "the endpoint's workflow to end")
+	}, apitest.WithWebhookReceivers(), failOnHeader)
+}
+
+// An endpoint that answers 410 Gone is disabled, its admins are told, and
+// its later events wait; enabled again, it gets them.
+func TestWebhookGoneDisablesTheEndpoint(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		rc := startReceiver(t)
+		gone := true
+		rc.answer = func(received) int {
+			if gone {
+				return http.StatusGone
+			}
+			return http.StatusOK
+		}
+		base := "/crm/organization/" + o.id + "/webhooks"
+		var ep webhook
+		e.Do(apitest.Request{Method: "POST", Path: base, Headers: o.owner.Auth(),
+			Body: map[string]any{"url": rc.URL, "events": []string{"*"}}}).Expect(201).JSON(&ep)
+		rc.trust(ep.Secret)
+		var d deal
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: o.owner.Auth(),
+			Body: map[string]any{"orgId": o.id, "title": "Gone"}}).Expect(201).JSON(&d)
+		e.Eventually(func() bool {
+			var now webhook
+			e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).Expect(200).JSON(&now)
+			return now.Status == models.WebhookDisabled
+		}, "the endpoint to be disabled")
+		var notes []models.Notification
+		if err := e.DB.Where("org_id = ? AND type = ?", o.id, "webhook_disabled").Find(&notes).Error; err != nil || len(notes) == 0 {
+			t.Fatalf("admins' notifications %+v, %v", notes, err)
+		}
+		var log struct{ Data []delivery }
+		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID + "/deliveries?status=failed", Headers: o.owner.Auth()}).Expect(200).JSON(&log)
+		if len(log.Data) != 1 || log.Data[0].LastStatusCode == nil || *log.Data[0].LastStatusCode != 410 {
+			t.Fatalf("failed deliveries %+v", log.Data)
+		}
+		// Disabled: a change waits for the endpoint.
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/deals/" + d.ID, Headers: o.owner.Auth(),
+			Body: map[string]any{"orgId": o.id, "title": "Back"}}).Expect(200)
+		rc.mu.Lock()
+		gone = false
+		rc.mu.Unlock()
+		e.Do(apitest.Request{Method: "PUT", Path: base + "/" + ep.ID, Headers: o.owner.Auth(),
+			Body: map[string]any{"status": "enabled"}}).Expect(200)
+		e.Eventually(func() bool { return len(rc.types(d.ID)) == 1 }, "the waiting event")
+		if r := rc.received()[0]; r.Type != "deal.updated" || r.Object.Title != "Back" {
+			t.Fatalf("after enabling: %s %+v", r.Type, r.Object)
+		}
+	}, apitest.WithWebhookReceivers())
+}
+
+// Endpoints are for the organization's OWNER and ADMIN users; bad input is
+// a 422 naming the field; URLs off the public internet are refused unless
+// allow-listed; other organizations see nothing.
+func TestWebhookEndpointRules(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		base := "/crm/organization/" + o.id + "/webhooks"
+		create := func(who map[string]string, body map[string]any) *apitest.Response {
+			return e.Do(apitest.Request{Method: "POST", Path: base, Headers: who, Body: body})
+		}
+		ok := map[string]any{"url": "https://93.184.216.34/in", "events": []string{"deal.won"}}
+		create(o.agentA.Auth(), ok).ExpectProblem(403, "admin_required")
+		create(apitest.Bearer(o.key), ok).Expect(403)
+		for _, tc := range []struct {
+			body  map[string]any
+			field string
+			code  string
+		}{
+			{map[string]any{"url": "http://93.184.216.34/in", "events": []string{"deal.won"}}, "url", "not_https"},
+			{map[string]any{"url": "https://127.0.0.1/in", "events": []string{"deal.won"}}, "url", "not_public"},
+			{map[string]any{"url": "https://10.1.2.3/in", "events": []string{"deal.won"}}, "url", "not_public"},
+			{map[string]any{"url": "https://169.254.169.254/latest", "events": []string{"deal.won"}}, "url", "not_public"},
+			{map[string]any{"url": "https://localhost/in", "events": []string{"deal.won"}}, "url", "not_public"},
+			{map[string]any{"url": "https://u:p@93.184.216.34/", "events": []string{"deal.won"}}, "url", "not_https"},
+			{map[string]any{"url": "https://93.184.216.34/in", "events": []string{"deal.won", "deal.exploded"}}, "events[1]", "unknown_event"},
+			{map[string]any{"url": "https://93.184.216.34/in", "events": []string{}}, "events", "min"},
+			{map[string]any{"url": "https://93.184.216.34/in"}, "events", "required"},
+		} {
+			m := create(o.owner.Auth(), tc.body).ExpectProblem(422, "validation_failed")
+			if !strings.Contains(fmt.Sprint(m["errors"]), tc.field) || !strings.Contains(fmt.Sprint(m["errors"]), tc.code) {
+				t.Fatalf("%v: %v", tc.body, m["errors"])
+			}
+		}
+		var n int64
+		e.DB.Model(&models.WebhookEndpoint{}).Where("org_id = ?", o.id).Count(&n)
+		if n != 0 {
+			t.Fatalf("refused requests created %d endpoints", n)
+		}
+		var ep webhook
+		create(o.owner.Auth(), ok).Expect(201).JSON(&ep)
+		for i := 1; i < models.MaxWebhookEndpoints; i++ {
+			create(o.owner.Auth(), ok).Expect(201)
+		}
+		create(o.owner.Auth(), ok).ExpectProblem(409, "too_many_webhooks")
+
+		// Another organization's admin sees none of it.
+		other := e.SignUp(apitest.UniqueEmail("other"))
+		otherOrg := e.CreateOrg(other, "Other")
+		for _, path := range []string{base, base + "/" + ep.ID} {
+			e.Do(apitest.Request{Method: "GET", Path: path, Headers: other.Auth()}).ExpectProblem(404, "not_found")
+		}
+		otherBase := "/crm/organization/" + otherOrg + "/webhooks/" + ep.ID
+		e.Do(apitest.Request{Method: "GET", Path: otherBase, Headers: other.Auth()}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "PUT", Path: otherBase, Headers: other.Auth(), Body: map[string]any{"status": "disabled"}}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "DELETE", Path: otherBase, Headers: other.Auth()}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "POST", Path: otherBase + "/rotate-secret", Headers: other.Auth()}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "POST", Path: otherBase + "/test", Headers: other.Auth()}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "GET", Path: otherBase + "/deliveries", Headers: other.Auth()}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "GET", Path: base + "/not-an-id", Headers: o.owner.Auth()}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "POST", Path: base + "/" + ep.ID + "/deliveries/" + models.NewID() + "/replay", Headers: o.owner.Auth()}).
+			ExpectProblem(404, "not_found")
+
+		// An update is checked as a creation is.
+		e.Do(apitest.Request{Method: "PUT", Path: base + "/" + ep.ID, Headers: o.owner.Auth(),
+			Body: map[string]any{"url": "http://127.0.0.1:9/x"}}).ExpectProblem(422, "validation_failed")
+		e.Do(apitest.Request{Method: "PUT", Path: base + "/" + ep.ID, Headers: o.owner.Auth(),
+			Body: map[string]any{"status": "paused"}}).ExpectProblem(422, "validation_failed")
+		var disabled webhook
+		e.Do(apitest.Request{Method: "PUT", Path: base + "/" + ep.ID, Headers: o.owner.Auth(),
+			Body: map[string]any{"status": "disabled", "events": []string{"deal.*", "deal.*"}}}).Expect(200).JSON(&disabled)
+		if disabled.Status != models.WebhookDisabled || len(disabled.Events) != 1 || disabled.Secret != "" {
+			t.Fatalf("updated: %+v", disabled)
+		}
+		e.Do(apitest.Request{Method: "DELETE", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).Expect(204)
+		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).ExpectProblem(404, "not_found")
+	})
+}

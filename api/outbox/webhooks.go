@@ -1,0 +1,36 @@
+package outbox
+
+import (
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows"
+)
+
+// Emit records ev for the organization's webhook endpoints in the
+// transaction (models.RecordEvent) and wakes the delivery workflow of each
+// endpoint it reaches once the transaction commits: a change rolled back
+// emits nothing, a committed one is delivered.
+func (tx *Tx) Emit(ev models.Event) error {
+	endpoints, err := models.RecordEvent(tx.DB, ev, models.Now())
+	if err != nil {
+		return err
+	}
+	return tx.WakeWebhooks(ev.OrgID, endpoints...)
+}
+
+// WakeWebhooks wakes the delivery workflows of the organization's
+// endpoints once the transaction commits, each at most once per Tx.
+func (tx *Tx) WakeWebhooks(orgID string, endpointIDs ...string) error {
+	for _, id := range endpointIDs {
+		if tx.woken[id] {
+			continue
+		}
+		if err := tx.Signal(Signal{WorkflowID: workflows.WebhookEndpointID(orgID, id), Name: workflows.SignalWebhookWake}); err != nil {
+			return err
+		}
+		if tx.woken == nil {
+			tx.woken = map[string]bool{}
+		}
+		tx.woken[id] = true
+	}
+	return nil
+}

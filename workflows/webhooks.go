@@ -1,0 +1,90 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/business-suite/suite/activities"
+)
+
+// WebhookEndpointInput names the endpoint a WebhookEndpoint workflow
+// delivers to.
+type WebhookEndpointInput struct {
+	OrgID      string `json:"orgId"`
+	EndpointID string `json:"endpointId"`
+}
+
+// webhookDeliverOptions: one attempt is bounded by the HTTP timeout and
+// the bookkeeping around it; failed attempts are retried with exponential
+// backoff (activities.WebhookRetry) for activities.WebhookGiveUpAfter.
+var webhookDeliverOptions = workflow.ActivityOptions{
+	StartToCloseTimeout:    activities.WebhookTimeout + 20*time.Second,
+	ScheduleToCloseTimeout: activities.WebhookGiveUpAfter,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval:        activities.WebhookRetry.Initial,
+		BackoffCoefficient:     2,
+		MaximumInterval:        activities.WebhookRetry.Max,
+		NonRetryableErrorTypes: []string{activities.ErrTypeWebhookSecret},
+	},
+}
+
+// webhookRunDeliveries is how many deliveries one run of WebhookEndpoint
+// makes before it continues as new, keeping its history short.
+const webhookRunDeliveries = 500
+
+// WebhookEndpoint delivers an endpoint's events, one at a time and in the
+// order they were recorded, for as long as the endpoint exists: so a
+// receiver gets each object's events in the order they happened, and one
+// slow or dead endpoint delays only itself. It is started with the
+// endpoint and woken (SignalWebhookWake, through the outbox) by every
+// request that records deliveries for it; it reads the pending deliveries
+// itself, so a wake-up lost or early loses nothing. A delivery that fails
+// is retried for activities.WebhookGiveUpAfter, then the endpoint is
+// disabled and its organization's admins notified; a disabled endpoint
+// keeps its pending deliveries until it is enabled again.
+func WebhookEndpoint(ctx workflow.Context, in WebhookEndpointInput) error {
+	var a *activities.Webhooks
+	wake := workflow.GetSignalChannel(ctx, SignalWebhookWake)
+	lctx := workflow.WithLocalActivityOptions(ctx, localDBOptions)
+	dctx := workflow.WithActivityOptions(ctx, webhookDeliverOptions)
+	delivered := 0
+	for {
+		var batch activities.WebhookBatch
+		if err := workflow.ExecuteLocalActivity(lctx, a.NextWebhookDeliveries, in.EndpointID).Get(ctx, &batch); err != nil {
+			return err
+		}
+		if batch.Status == "" {
+			return nil // the endpoint was deleted, with its deliveries
+		}
+		if len(batch.DeliveryIDs) == 0 {
+			if delivered > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+				return workflow.NewContinueAsNewError(ctx, WebhookEndpointWorkflow, in)
+			}
+			wake.Receive(ctx, nil)
+			for wake.ReceiveAsync(nil) {
+				// one look at the queue answers every wake-up so far
+			}
+			continue
+		}
+		for _, id := range batch.DeliveryIDs {
+			var out activities.DeliveryOutcome
+			err := workflow.ExecuteActivity(dctx, a.DeliverWebhook, id).Get(ctx, &out)
+			if err != nil {
+				workflow.GetLogger(ctx).Warn("webhook delivery given up; disabling the endpoint", "deliveryId", id, "error", err)
+				if err := workflow.ExecuteLocalActivity(lctx, a.GiveUpWebhook, id).Get(ctx, nil); err != nil {
+					return err
+				}
+				break
+			}
+			if out != activities.DeliveryDone {
+				break // the endpoint is disabled: read its status again
+			}
+			delivered++
+		}
+		if delivered >= webhookRunDeliveries {
+			return workflow.NewContinueAsNewError(ctx, WebhookEndpointWorkflow, in)
+		}
+	}
+}
