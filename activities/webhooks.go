@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -29,6 +30,8 @@ type Webhooks struct {
 	Egress netguard.Policy
 	// Now is the clock (tests move it); time.Now when nil.
 	Now func() time.Time
+	// Metrics counts the attempts (nil: not counted).
+	Metrics *WebhookMetrics
 
 	clientOnce sync.Once
 	client     *http.Client
@@ -145,14 +148,17 @@ func (a *Webhooks) DeliverWebhook(ctx context.Context, deliveryID string) (Deliv
 	}
 	switch {
 	case rec["status"] == models.DeliverySucceeded:
+		a.Metrics.attempt("succeeded")
 		return DeliveryDone, nil
 	case rec["status"] == models.DeliveryFailed:
+		a.Metrics.attempt("gone")
 		return DeliveryGone, a.disable(ctx, &e, "The endpoint answered 410 Gone.", now)
-	case sendErr != nil:
-		return "", fmt.Errorf("deliver %s to endpoint %s: %w", ev.Type, e.ID, sendErr)
-	default:
-		return "", fmt.Errorf("deliver %s to endpoint %s: answered %d", ev.Type, e.ID, status)
 	}
+	a.Metrics.attempt("failed")
+	if sendErr != nil {
+		return "", fmt.Errorf("deliver %s to endpoint %s: %w", ev.Type, e.ID, sendErr)
+	}
+	return "", fmt.Errorf("deliver %s to endpoint %s: answered %d", ev.Type, e.ID, status)
 }
 
 // send POSTs ev to e and reports the status code.
@@ -274,4 +280,60 @@ func activityAttempt(ctx context.Context) int32 {
 		return 1
 	}
 	return activity.GetInfo(ctx).Attempt
+}
+
+// WebhookMetrics are the deliveries' counters and the endpoints' states,
+// on /metrics of the process that runs the activities.
+type WebhookMetrics struct {
+	attempts *prometheus.CounterVec
+}
+
+// NewWebhookMetrics registers the webhook metrics on reg (nil: none):
+// suite_webhook_attempts_total{outcome} counts delivery attempts —
+// succeeded, failed (to be retried), gone (410) — and
+// suite_webhook_endpoints{status} is read from the database on each
+// scrape.
+func NewWebhookMetrics(db *gorm.DB, reg prometheus.Registerer) *WebhookMetrics {
+	m := &WebhookMetrics{attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "suite_webhook_attempts_total", Help: "Outbound webhook delivery attempts by outcome.",
+	}, []string{"outcome"})}
+	if reg != nil {
+		reg.MustRegister(m.attempts, &endpointStates{db: db, desc: prometheus.NewDesc("suite_webhook_endpoints",
+			"Outbound webhook endpoints by status.", []string{"status"}, nil)})
+	}
+	return m
+}
+
+func (m *WebhookMetrics) attempt(outcome string) {
+	if m != nil {
+		m.attempts.WithLabelValues(outcome).Inc()
+	}
+}
+
+// endpointStates counts the endpoints by status when scraped.
+type endpointStates struct {
+	db   *gorm.DB
+	desc *prometheus.Desc
+}
+
+func (s *endpointStates) Describe(ch chan<- *prometheus.Desc) { ch <- s.desc }
+
+func (s *endpointStates) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var rows []struct {
+		Status string
+		N      int64
+	}
+	if err := s.db.WithContext(ctx).Model(&models.WebhookEndpoint{}).Select("status, count(*) AS n").Group("status").Scan(&rows).Error; err != nil {
+		ch <- prometheus.NewInvalidMetric(s.desc, err)
+		return
+	}
+	counts := map[string]int64{models.WebhookEnabled: 0, models.WebhookDisabled: 0}
+	for _, r := range rows {
+		counts[r.Status] = r.N
+	}
+	for status, n := range counts {
+		ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, float64(n), status)
+	}
 }

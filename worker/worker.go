@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
@@ -48,6 +49,9 @@ type Deps struct {
 	// WebhookEgress decides which webhook endpoints may be reached: public
 	// addresses, and the hosts of SUITE_WEBHOOK_ALLOW_HOSTS.
 	WebhookEgress netguard.Policy
+	// Metrics is where the activities' own metrics are registered (nil:
+	// nowhere), beside the SDK's.
+	Metrics prometheus.Registerer
 }
 
 // Register registers every workflow and activity of the suite on r.
@@ -77,7 +81,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.EmailAddressVerify, workflow.RegisterOptions{Name: workflows.EmailVerifyWorkflow})
 	r.RegisterActivity(&activities.Email{DB: deps.DB, Mail: deps.Mail, Domain: deps.MailDomain})
 	r.RegisterWorkflowWithOptions(workflows.WebhookEndpoint, workflow.RegisterOptions{Name: workflows.WebhookEndpointWorkflow})
-	r.RegisterActivity(&activities.Webhooks{DB: deps.DB, Egress: deps.WebhookEgress})
+	r.RegisterActivity(&activities.Webhooks{DB: deps.DB, Egress: deps.WebhookEgress, Metrics: activities.NewWebhookMetrics(deps.DB, deps.Metrics)})
 }
 
 // New creates a worker on the suite task queue with everything registered.

@@ -26,6 +26,10 @@ var webhookDeliverOptions = workflow.ActivityOptions{
 		InitialInterval:        activities.WebhookRetry.Initial,
 		BackoffCoefficient:     2,
 		MaximumInterval:        activities.WebhookRetry.Max,
+		// The schedule-to-close timeout ends the retries (about 80 attempts
+		// in 3 days); this bound is above it, and stated because the SDK's
+		// test environment caps an unlimited policy at 10.
+		MaximumAttempts:        200,
 		NonRetryableErrorTypes: []string{activities.ErrTypeWebhookSecret},
 	},
 }

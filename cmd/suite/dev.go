@@ -77,7 +77,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	}
 	// The embedded server registered the search attributes with the namespace.
 	identity := ready.Identity("dev")
-	w, err := startWorker(cfg, db, tc, side.id, side.vapid, identity)
+	w, err := startWorker(cfg, db, tc, side.id, side.vapid, identity, reg)
 	if err != nil {
 		side.close()
 		return err

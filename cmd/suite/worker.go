@@ -24,10 +24,11 @@ import (
 // startWorker registers the suite's workflows and activities and starts
 // polling the task queue under identity (what /readyz looks for among the
 // task queue's pollers, and what the Temporal UI shows).
-func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, vapid activities.VAPID, identity string) (sdkworker.Worker, error) {
+func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, vapid activities.VAPID, identity string,
+	reg prometheus.Registerer) (sdkworker.Worker, error) {
 	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client, VAPID: vapid, AI: cfg.AIProvider(), Billing: cfg.Billing(),
 		Mail: cfg.smtp(), PublicURL: cfg.PublicURL, InviteURL: cfg.InviteURL, MailDomain: cfg.MailDomain,
-		WebhookEgress: cfg.WebhookEgress()},
+		WebhookEgress: cfg.WebhookEgress(), Metrics: reg},
 		sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, Identity: identity})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
@@ -72,7 +73,7 @@ func runWorker(ctx context.Context, cfg Config) error {
 	}
 	cancel()
 	identity := ready.Identity("worker")
-	w, err := startWorker(cfg, db, tc, id, vapid, identity)
+	w, err := startWorker(cfg, db, tc, id, vapid, identity, reg)
 	if err != nil {
 		return err
 	}

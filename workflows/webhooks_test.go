@@ -1,0 +1,121 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/workflows"
+)
+
+var endpointInput = workflows.WebhookEndpointInput{OrgID: "01a1fec5-0000-7000-8000-0000000000aa", EndpointID: "01a1fec5-0000-7000-8000-0000000000bb"}
+
+func webhookEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterActivity(&activities.Webhooks{})
+	return env
+}
+
+// batches answers NextWebhookDeliveries with each of them in turn, then
+// with the endpoint gone (the workflow ends).
+func batches(env *testsuite.TestWorkflowEnvironment, list ...activities.WebhookBatch) {
+	var a *activities.Webhooks
+	n := 0
+	env.OnActivity(a.NextWebhookDeliveries, mock.Anything, endpointInput.EndpointID).Return(func(context.Context, string) (activities.WebhookBatch, error) {
+		if n < len(list) {
+			n++
+			return list[n-1], nil
+		}
+		return activities.WebhookBatch{}, nil
+	})
+}
+
+// A delivery that keeps failing is retried with growing waits, at most an
+// hour apart, for three days; then the endpoint is given up on — once —
+// and the deliveries behind it wait for it to be enabled.
+func TestWebhookEndpointGivesUpAfterThreeDays(t *testing.T) {
+	env := webhookEnv()
+	var a *activities.Webhooks
+	batches(env,
+		activities.WebhookBatch{Status: "enabled", DeliveryIDs: []string{"d1", "d2"}},
+		activities.WebhookBatch{Status: "disabled"})
+	var attempts []time.Time
+	env.OnActivity(a.DeliverWebhook, mock.Anything, "d1").Return(func(context.Context, string) (activities.DeliveryOutcome, error) {
+		attempts = append(attempts, env.Now())
+		return "", errors.New("answered 503")
+	})
+	behind := 0
+	env.OnActivity(a.DeliverWebhook, mock.Anything, "d2").Return(func(context.Context, string) (activities.DeliveryOutcome, error) {
+		behind++
+		return activities.DeliveryDone, nil
+	})
+	var gaveUp []time.Time
+	env.OnActivity(a.GiveUpWebhook, mock.Anything, "d1").Return(func(context.Context, string) error {
+		gaveUp = append(gaveUp, env.Now())
+		return nil
+	})
+	// Disabled, the workflow waits; a wake-up (the endpoint deleted
+	// meanwhile) ends it.
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalWebhookWake, nil) }, 100*time.Hour)
+	env.ExecuteWorkflow(workflows.WebhookEndpoint, endpointInput)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(gaveUp) != 1 || behind != 0 {
+		t.Fatalf("gave up %d times, delivered %d behind it", len(gaveUp), behind)
+	}
+	if span := gaveUp[0].Sub(attempts[0]); span < activities.WebhookGiveUpAfter-time.Hour || span > activities.WebhookGiveUpAfter+time.Hour {
+		t.Fatalf("gave up %s after the first attempt", span)
+	}
+	if len(attempts) < 3 || attempts[2].Sub(attempts[1]) != 2*attempts[1].Sub(attempts[0]) {
+		t.Fatalf("attempts at %v: the waits do not double", attempts[:min(3, len(attempts))])
+	}
+	longest := time.Duration(0)
+	for i := 1; i < len(attempts); i++ {
+		longest = max(longest, attempts[i].Sub(attempts[i-1]))
+	}
+	if longest > activities.WebhookRetry.Max {
+		t.Fatalf("%d attempts, %s apart at most", len(attempts), longest)
+	}
+}
+
+// Deliveries go out one at a time, in the queue's order; after 500 the
+// workflow continues as new.
+func TestWebhookEndpointDeliversInOrderAndContinuesAsNew(t *testing.T) {
+	env := webhookEnv()
+	var a *activities.Webhooks
+	ids := func(from int) []string {
+		out := make([]string, 250)
+		for i := range out {
+			out[i] = fmt.Sprint("d", from+i)
+		}
+		return out
+	}
+	batches(env, activities.WebhookBatch{Status: "enabled", DeliveryIDs: ids(0)}, activities.WebhookBatch{Status: "enabled", DeliveryIDs: ids(250)})
+	var sent []string
+	env.OnActivity(a.DeliverWebhook, mock.Anything, mock.Anything).Return(func(_ context.Context, id string) (activities.DeliveryOutcome, error) {
+		sent = append(sent, id)
+		return activities.DeliveryDone, nil
+	})
+	env.ExecuteWorkflow(workflows.WebhookEndpoint, endpointInput)
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new", err)
+	}
+	if len(sent) != 500 {
+		t.Fatalf("%d sent", len(sent))
+	}
+	for i, id := range sent {
+		if id != fmt.Sprint("d", i) {
+			t.Fatalf("delivery %d was %s", i, id)
+		}
+	}
+}
