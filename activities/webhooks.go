@@ -37,7 +37,9 @@ type Webhooks struct {
 	client     *http.Client
 }
 
-// WebhookTimeout bounds one delivery attempt.
+// WebhookTimeout bounds one delivery attempt; the workflow's
+// DeliverWebhooks batch is bounded by it per delivery, with a heartbeat
+// after each.
 const WebhookTimeout = 10 * time.Second
 
 // WebhookRetry is the retry schedule of one delivery: the attempt after
@@ -56,8 +58,9 @@ type WebhookBatch struct {
 	DeliveryIDs []string `json:"deliveryIds"`
 }
 
-// webhookBatchSize is how many deliveries one NextWebhookDeliveries reads.
-const webhookBatchSize = 100
+// WebhookBatchSize is how many deliveries one NextWebhookDeliveries reads,
+// and so the most one DeliverWebhooks makes.
+const WebhookBatchSize = 100
 
 // NextWebhookDeliveries reads the next pending deliveries of endpointID,
 // oldest first, and the endpoint's status: none for a disabled endpoint.
@@ -74,7 +77,7 @@ func (a *Webhooks) NextWebhookDeliveries(ctx context.Context, endpointID string)
 		return b, nil
 	}
 	err := db.Model(&models.WebhookDelivery{}).Where("endpoint_id = ? AND status = ?", endpointID, models.DeliveryPending).
-		Order("seq").Limit(webhookBatchSize).Pluck("id", &b.DeliveryIDs).Error
+		Order("seq").Limit(WebhookBatchSize).Pluck("id", &b.DeliveryIDs).Error
 	return b, err
 }
 
@@ -93,11 +96,30 @@ const (
 	DeliveryGone DeliveryOutcome = "gone"
 )
 
-// DeliverWebhook POSTs one delivery's event to its endpoint, signed with
-// its secrets, and records the attempt (status code, error, duration, when
-// the next attempt is due). Any answer but 2xx and 410 is an error, and
-// the workflow's retry policy tries again; 410 disables the endpoint.
-func (a *Webhooks) DeliverWebhook(ctx context.Context, deliveryID string) (DeliveryOutcome, error) {
+// DeliverWebhooks delivers an endpoint's deliveries ids, in order, one at
+// a time, and stops at the first that is not done: a failure is its error
+// — the workflow's retry policy runs it again, and it resumes there, as a
+// delivery already made is not sent again — and a disabled or gone
+// endpoint its outcome. One activity serves a whole batch: an activity per
+// delivery held an endpoint to a few deliveries a second.
+func (a *Webhooks) DeliverWebhooks(ctx context.Context, ids []string) (DeliveryOutcome, error) {
+	for i, id := range ids {
+		out, err := a.deliver(ctx, id)
+		if err != nil || out != DeliveryDone {
+			return out, err
+		}
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, i)
+		}
+	}
+	return DeliveryDone, nil
+}
+
+// deliver POSTs one delivery's event to its endpoint, signed with its
+// secrets, and records the attempt (status code, error, duration, when the
+// next attempt is due). Any answer but 2xx and 410 is an error; 410
+// disables the endpoint.
+func (a *Webhooks) deliver(ctx context.Context, deliveryID string) (DeliveryOutcome, error) {
 	db := a.DB.WithContext(ctx)
 	var d models.WebhookDelivery
 	if err := db.Take(&d, "id = ?", deliveryID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
@@ -195,13 +217,14 @@ func (a *Webhooks) send(ctx context.Context, e *models.WebhookEndpoint, ev *mode
 	return resp.StatusCode, nil
 }
 
-// GiveUpWebhook records that deliveryID was retried for
-// WebhookGiveUpAfter without success: the delivery fails, its endpoint is
-// disabled, and the organization's admins are notified.
-func (a *Webhooks) GiveUpWebhook(ctx context.Context, deliveryID string) error {
+// GiveUpWebhook records that the endpoint's first pending delivery was
+// retried for WebhookGiveUpAfter without success: the delivery fails, the
+// endpoint is disabled, and the organization's admins are notified.
+func (a *Webhooks) GiveUpWebhook(ctx context.Context, endpointID string) error {
 	db := a.DB.WithContext(ctx)
 	var d models.WebhookDelivery
-	if err := db.Take(&d, "id = ?", deliveryID).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+	err := db.Where("endpoint_id = ? AND status = ?", endpointID, models.DeliveryPending).Order("seq").Take(&d).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil
 	} else if err != nil {
 		return err

@@ -59,7 +59,7 @@ func TestDeliverWebhookRecordsEachAttempt(t *testing.T) {
 		}
 
 		ok := queue()
-		if out, err := a.DeliverWebhook(t.Context(), ok.ID); err != nil || out != activities.DeliveryDone {
+		if out, err := a.DeliverWebhooks(t.Context(), []string{ok.ID}); err != nil || out != activities.DeliveryDone {
 			t.Fatalf("2xx: %s, %v", out, err)
 		}
 		if got := reread(ok); got.Status != models.DeliverySucceeded || got.Attempts != 1 || got.LastStatus != 200 || got.FinishedAt == nil {
@@ -68,7 +68,7 @@ func TestDeliverWebhookRecordsEachAttempt(t *testing.T) {
 
 		status = http.StatusServiceUnavailable
 		busy := queue()
-		if _, err := a.DeliverWebhook(t.Context(), busy.ID); err == nil {
+		if _, err := a.DeliverWebhooks(t.Context(), []string{busy.ID}); err == nil {
 			t.Fatal("a 503 is no success")
 		}
 		if got := reread(busy); got.Status != models.DeliveryPending || got.LastStatus != 503 || got.NextAttemptAt == nil || got.LastError == "" {
@@ -76,7 +76,7 @@ func TestDeliverWebhookRecordsEachAttempt(t *testing.T) {
 		}
 
 		status = http.StatusGone
-		if out, err := a.DeliverWebhook(t.Context(), busy.ID); err != nil || out != activities.DeliveryGone {
+		if out, err := a.DeliverWebhooks(t.Context(), []string{busy.ID}); err != nil || out != activities.DeliveryGone {
 			t.Fatalf("410: %s, %v", out, err)
 		}
 		var after models.WebhookEndpoint
@@ -91,7 +91,7 @@ func TestDeliverWebhookRecordsEachAttempt(t *testing.T) {
 		}
 		// Disabled, its deliveries wait.
 		waiting := queue()
-		if out, err := a.DeliverWebhook(t.Context(), waiting.ID); err != nil || out != activities.DeliverySkipped {
+		if out, err := a.DeliverWebhooks(t.Context(), []string{waiting.ID}); err != nil || out != activities.DeliverySkipped {
 			t.Fatalf("disabled: %s, %v", out, err)
 		}
 		want := `
@@ -112,7 +112,7 @@ suite_webhook_attempts_total{outcome="succeeded"} 1
 		db.Model(&models.WebhookEndpoint{}).Where("id = ?", e.ID).Update("status", models.WebhookEnabled)
 		strict := &activities.Webhooks{DB: db}
 		refused := queue()
-		if _, err := strict.DeliverWebhook(t.Context(), refused.ID); err == nil || !strings.Contains(err.Error(), netguard.ErrForbiddenAddress.Error()) {
+		if _, err := strict.DeliverWebhooks(t.Context(), []string{refused.ID}); err == nil || !strings.Contains(err.Error(), netguard.ErrForbiddenAddress.Error()) {
 			t.Fatalf("loopback without the allow-list: %v", err)
 		}
 	})

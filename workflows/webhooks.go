@@ -16,16 +16,20 @@ type WebhookEndpointInput struct {
 	EndpointID string `json:"endpointId"`
 }
 
-// webhookDeliverOptions: one attempt is bounded by the HTTP timeout and
-// the bookkeeping around it; failed attempts are retried with exponential
-// backoff (activities.WebhookRetry) for activities.WebhookGiveUpAfter.
+// webhookDeliverOptions: a batch (DeliverWebhooks) is bounded by the
+// HTTP timeout of each of its deliveries, with a heartbeat after each, so a
+// worker that dies mid-batch is noticed in seconds; failed attempts are
+// retried with exponential backoff (activities.WebhookRetry) for
+// activities.WebhookGiveUpAfter, each retry resuming at the delivery that
+// failed.
 var webhookDeliverOptions = workflow.ActivityOptions{
-	StartToCloseTimeout:    activities.WebhookTimeout + 20*time.Second,
+	StartToCloseTimeout:    activities.WebhookBatchSize * (activities.WebhookTimeout + 5*time.Second),
+	HeartbeatTimeout:       activities.WebhookTimeout + 20*time.Second,
 	ScheduleToCloseTimeout: activities.WebhookGiveUpAfter,
 	RetryPolicy: &temporal.RetryPolicy{
-		InitialInterval:        activities.WebhookRetry.Initial,
-		BackoffCoefficient:     2,
-		MaximumInterval:        activities.WebhookRetry.Max,
+		InitialInterval:    activities.WebhookRetry.Initial,
+		BackoffCoefficient: 2,
+		MaximumInterval:    activities.WebhookRetry.Max,
 		// The schedule-to-close timeout ends the retries (about 80 attempts
 		// in 3 days); this bound is above it, and stated because the SDK's
 		// test environment caps an unlimited policy at 10.
@@ -35,8 +39,9 @@ var webhookDeliverOptions = workflow.ActivityOptions{
 }
 
 // webhookRunDeliveries is how many deliveries one run of WebhookEndpoint
-// makes before it continues as new, keeping its history short.
-const webhookRunDeliveries = 500
+// makes before it continues as new, keeping its history short (about ten
+// events per batch of activities.WebhookBatchSize).
+const webhookRunDeliveries = 5000
 
 // WebhookEndpoint delivers an endpoint's events, one at a time and in the
 // order they were recorded, for as long as the endpoint exists: so a
@@ -47,7 +52,8 @@ const webhookRunDeliveries = 500
 // itself, so a wake-up lost or early loses nothing. A delivery that fails
 // is retried for activities.WebhookGiveUpAfter, then the endpoint is
 // disabled and its organization's admins notified; a disabled endpoint
-// keeps its pending deliveries until it is enabled again.
+// keeps its pending deliveries until it is enabled again. It continues as
+// new every 5,000 deliveries.
 func WebhookEndpoint(ctx workflow.Context, in WebhookEndpointInput) error {
 	var a *activities.Webhooks
 	wake := workflow.GetSignalChannel(ctx, SignalWebhookWake)
@@ -72,20 +78,16 @@ func WebhookEndpoint(ctx workflow.Context, in WebhookEndpointInput) error {
 			}
 			continue
 		}
-		for _, id := range batch.DeliveryIDs {
-			var out activities.DeliveryOutcome
-			err := workflow.ExecuteActivity(dctx, a.DeliverWebhook, id).Get(ctx, &out)
-			if err != nil {
-				workflow.GetLogger(ctx).Warn("webhook delivery given up; disabling the endpoint", "deliveryId", id, "error", err)
-				if err := workflow.ExecuteLocalActivity(lctx, a.GiveUpWebhook, id).Get(ctx, nil); err != nil {
-					return err
-				}
-				break
+		var out activities.DeliveryOutcome
+		if err := workflow.ExecuteActivity(dctx, a.DeliverWebhooks, batch.DeliveryIDs).Get(ctx, &out); err != nil {
+			workflow.GetLogger(ctx).Warn("webhook delivery given up; disabling the endpoint", "endpointId", in.EndpointID, "error", err)
+			if err := workflow.ExecuteLocalActivity(lctx, a.GiveUpWebhook, in.EndpointID).Get(ctx, nil); err != nil {
+				return err
 			}
-			if out != activities.DeliveryDone {
-				break // the endpoint is disabled: read its status again
-			}
-			delivered++
+			continue // the endpoint is disabled: read its status again
+		}
+		if out == activities.DeliveryDone {
+			delivered += len(batch.DeliveryIDs)
 		}
 		if delivered >= webhookRunDeliveries {
 			return workflow.NewContinueAsNewError(ctx, WebhookEndpointWorkflow, in)

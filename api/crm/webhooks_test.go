@@ -5,18 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	enumspb "go.temporal.io/api/enums/v1"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -46,7 +50,14 @@ type receiver struct {
 
 func startReceiver(t *testing.T) *receiver {
 	rc := &receiver{}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	rc.Server = httptest.NewServer(rc.handler(t))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// handler is the receiver's HTTP side.
+func (rc *receiver) handler(t *testing.T) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
@@ -88,9 +99,7 @@ func startReceiver(t *testing.T) *receiver {
 			rc.got = append(rc.got, r)
 		}
 		w.WriteHeader(status)
-	}))
-	t.Cleanup(rc.Close)
-	return rc
+	})
 }
 
 func (rc *receiver) trust(secret string) {
@@ -398,4 +407,124 @@ func TestWebhookEndpointRules(t *testing.T) {
 		e.Do(apitest.Request{Method: "DELETE", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).Expect(204)
 		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).ExpectProblem(404, "not_found")
 	})
+}
+
+// A receiver that is away — connection refused, then a 500, then a
+// request that hangs past the 10 s timeout — gets everything once it is back: a
+// thousand changes of one deal in order, a thousand other deals each
+// created once, every event under the id it first had. Run once, on
+// SQLite: its retries take most of a minute.
+func TestWebhooksSurviveAReceiverOutageInOrder(t *testing.T) {
+	e := apitest.New(t, database.SQLite, apitest.WithWebhookReceivers())
+	o := newCRMOrg(t, e)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // away: connection refused
+
+	var ep webhook
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/webhooks", Headers: o.owner.Auth(),
+		Body: map[string]any{"url": "http://" + addr + "/in", "events": []string{"deal.*"}}}).Expect(201).JSON(&ep)
+	var d deal
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: apitest.Bearer(o.key),
+		Body: map[string]any{"title": "Watched", "amount": 0}}).Expect(201).JSON(&d)
+	// The first attempt was refused. Back now: a 500, then one request
+	// that hangs past the timeout, then answers.
+	rc := &receiver{}
+	failures := 0
+	rc.answer = func(received) int {
+		failures++
+		switch failures {
+		case 1:
+			return http.StatusInternalServerError
+		case 2:
+			time.Sleep(activities.WebhookTimeout + time.Second) // the suite gave up on it: a duplicate follows
+		}
+		return http.StatusOK
+	}
+	rc.trust(ep.Secret)
+	e.Eventually(func() bool {
+		var got models.WebhookDelivery
+		return e.DB.Take(&got, "endpoint_id = ? AND attempts > 0", ep.ID).Error == nil
+	}, "the first, refused attempt")
+	back := startReceiverOn(t, rc, addr)
+	defer back.Close()
+	const n = 1000
+	others := map[string]bool{}
+	start := time.Now()
+	for i := 1; i <= n; i++ {
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/deals/" + d.ID, Headers: apitest.Bearer(o.key),
+			Body: map[string]any{"amount": i}}).Expect(200)
+		var other deal
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: apitest.Bearer(o.key),
+			Body: map[string]any{"title": fmt.Sprint("Other ", i)}}).Expect(201).JSON(&other)
+		others[other.ID] = true
+	}
+	t.Logf("%d changes in %s", 2*n, time.Since(start))
+
+	deadline := time.Now().Add(3 * time.Minute)
+	done := func() bool {
+		seen := map[string]bool{}
+		for _, r := range rc.received() {
+			seen[r.ID] = true
+		}
+		return len(seen) >= 2*n+1
+	}
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Logf("after %s", time.Since(start))
+			t.Fatalf("%d deliveries after 3 minutes", len(rc.received()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	firstIDs := map[string]string{} // event id → the object it was about, on first receipt
+	amount := -1.0
+	for _, r := range rc.received() {
+		if obj, seen := firstIDs[r.ID]; seen {
+			if obj != r.Object.ID {
+				t.Fatalf("event %s re-sent about %s, first about %s", r.ID, r.Object.ID, obj)
+			}
+			continue // a re-delivery, under its id
+		}
+		firstIDs[r.ID] = r.Object.ID
+		if r.Object.ID != d.ID {
+			if r.Type != "deal.created" || !others[r.Object.ID] {
+				t.Fatalf("unexpected %s of %s", r.Type, r.Object.ID)
+			}
+			delete(others, r.Object.ID)
+			continue
+		}
+		var body struct {
+			Data struct{ Object struct{ Amount float64 } }
+		}
+		_ = json.Unmarshal(r.Body, &body)
+		if body.Data.Object.Amount <= amount {
+			t.Fatalf("the deal's %s with amount %v came after amount %v", r.Type, body.Data.Object.Amount, amount)
+		}
+		amount = body.Data.Object.Amount
+	}
+	t.Logf("all delivered %s after the first change", time.Since(start))
+	if amount != n || len(others) != 0 {
+		t.Fatalf("last amount %v, %d other deals never announced", amount, len(others))
+	}
+	rc.mu.Lock()
+	refused := rc.refused
+	rc.mu.Unlock()
+	if len(refused) > 0 {
+		t.Fatalf("deliveries failed verification: %v", refused)
+	}
+}
+
+// startReceiverOn serves rc on addr (a port the test chose and closed).
+func startReceiverOn(t *testing.T, rc *receiver, addr string) *http.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: rc.handler(t)}
+	go func() { _ = srv.Serve(ln) }()
+	return srv
 }
