@@ -8,7 +8,8 @@
 // statement and then wrk (for inbound mail: SMTP senders) against the API at
 // the same concurrency. It also drives the web-form intake at a steady rate
 // and in a burst, and reports how long an accepted lead takes to become
-// visible and scored. Nothing here is a pass/fail test: it prints numbers
+// visible and scored, and how fast a burst of deal events reaches a webhook
+// endpoint. Nothing here is a pass/fail test: it prints numbers
 // (README shows the latest table).
 package main
 
@@ -158,7 +159,14 @@ func run(cfg config) error {
 		return err
 	}
 	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof,
-		smtp: s.smtp, mailbox: mailbox}
+		smtp: s.smtp, mailbox: mailbox, token: token}
+	var receiver *webhookReceiver
+	if cfg.only.MatchString(webhookLoad) {
+		if receiver, err = b.newWebhookReceiver(); err != nil {
+			return err
+		}
+		defer receiver.srv.Close()
+	}
 	pair := func(name string, conns int, w workload) error {
 		if !cfg.only.MatchString(name) {
 			return nil
@@ -197,7 +205,16 @@ func run(cfg config) error {
 		return err
 	}
 
-	table := renderTable(rows, steady, burst, cfg)
+	// Webhook delivery last: it needs no drained pipeline, and leaves none.
+	var delivery deliveryResult
+	if receiver != nil {
+		if delivery, err = b.webhookDelivery(receiver); err != nil {
+			return err
+		}
+		fmt.Println(delivery)
+	}
+
+	table := renderTable(rows, steady, burst, delivery, cfg)
 	fmt.Println()
 	fmt.Println(table)
 	if cfg.out != "" {
@@ -472,6 +489,8 @@ type bencher struct {
 	// smtp is the suite's SMTP listener, mailbox the organization's
 	// e-mail address.
 	smtp, mailbox string
+	// token is the organization owner's access token (its webhooks).
+	token string
 	// rounds counts the load rounds run so far.
 	rounds int
 }
@@ -871,7 +890,7 @@ func (b *bencher) awaitLeads(ctx context.Context, db *sql.DB, source string, res
 	return rows.Err()
 }
 
-func renderTable(rows []row, steady, burst intakeResult, cfg config) string {
+func renderTable(rows []row, steady, burst intakeResult, delivery deliveryResult, cfg config) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL; wrk and pgbench at the same concurrency, "+
@@ -888,6 +907,9 @@ func renderTable(rows []row, steady, burst intakeResult, cfg config) string {
 		if r.label != "" { // not skipped by -only
 			fmt.Fprintf(&b, "- %s\n", r)
 		}
+	}
+	if delivery.created > 0 {
+		fmt.Fprintf(&b, "- %s\n", delivery)
 	}
 	return b.String()
 }
