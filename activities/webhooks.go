@@ -177,6 +177,10 @@ func (a *Webhooks) deliver(ctx context.Context, deliveryID string) (DeliveryOutc
 		return DeliveryGone, a.disable(ctx, &e, "The endpoint answered 410 Gone.", now)
 	}
 	a.Metrics.attempt("failed")
+	var appErr *temporal.ApplicationError
+	if errors.As(sendErr, &appErr) {
+		return "", sendErr // its type decides whether it is retried
+	}
 	if sendErr != nil {
 		return "", fmt.Errorf("deliver %s to endpoint %s: %w", ev.Type, e.ID, sendErr)
 	}

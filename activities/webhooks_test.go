@@ -108,6 +108,23 @@ suite_webhook_attempts_total{outcome="succeeded"} 1
 			t.Fatalf("endpoint gauges: %d, %v", n, err)
 		}
 
+		// A redirect is the endpoint's answer, not followed: a failed
+		// attempt, and the address it names is never asked.
+		var followed bool
+		target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { followed = true }))
+		defer target.Close()
+		db.Model(&models.WebhookEndpoint{}).Where("id = ?", e.ID).Update("status", models.WebhookEnabled)
+		redirect := httptest.NewServer(http.RedirectHandler(target.URL+"/internal", http.StatusTemporaryRedirect))
+		defer redirect.Close()
+		db.Model(&models.WebhookEndpoint{}).Where("id = ?", e.ID).Update("url", redirect.URL)
+		moved := queue()
+		if _, err := a.DeliverWebhooks(t.Context(), []string{moved.ID}); err == nil || followed {
+			t.Fatalf("a redirect: %v, followed %v", err, followed)
+		}
+		if got := reread(moved); got.LastStatus != http.StatusTemporaryRedirect || got.Status != models.DeliveryPending {
+			t.Fatalf("redirected attempt %+v", got)
+		}
+
 		// Without the allow-list, loopback is refused at dial time.
 		db.Model(&models.WebhookEndpoint{}).Where("id = ?", e.ID).Update("status", models.WebhookEnabled)
 		strict := &activities.Webhooks{DB: db}
