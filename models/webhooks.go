@@ -50,6 +50,7 @@ const WebhookTestEvent = "webhook.test"
 var EventTypes = []string{
 	"contact.created", "contact.updated", "contact.deleted",
 	"deal.created", "deal.updated", "deal.stage_changed", "deal.won", "deal.lost", "deal.deleted",
+	"task.created", "task.updated", "task.deleted",
 }
 
 // WebhookEndpoint is one URL an organization has events POSTed to.

@@ -161,7 +161,7 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 		return err
 	}
 	view := withHistory(tx, d)
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: "deal.created", Object: view}); err != nil {
+	if err := h.emit(c, tx, d.OrgID, "deal.created", view); err != nil {
 		return err
 	}
 	c.Location("/crm/deals/" + d.ID)
@@ -238,12 +238,6 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 // stage moved — deal.stage_changed, then deal.won or deal.lost when it
 // moved there. A change that changed nothing emits nothing.
 func (h *handlers) emitDealChange(c *fiber.Ctx, tx *gorm.DB, before, after dealResponse) error {
-	b, a := before, after
-	b.History, a.History = nil, nil // compared without the history
-	previous, err := models.PreviousFields(b, a)
-	if err != nil || len(previous) == 0 {
-		return err
-	}
 	types := []string{"deal.updated"}
 	if before.Stage != after.Stage {
 		types = append(types, "deal.stage_changed")
@@ -254,17 +248,13 @@ func (h *handlers) emitDealChange(c *fiber.Ctx, tx *gorm.DB, before, after dealR
 			types = append(types, "deal.lost")
 		}
 	}
-	ob := h.Starter.In(c, tx)
-	for _, t := range types {
-		if err := ob.Emit(models.Event{OrgID: after.OrgID, Type: t, Object: after, Previous: previous}); err != nil {
-			return err
-		}
-	}
-	return nil
+	b, a := before, after
+	b.History, a.History = nil, nil // compared without the history
+	return h.emitUpdate(c, tx, after.OrgID, b, a, after, types...)
 }
 
 func (h *handlers) deleteDeal(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg("assigned_to_id"), "The deal", func(tx *gorm.DB, d *models.Deal) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: "deal.deleted", Object: toDeal(d)})
+		return h.emit(c, tx, d.OrgID, "deal.deleted", toDeal(d))
 	})
 }

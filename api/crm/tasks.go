@@ -148,7 +148,11 @@ func (h *handlers) createTask(c *fiber.Ctx) error {
 	if t.AssignedToID == nil && agentScoped(p) {
 		t.AssignedToID = &p.MemberID // an AGENT's own task stays visible to them
 	}
-	if err := database.Insert(web.Tx(c), t); err != nil {
+	tx := web.Tx(c)
+	if err := database.Insert(tx, t); err != nil {
+		return err
+	}
+	if err := h.emit(c, tx, t.OrgID, "task.created", toTask(t)); err != nil {
 		return err
 	}
 	c.Location("/crm/tasks/" + t.ID)
@@ -169,7 +173,9 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	var before taskResponse
 	t, err := web.Update(c, rowScope(p, "assigned_to_id"), "The task", func(tx *gorm.DB, t *models.Task) error {
+		before = toTask(t)
 		if req.Title != nil {
 			t.Title = strings.TrimSpace(*req.Title)
 		}
@@ -181,7 +187,11 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toTask(t))
+	after := toTask(t)
+	if err := h.emitUpdate(c, web.Tx(c), t.OrgID, before, after, after, "task.updated"); err != nil {
+		return err
+	}
+	return c.JSON(after)
 }
 
 func (h *handlers) getTask(c *fiber.Ctx) error {
@@ -189,7 +199,9 @@ func (h *handlers) getTask(c *fiber.Ctx) error {
 }
 
 func (h *handlers) deleteTask(c *fiber.Ctx) error {
-	return web.Delete[models.Task](c, h.inOrg("assigned_to_id"), "The task")
+	return web.Delete(c, h.inOrg("assigned_to_id"), "The task", func(tx *gorm.DB, t *models.Task) error {
+		return h.emit(c, tx, t.OrgID, "task.deleted", toTask(t))
+	})
 }
 
 // decodeInOrg decodes a write body into dst, resolves the organization it

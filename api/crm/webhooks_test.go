@@ -528,3 +528,35 @@ func startReceiverOn(t *testing.T, rc *receiver, addr string) *http.Server {
 	go func() { _ = srv.Serve(ln) }()
 	return srv
 }
+
+// Tasks tell their changes too, and an endpoint gets only the types it
+// subscribed to.
+func TestWebhooksTellTaskChangesToTheirSubscribers(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		rc := startReceiver(t)
+		var ep webhook
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/webhooks", Headers: o.owner.Auth(),
+			Body: map[string]any{"url": rc.URL, "events": []string{"task.*"}}}).Expect(201).JSON(&ep)
+		rc.trust(ep.Secret)
+		key := apitest.Bearer(o.key)
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: key, Body: map[string]any{"title": "Not subscribed"}}).Expect(201)
+		var task struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/tasks", Headers: key, Body: map[string]any{"title": "Call Ada"}}).Expect(201).JSON(&task)
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/tasks/" + task.ID, Headers: key, Body: map[string]any{"title": "Call Ada back"}}).Expect(200)
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/tasks/" + task.ID, Headers: key, Body: map[string]any{"title": "Call Ada back"}}).Expect(200)
+		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/tasks/" + task.ID, Headers: key}).Expect(204)
+		want := []string{"task.created", "task.updated", "task.deleted"}
+		e.Eventually(func() bool { return len(rc.received()) >= len(want) }, "the task's events")
+		var got []string
+		for _, r := range rc.received() {
+			got = append(got, r.Type)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("received %v, want %v", got, want)
+		}
+		if prev := rc.received()[1].Previous; prev["title"] != "Call Ada" {
+			t.Fatalf("previous %v", prev)
+		}
+	}, apitest.WithWebhookReceivers())
+}
