@@ -1,11 +1,12 @@
 // Package netguard keeps the suite's requests to URLs that users supply
-// (web-push endpoints, webhook endpoints) on the public internet: https only, and never to a
-// loopback, private, link-local, multicast, unspecified or otherwise
-// reserved address (IANA special-purpose registries, via
-// code.dny.dev/ssrf). URLs are checked when they are registered, and every
-// connection is checked again after DNS resolution, by the dialer itself —
-// a name that resolved to a public address at registration and to an
-// internal one later (DNS rebinding) is refused all the same.
+// (web-push endpoints, outbound webhooks) on the public internet: https
+// only, and never to a loopback, private, link-local, multicast,
+// unspecified or otherwise reserved address (IANA special-purpose
+// registries, via code.dny.dev/ssrf), unless a Policy allows it. URLs are
+// checked when they are registered, and every connection is checked again
+// after DNS resolution, by the dialer itself — a name that resolved to a
+// public address at registration and to an internal one later (DNS
+// rebinding) is refused all the same.
 package netguard
 
 import (

@@ -98,3 +98,34 @@ func TestHTTPClientRefusesNonPublicAddressesAtDialTime(t *testing.T) {
 		t.Fatalf("http: %v", err)
 	}
 }
+
+// SUITE_WEBHOOK_ALLOW_HOSTS: addresses, prefixes and names become the
+// allow-list; plain http is accepted for those hosts only.
+func TestAllowedHostsAndPlainHTTP(t *testing.T) {
+	allow, err := netguard.ParseHosts(context.Background(), "127.0.0.1, 10.0.0.0/8,::1,,localhost")
+	if err != nil || len(allow) < 3 {
+		t.Fatalf("ParseHosts: %v, %v", allow, err)
+	}
+	for _, bad := range []string{"10.0.0.0/99", "no-such-host.invalid"} {
+		if _, err := netguard.ParseHosts(context.Background(), bad); err == nil {
+			t.Errorf("ParseHosts(%q) accepted", bad)
+		}
+	}
+	local := netguard.Policy{PlainHTTP: true, Allow: allow}
+	for raw, want := range map[string]error{
+		"http://127.0.0.1:9099/hooks": nil,
+		"https://127.0.0.1/hooks":     nil,
+		"http://10.1.2.3/hooks":       nil,
+		"http://[::1]:80/":            nil,
+		"http://192.168.1.1/hooks":    netguard.ErrNotHTTPS, // not listed: https only, and not public
+		"http://93.184.216.34/hooks":  netguard.ErrNotHTTPS, // public, but http
+		"ftp://127.0.0.1/":            netguard.ErrNotHTTPS,
+	} {
+		if err := local.CheckURL(context.Background(), raw); !errors.Is(err, want) {
+			t.Errorf("CheckURL(%s) = %v, want %v", raw, err, want)
+		}
+	}
+	if err := (netguard.Policy{Allow: allow}).CheckURL(context.Background(), "http://127.0.0.1/"); !errors.Is(err, netguard.ErrNotHTTPS) {
+		t.Errorf("without PlainHTTP: %v", err)
+	}
+}
