@@ -813,33 +813,35 @@ func (b *bencher) steadyIntake(ctx context.Context, db *sql.DB) (intakeResult, e
 	return res, profiled()
 }
 
+// burst runs send(n) for n from 1 to total on conns goroutines, as fast as
+// they go, and reports how many succeeded and how long all took.
+func burst(total, conns int, send func(n int) bool) (ok int, took time.Duration) {
+	var succeeded, next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := int(next.Add(1)); n <= total; n = int(next.Add(1)) {
+				if send(n) {
+					succeeded.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(succeeded.Load()), time.Since(start)
+}
+
 // burstIntake sends burst submissions as fast as 16 connections allow and
 // reports the rate at which the pipeline turns them into scored leads.
 func (b *bencher) burstIntake(ctx context.Context, db *sql.DB) (intakeResult, error) {
 	source := fmt.Sprintf("burst%d", time.Now().Unix())
 	res := intakeResult{label: fmt.Sprintf("web-form intake burst of %d", b.cfg.burst)}
 	client := &http.Client{Timeout: 10 * time.Second}
-	var accepted, next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				n := int(next.Add(1))
-				if n > b.cfg.burst {
-					return
-				}
-				if b.sendIntake(client, source, n) {
-					accepted.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	res.acceptTime = time.Since(start)
-	res.sent, res.accepted = b.cfg.burst, int(accepted.Load())
+	res.accepted, res.acceptTime = burst(b.cfg.burst, 16, func(n int) bool { return b.sendIntake(client, source, n) })
+	res.sent = b.cfg.burst
 	profiled := b.profile("web-form intake burst drain", 20*time.Second)
 	if err := b.awaitLeads(ctx, db, source, &res); err != nil {
 		return res, err

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -92,29 +91,18 @@ func (rc *webhookReceiver) count() int {
 func (b *bencher) webhookDelivery(rc *webhookReceiver) (deliveryResult, error) {
 	var res deliveryResult
 	client := &http.Client{Timeout: 10 * time.Second}
-	var created, next atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := next.Add(1); n <= webhookBurst; n = next.Add(1) {
-				req, _ := http.NewRequest("POST", b.base+"/crm/deals", strings.NewReader(fmt.Sprintf(`{"title":"Webhook bench %d","amount":%d}`, n, n)))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+b.key)
-				if resp, err := client.Do(req); err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusCreated {
-						created.Add(1)
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	res.createTime, res.created = time.Since(start), int(created.Load())
+	res.created, res.createTime = burst(webhookBurst, 16, func(n int) bool {
+		req, _ := http.NewRequest("POST", b.base+"/crm/deals", strings.NewReader(fmt.Sprintf(`{"title":"Webhook bench %d","amount":%d}`, n, n)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+b.key)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusCreated
+	})
 
 	// Wait for every event, or until none has come for 30 s.
 	seen, still := 0, time.Now()

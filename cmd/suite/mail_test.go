@@ -24,22 +24,9 @@ func TestMailAcceptedBeforeAKillIsNotLost(t *testing.T) {
 		"SUITE_TEMPORAL_UI_ADDR=", "SUITE_DEMO=false", "SUITE_SMTP_ADDR=" + smtpAddr, "SUITE_DEV_SMTP_ADDR=" + freeAddr(t)}
 	p := startDevProcess(t, env)
 	waitStatus(t, p.base+"/readyz", 200, 60*time.Second)
-	password := "correct horse battery"
-	if code := call(t, "POST", p.base+"/identity/v1/users", "", map[string]string{
-		"email": "mail-kill@example.com", "password": password, "name": "Kill"}, nil); code != 201 {
-		t.Fatalf("sign up: %d", code)
-	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	call(t, "POST", p.base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": "mail-kill@example.com",
-		"password": password}, &tok)
-	var org struct{ ID, Status string }
-	if code := call(t, "POST", p.base+"/crm/organization", tok.AccessToken, map[string]string{"name": "Mail Co"}, &org); code != 201 {
-		t.Fatalf("organization: %d %+v", code, org)
-	}
+	token, orgID := signUpWithOrg(t, p.base, "mail-kill@example.com", "Mail Co")
 	var ch struct{ Address string }
-	helpdeskGet(t, p.base+"/helpdesk/channels/email", tok.AccessToken, org.ID, &ch)
+	helpdeskGet(t, p.base+"/helpdesk/channels/email", token, orgID, &ch)
 
 	const n = 20
 	for i := range n {
@@ -57,14 +44,13 @@ func TestMailAcceptedBeforeAKillIsNotLost(t *testing.T) {
 
 	p = startDevProcess(t, env)
 	waitStatus(t, p.base+"/readyz", 200, 60*time.Second)
-	call(t, "POST", p.base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": "mail-kill@example.com",
-		"password": password}, &tok)
+	token = signIn(t, p.base, "mail-kill@example.com")
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var page struct {
 			Data []struct{ Subject, Channel string }
 		}
-		helpdeskGet(t, p.base+"/helpdesk/tickets?limit=100", tok.AccessToken, org.ID, &page)
+		helpdeskGet(t, p.base+"/helpdesk/tickets?limit=100", token, orgID, &page)
 		seen := map[string]int{}
 		for _, tk := range page.Data {
 			seen[tk.Subject]++
@@ -77,6 +63,39 @@ func TestMailAcceptedBeforeAKillIsNotLost(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// testPassword is the password of the users the process tests sign up.
+const testPassword = "correct horse battery"
+
+// signUpWithOrg signs up a user with email on the suite at base and creates
+// an organization they own; it returns their access token and the
+// organization's id.
+func signUpWithOrg(t *testing.T, base, email, orgName string) (token, orgID string) {
+	t.Helper()
+	if code := call(t, "POST", base+"/identity/v1/users", "", map[string]string{
+		"email": email, "password": testPassword, "name": "Owner"}, nil); code != 201 {
+		t.Fatalf("sign up: %d", code)
+	}
+	token = signIn(t, base, email)
+	var org struct{ ID string }
+	if code := call(t, "POST", base+"/crm/organization", token, map[string]string{"name": orgName}, &org); code != 201 {
+		t.Fatalf("organization: %d", code)
+	}
+	return token, org.ID
+}
+
+// signIn is an access token of the user with email (testPassword).
+func signIn(t *testing.T, base, email string) string {
+	t.Helper()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if code := call(t, "POST", base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": email,
+		"password": testPassword}, &tok); code != 200 {
+		t.Fatalf("sign in: %d", code)
+	}
+	return tok.AccessToken
 }
 
 // helpdeskGet reads a Helpdesk route as a user of workspace.

@@ -61,22 +61,9 @@ func TestWebhooksDeliveredThroughAKill(t *testing.T) {
 		"SUITE_TEMPORAL_UI_ADDR=", "SUITE_DEMO=false", "SUITE_DEV_SMTP_ADDR=" + freeAddr(t)}
 	p := startDevProcess(t, env)
 	waitStatus(t, p.base+"/readyz", 200, 60*time.Second)
-	password := "correct horse battery"
-	if code := call(t, "POST", p.base+"/identity/v1/users", "", map[string]string{
-		"email": "hook-kill@example.com", "password": password, "name": "Kill"}, nil); code != 201 {
-		t.Fatalf("sign up: %d", code)
-	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	call(t, "POST", p.base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": "hook-kill@example.com",
-		"password": password}, &tok)
-	var org struct{ ID string }
-	if code := call(t, "POST", p.base+"/crm/organization", tok.AccessToken, map[string]string{"name": "Hook Co"}, &org); code != 201 {
-		t.Fatalf("organization: %d", code)
-	}
+	token, orgID := signUpWithOrg(t, p.base, "hook-kill@example.com", "Hook Co")
 	var ep struct{ ID, Secret string }
-	if code := call(t, "POST", p.base+"/crm/organization/"+org.ID+"/webhooks", tok.AccessToken,
+	if code := call(t, "POST", p.base+"/crm/organization/"+orgID+"/webhooks", token,
 		map[string]any{"url": receiver.URL + "/hooks", "events": []string{"deal.created"}}, &ep); code != 201 {
 		t.Fatalf("endpoint: %d", code)
 	}
@@ -88,7 +75,7 @@ func TestWebhooksDeliveredThroughAKill(t *testing.T) {
 	deals := map[string]bool{}
 	for i := range n {
 		var d struct{ ID string }
-		if code := call(t, "POST", p.base+"/crm/deals", tok.AccessToken, map[string]any{"orgId": org.ID, "title": fmt.Sprint("Deal ", i)}, &d); code != 201 {
+		if code := call(t, "POST", p.base+"/crm/deals", token, map[string]any{"orgId": orgID, "title": fmt.Sprint("Deal ", i)}, &d); code != 201 {
 			t.Fatalf("deal %d: %d", i, code)
 		}
 		deals[d.ID] = true
