@@ -51,6 +51,7 @@ var EventTypes = []string{
 	"contact.created", "contact.updated", "contact.deleted",
 	"deal.created", "deal.updated", "deal.stage_changed", "deal.won", "deal.lost", "deal.deleted",
 	"task.created", "task.updated", "task.deleted",
+	"member.invited", "member.joined", "member.removed",
 }
 
 // WebhookEndpoint is one URL an organization has events POSTed to.

@@ -189,11 +189,15 @@ func (h *handlers) acceptInvitation(c *fiber.Ctx) error {
 		return errInvitationEmail
 	}
 	now := models.Now()
-	org, m, err := join(h.Starter.In(c, web.Tx(c)), p, &inv, now)
+	tx := h.Starter.In(c, web.Tx(c))
+	org, m, err := join(tx, p, &inv, now)
 	if err != nil {
 		if database.IsUniqueViolation(err) {
 			return models.Err(models.ErrConflict, "already_member", "You are already a member of this organization.")
 		}
+		return err
+	}
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: "member.joined", Object: toMember(m)}); err != nil {
 		return err
 	}
 	return c.JSON(acceptInvitationResponse{Organization: toOrg(org, m.Role), Member: toMember(m)})

@@ -112,11 +112,15 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 	if req.Target != nil {
 		m.Target = cents(*req.Target)
 	}
-	invitation, err := h.addInvited(h.Starter.In(c, web.Tx(c)), p, m, inviter, now)
+	tx := h.Starter.In(c, web.Tx(c))
+	invitation, err := h.addInvited(tx, p, m, inviter, now)
 	if err != nil {
 		if database.IsUniqueViolation(err) {
 			return models.Err(models.ErrConflict, "already_member", "%s is already a member or invited.", m.Email)
 		}
+		return err
+	}
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: "member.invited", Object: toMember(m)}); err != nil {
 		return err
 	}
 	c.Location("/crm/organization/" + p.OrgID + "/members/" + m.ID)
@@ -223,42 +227,49 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	err = withdrawMember(h.Starter.In(c, web.Tx(c)), p, memberID)
+	tx := h.Starter.In(c, web.Tx(c))
+	m, err := withdrawMember(tx, p, memberID)
 	if err != nil {
+		return err
+	}
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: "member.removed", Object: toMember(m)}); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }
 
 // withdrawMember removes the organization's member memberID in tx, or
-// withdraws their invitation; the last OWNER stays.
-func withdrawMember(tx *outbox.Tx, p *auth.Principal, memberID string) error {
+// withdraws their invitation; the last OWNER stays. It returns the member
+// as removed.
+func withdrawMember(tx *outbox.Tx, p *auth.Principal, memberID string) (*models.Member, error) {
 	if _, err := models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), p.OrgID); err != nil {
-		return err
+		return nil, err
 	}
 	var m models.Member
 	if err := tx.Take(&m, "id = ? AND org_id = ? AND status <> ?", memberID, p.OrgID, models.MemberRemoved).Error; err != nil {
-		return memberNotFound(err)
+		return nil, memberNotFound(err)
 	}
 	if err := canGrant(p, m.Role); err != nil {
-		return err
+		return nil, err
 	}
 	if m.Role == models.RoleOwner && m.Status == models.MemberActive {
 		if owners, err := models.CountOwners(tx.DB, p.OrgID); err != nil || owners <= 1 {
-			return firstErr(err, errLastOwner)
+			return nil, firstErr(err, errLastOwner)
 		}
 	}
 	wasActive := m.Status == models.MemberActive
-	if err := tx.Model(&m).Updates(map[string]any{"status": models.MemberRemoved, "updated_at": models.Now()}).Error; err != nil {
-		return err
+	now := models.Now()
+	if err := tx.Model(&m).Updates(map[string]any{"status": models.MemberRemoved, "updated_at": now}).Error; err != nil {
+		return nil, err
 	}
-	if err := revokeInvitations(tx.DB, m.ID, models.Now()); err != nil { // a withdrawn invite's token stops working
-		return err
+	m.Status, m.UpdatedAt = models.MemberRemoved, now
+	if err := revokeInvitations(tx.DB, m.ID, now); err != nil { // a withdrawn invite's token stops working
+		return nil, err
 	}
 	if wasActive {
-		return startOrgSync(tx, p.OrgID)
+		return &m, startOrgSync(tx, p.OrgID)
 	}
-	return nil
+	return &m, nil
 }
 
 // pathMember is the :memberId of an /organization/:id/members/:memberId

@@ -560,3 +560,37 @@ func TestWebhooksTellTaskChangesToTheirSubscribers(t *testing.T) {
 		}
 	}, apitest.WithWebhookReceivers())
 }
+
+// Members tell when they are invited, join and are removed.
+func TestWebhooksTellMemberChanges(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		owner := e.SignUp(apitest.UniqueEmail("owner"))
+		org := e.CreateOrg(owner, "Members Inc")
+		e.SetPlan(org, models.PlanBusiness)
+		rc := startReceiver(t)
+		var ep webhook
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + org + "/webhooks", Headers: owner.Auth(),
+			Body: map[string]any{"url": rc.URL, "events": []string{"member.*"}}}).Expect(201).JSON(&ep)
+		rc.trust(ep.Secret)
+		invitee := e.SignUp(apitest.UniqueEmail("invitee"))
+		inv := e.Invite(owner, org, invitee.Email, models.RoleAgent)
+		e.Accept(invitee, inv.Token).Expect(200)
+		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/organization/" + org + "/members/" + inv.MemberID, Headers: owner.Auth()}).Expect(204)
+		want := []string{"member.invited/invited", "member.joined/active", "member.removed/removed"}
+		e.Eventually(func() bool { return len(rc.received()) >= len(want) }, "the member's events")
+		var got []string
+		for _, r := range rc.received() {
+			var body struct {
+				Data struct{ Object struct{ ID, Status string } }
+			}
+			_ = json.Unmarshal(r.Body, &body)
+			if body.Data.Object.ID != inv.MemberID {
+				t.Fatalf("%s about %s, want the member %s", r.Type, body.Data.Object.ID, inv.MemberID)
+			}
+			got = append(got, r.Type+"/"+body.Data.Object.Status)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("received %v, want %v", got, want)
+		}
+	}, apitest.WithWebhookReceivers())
+}
