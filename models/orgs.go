@@ -52,6 +52,26 @@ func LockForUpdate(tx *gorm.DB) *gorm.DB {
 	return tx
 }
 
+// WithinOrgLimit refuses a new row of model in the organization once it
+// has max of them: a 409 with code and message (a format of the limit,
+// %d). It locks the organization's row first (PostgreSQL; SQLite's
+// writers take turns anyway), so two requests cannot both take the last
+// place.
+func WithinOrgLimit(tx *gorm.DB, model any, orgID string, max int, code, message string) error {
+	var org Organization
+	if err := LockForUpdate(tx).Select("id").Take(&org, "id = ?", orgID).Error; err != nil {
+		return err
+	}
+	var n int64
+	if err := tx.Model(model).Where("org_id = ?", orgID).Count(&n).Error; err != nil {
+		return err
+	}
+	if n >= int64(max) {
+		return Err(ErrConflict, code, message, max)
+	}
+	return nil
+}
+
 // FindOrg loads an organization.
 func FindOrg(ctx context.Context, db *gorm.DB, id string) (*Organization, error) {
 	if !ValidID(id) {

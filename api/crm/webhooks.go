@@ -120,13 +120,9 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 		return err
 	}
 	tx := web.Tx(c)
-	var n int64
-	if err := tx.Model(&models.WebhookEndpoint{}).Where("org_id = ?", p.OrgID).Count(&n).Error; err != nil {
+	if err := models.WithinOrgLimit(tx, &models.WebhookEndpoint{}, p.OrgID, models.MaxWebhookEndpoints, "too_many_webhooks",
+		"An organization has at most %d webhook endpoints; remove one first."); err != nil {
 		return err
-	}
-	if n >= models.MaxWebhookEndpoints {
-		return models.Err(models.ErrConflict, "too_many_webhooks",
-			"An organization has at most %d webhook endpoints; remove one first.", models.MaxWebhookEndpoints)
 	}
 	now := models.Now()
 	e := &models.WebhookEndpoint{ID: models.NewID(), OrgID: p.OrgID, Secret: models.NewWebhookSecret(), Status: models.WebhookEnabled,

@@ -148,13 +148,9 @@ func (h *handlers) addSupportAddress(c *fiber.Ctx) error {
 		return err
 	}
 	tx := web.Tx(c)
-	var n int64
-	if err := tx.Model(&models.EmailAddress{}).Where("org_id = ?", p.OrgID).Count(&n).Error; err != nil {
+	if err := models.WithinOrgLimit(tx, &models.EmailAddress{}, p.OrgID, maxSupportAddresses, "too_many_addresses",
+		"A workspace has at most %d support addresses; remove one first."); err != nil {
 		return err
-	}
-	if n >= maxSupportAddresses {
-		return models.Err(models.ErrConflict, "too_many_addresses",
-			"A workspace has at most %d support addresses; remove one first.", maxSupportAddresses)
 	}
 	a := &models.EmailAddress{ID: models.NewID(), OrgID: p.OrgID, Address: models.NormalizeEmail(req.Address), Token: models.NewAddressToken(),
 		CreatedAt: models.Now()}
