@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/smtp"
 	"net/textproto"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,10 +76,7 @@ func (b *bencher) sendMail(r *row) error {
 	r.requests = len(took) + int(refused.Load())
 	r.errors = int(refused.Load())
 	r.apiRPS = float64(len(took)) / elapsed.Seconds()
-	if len(took) > 0 {
-		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
-		r.apiP50, r.apiP99 = took[len(took)/2], took[(len(took)*99)/100]
-	}
+	r.apiP50, r.apiP99 = p50p99(took)
 	return nil
 }
 

@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -874,22 +875,27 @@ func (b *bencher) awaitLeads(ctx context.Context, db *sql.DB, source string, res
 		return err
 	}
 	defer rows.Close()
-	var lat []float64
+	var lat []time.Duration
 	for rows.Next() {
 		var s float64
 		if err := rows.Scan(&s); err != nil {
 			return err
 		}
-		lat = append(lat, s)
+		lat = append(lat, time.Duration(s*float64(time.Second)))
 	}
-	if len(lat) > 0 {
-		sort.Float64s(lat)
-		pick := func(q float64) time.Duration {
-			return time.Duration(lat[int(math.Ceil(q*float64(len(lat))))-1] * float64(time.Second))
-		}
-		res.p50, res.p99 = pick(0.50), pick(0.99)
-	}
+	res.p50, res.p99 = p50p99(lat)
 	return rows.Err()
+}
+
+// p50p99 are the median and the 99th percentile of lat (nearest rank),
+// which it sorts; zero for none.
+func p50p99(lat []time.Duration) (p50, p99 time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(lat)
+	pick := func(q float64) time.Duration { return lat[int(math.Ceil(q*float64(len(lat))))-1] }
+	return pick(0.50), pick(0.99)
 }
 
 func renderTable(rows []row, steady, burst intakeResult, delivery deliveryResult, cfg config) string {

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -115,12 +113,7 @@ func (b *bencher) webhookDelivery(rc *webhookReceiver) (deliveryResult, error) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	res.received = len(rc.lat)
-	if len(rc.lat) > 0 {
-		lat := rc.lat
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		pick := func(q float64) time.Duration { return lat[int(math.Ceil(q*float64(len(lat))))-1] }
-		res.p50, res.p99 = pick(0.50), pick(0.99)
-	}
+	res.p50, res.p99 = p50p99(rc.lat)
 	if span := rc.last.Sub(rc.first); span > 0 {
 		res.rate = float64(res.received-1) / span.Seconds()
 	}
