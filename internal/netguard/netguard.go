@@ -68,12 +68,10 @@ func ParseHosts(ctx context.Context, list string) ([]netip.Prefix, error) {
 			}
 			out = append(out, p.Masked())
 		default:
+			addrs := []netip.Addr{}
 			if a, err := netip.ParseAddr(h); err == nil {
-				out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-				continue
-			}
-			addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", h)
-			if err != nil || len(addrs) == 0 {
+				addrs = append(addrs, a)
+			} else if addrs, err = net.DefaultResolver.LookupNetIP(ctx, "ip", h); err != nil || len(addrs) == 0 {
 				return nil, fmt.Errorf("host %q does not resolve: %v", h, err)
 			}
 			for _, a := range addrs {
