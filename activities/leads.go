@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
 
@@ -96,6 +97,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		}
 		if err == nil { // merge into the lead the submission duplicates
 			out = LeadOutcome{LeadID: lead.ID, Duplicate: true}
+			before := views.ToLead(&lead)
 			mergeInto(&lead, p)
 			body := "Duplicate web-form submission merged"
 			if p.Source != "" {
@@ -104,6 +106,10 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 			act := &models.LeadActivity{ID: models.DerivedID(intakeID, "merged"), OrgID: in.OrgID, LeadID: lead.ID,
 				Type: "system", Body: body, OccurredAt: in.CreatedAt, CreatedBy: models.ActorIntake, CreatedAt: models.Now()}
 			if err := models.AddLeadActivity(tx, &lead, act); err != nil {
+				return err
+			}
+			after := views.ToLead(&lead)
+			if err := emitChange(tx, lead.OrgID, before, after, views.LeadChangeTypes(before, after, "lead.updated")...); err != nil {
 				return err
 			}
 			return tx.Model(&models.LeadIntake{}).Where("id = ?", intakeID).
@@ -117,7 +123,12 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 			return err
 		}
 		out = LeadOutcome{LeadID: lead.ID}
-		return tx.Create(&lead).Error
+		if err := tx.Create(&lead).Error; err != nil {
+			return err
+		}
+		view := views.ToLead(&lead)
+		return emit(tx, models.Event{OrgID: lead.OrgID, Type: "lead.created", Object: view},
+			models.Event{OrgID: lead.OrgID, Type: "lead.scored", Object: view})
 	})
 	if database.IsUniqueViolation(err) && !retried(ctx) {
 		// A concurrent intake created the lead for this e-mail first: run
@@ -197,9 +208,15 @@ func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) 
 		if p.Source != "" {
 			body += " (source: " + p.Source + ")"
 		}
-		return models.AddLeadActivity(tx, &lead, &models.LeadActivity{ID: models.DerivedID(intakeID, "received"),
+		before := views.ToLead(&lead)
+		err = models.AddLeadActivity(tx, &lead, &models.LeadActivity{ID: models.DerivedID(intakeID, "received"),
 			OrgID: lead.OrgID, LeadID: lead.ID, Type: "system", Body: body, OccurredAt: in.CreatedAt,
 			CreatedBy: models.ActorIntake, CreatedAt: models.Now()})
+		if err != nil {
+			return err
+		}
+		after := views.ToLead(&lead)
+		return emitChange(tx, lead.OrgID, before, after, views.LeadChangeTypes(before, after, "")...)
 	})
 }
 
@@ -222,8 +239,13 @@ func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
 			return err
 		}
 		assignee = next
-		return tx.Model(&models.Lead{}).Where("id = ?", leadID).
-			Updates(map[string]any{"assigned_to_id": next, "updated_at": models.Now()}).Error
+		before := views.ToLead(&lead)
+		lead.AssignedToID, lead.UpdatedAt = &next, models.Now()
+		if err := tx.Model(&models.Lead{}).Where("id = ?", leadID).
+			Updates(map[string]any{"assigned_to_id": next, "updated_at": lead.UpdatedAt}).Error; err != nil {
+			return err
+		}
+		return emitChange(tx, lead.OrgID, before, views.ToLead(&lead), "lead.updated")
 	})
 	return assignee, err
 }

@@ -50,6 +50,7 @@ const WebhookTestEvent = "webhook.test"
 var EventTypes = []string{
 	"contact.created", "contact.updated", "contact.deleted",
 	"deal.created", "deal.updated", "deal.stage_changed", "deal.won", "deal.lost", "deal.deleted",
+	"lead.created", "lead.scored", "lead.updated", "lead.converted", "lead.deleted",
 	"task.created", "task.updated", "task.deleted",
 	"member.invited", "member.joined", "member.removed",
 }
@@ -181,6 +182,34 @@ type Event struct {
 	Previous map[string]any
 }
 
+// An endpoint's delivery workflow (workflows.WebhookEndpointWorkflow) is
+// woken by a signal through the outbox whenever deliveries are recorded
+// for it. Its ID and the signal are named here, below every layer that
+// records events: API handlers (outbox.Tx.Emit) and activities.
+const WebhookWakeSignal = "webhook-wake"
+
+// WebhookEndpointWorkflowID is the ID of endpoint endpointID's delivery
+// workflow: one per endpoint, ever.
+func WebhookEndpointWorkflowID(orgID, endpointID string) string {
+	return "webhook-endpoint/" + orgID + "/" + endpointID
+}
+
+// WebhookWake is the outbox row (InsertWorkflowSignal) that wakes the
+// delivery workflow of the organization's endpoint endpointID.
+func WebhookWake(orgID, endpointID string) *WorkflowStart {
+	return &WorkflowStart{WorkflowID: WebhookEndpointWorkflowID(orgID, endpointID), SignalName: WebhookWakeSignal, SignalInput: "null"}
+}
+
+// receivingEndpoints is the condition, on the organization's id, of the
+// endpoints RecordEvent records events for.
+const receivingEndpoints = "org_id = ? AND (status = '" + WebhookEnabled + "' OR disabled_by = '" + DisabledByDelivery + "')"
+
+// AnyReceivingEndpoint is a query, on the organization's id, that finds a
+// row when the organization has an endpoint RecordEvent may record an
+// event for: a write guarded by it (database.InsertUnless) knows, in its
+// own statement, that no event of it can be recorded.
+const AnyReceivingEndpoint = "SELECT 1 FROM webhook_endpoints WHERE " + receivingEndpoints
+
 // RecordEvent records ev in tx, the transaction of the change it
 // describes, with one pending delivery to each endpoint of the
 // organization that subscribes to its type: the enabled ones, and those
@@ -190,8 +219,7 @@ type Event struct {
 // is recorded.
 func RecordEvent(tx *gorm.DB, ev Event, now time.Time) ([]string, error) {
 	var endpoints []WebhookEndpoint
-	err := tx.Select("id", "events").Where("org_id = ? AND (status = ? OR disabled_by = ?)", ev.OrgID, WebhookEnabled, DisabledByDelivery).
-		Find(&endpoints).Error
+	err := tx.Select("id", "events").Where(receivingEndpoints, ev.OrgID).Find(&endpoints).Error
 	if err != nil {
 		return nil, err
 	}

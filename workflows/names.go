@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"github.com/business-suite/suite/models"
 	"strconv"
 
 	"go.temporal.io/sdk/temporal"
@@ -168,11 +169,12 @@ const (
 	WebhookEndpointWorkflow = "WebhookEndpoint"
 	KindWebhookEndpoint     = "webhook-endpoint"
 	// SignalWebhookWake tells it that deliveries were recorded.
-	SignalWebhookWake = "webhook-wake"
+	SignalWebhookWake = models.WebhookWakeSignal
 )
 
 // WebhookEndpointID is the ID of an endpoint's delivery workflow: one per
-// endpoint, ever.
+// endpoint, ever. (models names it, for activities that record events:
+// models.WebhookWake.)
 func WebhookEndpointID(orgID, endpointID string) string {
-	return "webhook-endpoint/" + orgID + "/" + endpointID
+	return models.WebhookEndpointWorkflowID(orgID, endpointID)
 }

@@ -96,8 +96,21 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	ct := &models.Contact{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name), Type: models.ContactPerson,
 		CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 	req.apply(ct)
-	if err := database.Insert(web.OneStatementTx(c), ct); err != nil {
+	// An organization without webhook endpoints — most — gets its contact
+	// in one statement, which checks so itself; one with endpoints records
+	// contact.created with the contact, in the request's transaction.
+	inserted, err := database.InsertUnless(web.OneStatementTx(c), ct, models.AnyReceivingEndpoint, p.OrgID)
+	if err != nil {
 		return err
+	}
+	if !inserted {
+		tx := web.Tx(c)
+		if err := database.Insert(tx, ct); err != nil {
+			return err
+		}
+		if err := h.emit(c, tx, p.OrgID, "contact.created", toContact(ct)); err != nil {
+			return err
+		}
 	}
 	c.Location("/crm/contacts/" + ct.ID)
 	return c.Status(fiber.StatusCreated).JSON(toContact(ct))
@@ -121,7 +134,9 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	var before contactResponse
 	ct, err := web.Update(c, rowScope(p, ""), "The contact", func(tx *gorm.DB, ct *models.Contact) error {
+		before = toContact(ct)
 		if req.Name != nil {
 			ct.Name = strings.TrimSpace(*req.Name)
 		}
@@ -132,11 +147,17 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toContact(ct))
+	after := toContact(ct)
+	if err := h.emitUpdate(c, web.Tx(c), ct.OrgID, before, after, after, "contact.updated"); err != nil {
+		return err
+	}
+	return c.JSON(after)
 }
 
 // deleteContact deletes a contact; deals and tasks linked to it keep
 // existing and lose the link (ON DELETE SET NULL).
 func (h *handlers) deleteContact(c *fiber.Ctx) error {
-	return web.Delete[models.Contact](c, h.inOrg(""), "The contact")
+	return web.Delete(c, h.inOrg(""), "The contact", func(tx *gorm.DB, ct *models.Contact) error {
+		return h.emit(c, tx, ct.OrgID, "contact.deleted", toContact(ct))
+	})
 }

@@ -15,39 +15,10 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
-
-type leadResponse struct {
-	ID             string               `json:"id"`
-	OrgID          string               `json:"orgId"`
-	Name           string               `json:"name"`
-	Email          string               `json:"email"`
-	Phone          string               `json:"phone"`
-	Company        string               `json:"company"`
-	Value          float64              `json:"value"`
-	Source         string               `json:"source"`
-	Status         string               `json:"status"`
-	Score          int                  `json:"score"`
-	Probability    float64              `json:"probability"`
-	ScoreFactors   []models.ScoreFactor `json:"scoreFactors"`
-	AssignedToID   *string              `json:"assignedToId"`
-	ContactID      *string              `json:"contactId"`
-	DealID         *string              `json:"dealId"`
-	LastActivityAt *time.Time           `json:"lastActivityAt"`
-	CreatedAt      time.Time            `json:"createdAt"`
-	UpdatedAt      time.Time            `json:"updatedAt"`
-}
-
-func toLead(l *models.Lead) leadResponse {
-	factors := []models.ScoreFactor{}
-	_ = json.Unmarshal([]byte(l.ScoreFactors), &factors)
-	return leadResponse{ID: l.ID, OrgID: l.OrgID, Name: l.Name, Email: l.Email, Phone: l.Phone, Company: l.Company,
-		Value: l.Value, Source: l.Source, Status: l.Status, Score: l.Score, Probability: l.Probability,
-		ScoreFactors: factors, AssignedToID: l.AssignedToID, ContactID: l.ContactID, DealID: l.DealID,
-		LastActivityAt: l.LastActivityAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
-}
 
 func leadCursor(l *models.Lead) web.Cursor { return web.Cursor{CreatedAt: l.CreatedAt, ID: l.ID} }
 
@@ -58,7 +29,7 @@ func (h *handlers) listLeads(c *fiber.Ctx) error {
 		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
 		Q            string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Lead, leadResponse]{Filter: &f, Cursor: leadCursor, View: toLead,
+	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Lead, views.Lead]{Filter: &f, Cursor: leadCursor, View: views.ToLead,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			return web.Containing(web.Equal(web.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID), f.Q, "name", "email", "company")
 		}})
@@ -141,13 +112,19 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 	if err := tx.Create(intake).Error; err != nil {
 		return err
 	}
+	view := views.ToLead(lead)
+	for _, typ := range []string{"lead.created", "lead.scored"} {
+		if err := tx.Emit(models.Event{OrgID: p.OrgID, Type: typ, Object: view}); err != nil {
+			return err
+		}
+	}
 	err = tx.Start(outbox.Start{WorkflowID: workflows.LeadIntakeID(p.OrgID, intake.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
 		Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: workflows.KindLeadIntake})
 	if err != nil {
 		return err
 	}
 	c.Location("/crm/leads/" + lead.ID)
-	return c.Status(fiber.StatusCreated).JSON(toLead(lead))
+	return c.Status(fiber.StatusCreated).JSON(view)
 }
 
 func mustJSON(v any) string {
@@ -156,7 +133,7 @@ func mustJSON(v any) string {
 }
 
 func (h *handlers) getLead(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, h.inOrg("assigned_to_id"), "The lead", toLead)
+	return web.Get(c, h.DB, h.inOrg("assigned_to_id"), "The lead", views.ToLead)
 }
 
 type updateLeadRequest struct {
@@ -181,7 +158,9 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	var before views.Lead
 	l, err := web.Update(c, rowScope(p, "assigned_to_id"), "The lead", func(tx *gorm.DB, l *models.Lead) error {
+		before = views.ToLead(l)
 		if req.Status != nil {
 			if err := models.CheckLeadMove(l.Status, *req.Status); err != nil {
 				return err
@@ -222,11 +201,23 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	return c.JSON(toLead(l))
+	after := views.ToLead(l)
+	if err := h.emitLeadChange(c, web.Tx(c), before, after, "lead.updated"); err != nil {
+		return err
+	}
+	return c.JSON(after)
+}
+
+// emitLeadChange records the events of a lead's change from before to
+// after (views.LeadChangeTypes).
+func (h *handlers) emitLeadChange(c *fiber.Ctx, tx *gorm.DB, before, after views.Lead, typ string) error {
+	return h.emitUpdate(c, tx, after.OrgID, before, after, after, views.LeadChangeTypes(before, after, typ)...)
 }
 
 func (h *handlers) deleteLead(c *fiber.Ctx) error {
-	return web.Delete[models.Lead](c, h.inOrg("assigned_to_id"), "The lead")
+	return web.Delete(c, h.inOrg("assigned_to_id"), "The lead", func(tx *gorm.DB, l *models.Lead) error {
+		return h.emit(c, tx, l.OrgID, "lead.deleted", views.ToLead(l))
+	})
 }
 
 type activityResponse struct {
@@ -284,7 +275,7 @@ func (h *handlers) addLeadActivity(c *fiber.Ctx) error {
 	if req.OccurredAt != nil {
 		when = req.OccurredAt.UTC().Truncate(time.Microsecond)
 	}
-	a, err := logActivity(c, p, c.Params("id"), &models.LeadActivity{Type: req.Type, Body: strings.TrimSpace(req.Body),
+	a, err := h.logActivity(c, p, c.Params("id"), &models.LeadActivity{Type: req.Type, Body: strings.TrimSpace(req.Body),
 		OccurredAt: when, CreatedBy: p.Actor(), CreatedAt: now})
 	if err != nil {
 		return err
@@ -294,14 +285,18 @@ func (h *handlers) addLeadActivity(c *fiber.Ctx) error {
 
 // logActivity adds an activity to a lead visible to p, rescoring it, in
 // the request's transaction.
-func logActivity(c *fiber.Ctx, p *auth.Principal, leadID string, a *models.LeadActivity) (*models.LeadActivity, error) {
+func (h *handlers) logActivity(c *fiber.Ctx, p *auth.Principal, leadID string, a *models.LeadActivity) (*models.LeadActivity, error) {
 	tx := web.Tx(c)
 	l, err := web.Find[models.Lead](models.LockForUpdate(tx), rowScope(p, "assigned_to_id"), leadID, "The lead")
 	if err != nil {
 		return nil, err
 	}
 	a.ID, a.OrgID, a.LeadID = models.NewID(), l.OrgID, l.ID
-	return a, models.AddLeadActivity(tx, l, a)
+	before := views.ToLead(l)
+	if err := models.AddLeadActivity(tx, l, a); err != nil {
+		return nil, err
+	}
+	return a, h.emitLeadChange(c, tx, before, views.ToLead(l), "")
 }
 
 type sendMessageRequest struct {
@@ -333,7 +328,7 @@ func (h *handlers) sendMessage(c *fiber.Ctx) error {
 		link = "sms:" + phone + "?body=" + url.QueryEscape(req.Text)
 	}
 	now := models.Now()
-	if _, err := logActivity(c, p, l.ID, &models.LeadActivity{Type: "message",
+	if _, err := h.logActivity(c, p, l.ID, &models.LeadActivity{Type: "message",
 		Body: req.Channel + " message to " + phone + ": " + strings.TrimSpace(req.Text), OccurredAt: now, CreatedBy: p.Actor(), CreatedAt: now}); err != nil {
 		return err
 	}
@@ -366,7 +361,7 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		return err
 	}
 	var out struct {
-		Lead    leadResponse `json:"lead"`
+		Lead    views.Lead `json:"lead"`
 		Contact struct {
 			ID string `json:"id"`
 		} `json:"contact"`
@@ -383,6 +378,7 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 	if l.Status == models.LeadUnqualified {
 		return models.Err(models.ErrConflict, "illegal_status_transition", "An UNQUALIFIED lead cannot be converted; requalify it first.")
 	}
+	before := views.ToLead(l)
 	now := models.Now()
 	contact := &models.Contact{ID: models.NewID(), OrgID: l.OrgID, Name: cmp.Or(l.Name, l.Email), Email: l.Email,
 		Phone: l.Phone, Company: l.Company, Type: cmp.Or(req.ContactType, models.ContactPerson),
@@ -414,6 +410,15 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		CreatedBy: p.Actor(), CreatedAt: now}); err != nil {
 		return err
 	}
-	out.Lead, out.Contact.ID, out.Deal = toLead(l), contact.ID, toDeal(deal)
+	out.Lead, out.Contact.ID, out.Deal = views.ToLead(l), contact.ID, toDeal(deal)
+	if err := h.emit(c, tx, l.OrgID, "contact.created", toContact(contact)); err != nil {
+		return err
+	}
+	if err := h.emit(c, tx, l.OrgID, "deal.created", out.Deal); err != nil {
+		return err
+	}
+	if err := h.emitLeadChange(c, tx, before, out.Lead, "lead.converted"); err != nil {
+		return err
+	}
 	return c.Status(fiber.StatusCreated).JSON(out)
 }

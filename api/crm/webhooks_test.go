@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -591,6 +593,142 @@ func TestWebhooksTellMemberChanges(t *testing.T) {
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("received %v, want %v", got, want)
+		}
+	}, apitest.WithWebhookReceivers())
+}
+
+// subscribe adds an endpoint of the organization for events, delivering
+// to a new receiver that trusts its secret.
+func subscribe(t *testing.T, e *apitest.Env, owner *apitest.User, orgID string, events ...string) *receiver {
+	t.Helper()
+	rc := startReceiver(t)
+	var ep webhook
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + orgID + "/webhooks", Headers: owner.Auth(),
+		Body: map[string]any{"url": rc.URL, "events": events}}).Expect(201).JSON(&ep)
+	rc.trust(ep.Secret)
+	return rc
+}
+
+// with is a copy of headers with more of them (name, value, …).
+func with(headers map[string]string, more ...string) map[string]string {
+	h := maps.Clone(headers)
+	for i := 0; i+1 < len(more); i += 2 {
+		h[more[i]] = more[i+1]
+	}
+	return h
+}
+
+// receive waits for n events and returns their types, in order, with the
+// object id of each ("contact.created/<id>").
+func (rc *receiver) receive(e *apitest.Env, n int) []string {
+	e.Eventually(func() bool { return len(rc.received()) >= n }, fmt.Sprintf("%d events", n))
+	var got []string
+	for _, r := range rc.received() {
+		got = append(got, r.Type+"/"+r.Object.ID)
+	}
+	return got
+}
+
+// Contacts tell their changes. A contact of an organization without
+// endpoints is written in one statement that checks so; once it has one,
+// the create records contact.created with the contact: keyed or not, never
+// twice for a replay, never for a rolled-back request.
+func TestWebhooksTellContactChanges(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		key := apitest.Bearer(o.key)
+		var before struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: key, Body: map[string]any{"name": "Before any endpoint"}}).
+			Expect(201).JSON(&before)
+		rc := subscribe(t, e, o.owner, o.id, "contact.*")
+		var ada, keyed struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: key, Body: map[string]any{"name": "Ada"}}).Expect(201).JSON(&ada)
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: with(key, "X-Test-Fail", "1"),
+			Body: map[string]any{"name": "Rolled back"}, SkipSpec: true}).Expect(500)
+		idem := with(key, "Idempotency-Key", "contact-"+models.NewID())
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: idem, Body: map[string]any{"name": "Keyed"}}).Expect(201).JSON(&keyed)
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: idem, Body: map[string]any{"name": "Keyed"}}).Expect(201)
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/contacts/" + ada.ID, Headers: key, Body: map[string]any{"company": "Engines"}}).Expect(200)
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/contacts/" + ada.ID, Headers: key, Body: map[string]any{"company": "Engines"}}).Expect(200)
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/contacts/" + before.ID, Headers: with(key, "X-Test-Fail", "1"),
+			Body: map[string]any{"company": "X"}, SkipSpec: true}).Expect(500)
+		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/contacts/" + ada.ID, Headers: key}).Expect(204)
+		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/contacts/" + before.ID, Headers: key}).Expect(204)
+		want := []string{"contact.created/" + ada.ID, "contact.created/" + keyed.ID, "contact.updated/" + ada.ID,
+			"contact.deleted/" + ada.ID, "contact.deleted/" + before.ID}
+		if got := rc.receive(e, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("received %v, want %v", got, want)
+		}
+		if prev := rc.received()[2].Previous; len(prev) != 1 || prev["company"] != "" {
+			t.Fatalf("contact.updated previous %v, want the company it had (\"\")", prev)
+		}
+	}, apitest.WithWebhookReceivers(), failOnHeader)
+}
+
+// Leads tell their changes, whether a request made them or the LeadIntake
+// workflow's activities did: a web-form lead is created, scored and then
+// assigned by the workflow; an API lead is changed, rescored, converted —
+// with the contact and deal it becomes — and deleted.
+func TestWebhooksTellLeadChanges(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		o := newCRMOrg(t, e)
+		rc := subscribe(t, e, o.owner, o.id, "lead.*", "contact.created", "deal.created")
+		without := func(types []string, drop string) []string {
+			var out []string
+			for _, typ := range types {
+				if typ != drop {
+					out = append(out, typ)
+				}
+			}
+			return out
+		}
+		// The anonymous sender is not told the lead's id; the receiver is.
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook",
+			Body: map[string]any{"orgId": o.id, "name": "Grace", "email": "grace@navy.example", "company": "Navy"}}).Expect(202)
+		var lead struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads", Headers: o.owner.Auth(),
+			Body: map[string]any{"orgId": o.id, "name": "Ada", "email": "ada@engines.example"}}).Expect(201).JSON(&lead)
+		want := []string{"lead.created", "lead.scored", "lead.updated"}
+		rc.receive(e, 2*len(want))
+		formLead := ""
+		for _, r := range rc.received() {
+			if r.Object.ID != lead.ID {
+				formLead = r.Object.ID
+			}
+		}
+		for _, id := range []string{formLead, lead.ID} {
+			e.Eventually(func() bool { return len(rc.types(id)) >= len(want) }, "the lead's creation, scoring and assignment")
+			if got := rc.types(id); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("lead %s: received %v, want %v", id, got, want)
+			}
+		}
+		for _, r := range rc.received() {
+			if r.Type == "lead.updated" {
+				if prev, ok := r.Previous["assignedToId"]; !ok || prev != nil {
+					t.Fatalf("the assignment's previous %v, want assignedToId null", r.Previous)
+				}
+			}
+		}
+
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/leads/" + lead.ID, Headers: o.owner.Auth(),
+			Body: map[string]any{"orgId": o.id, "value": 250000, "company": "Analytical Engines"}}).Expect(200)
+		var converted struct {
+			Contact struct{ ID string }
+			Deal    struct{ ID string }
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/" + lead.ID + "/convert", Headers: o.owner.Auth(),
+			Body: map[string]any{"orgId": o.id}}).Expect(201).JSON(&converted)
+		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/leads/" + lead.ID + "?orgId=" + o.id, Headers: o.owner.Auth()}).Expect(204)
+		e.Eventually(func() bool { return slices.Contains(rc.types(lead.ID), "lead.deleted") }, "the lead's deletion")
+		got := rc.types(lead.ID)
+		if want := []string{"lead.created", "lead.updated", "lead.updated", "lead.converted", "lead.deleted"}; fmt.Sprint(without(got, "lead.scored")) != fmt.Sprint(want) {
+			t.Fatalf("lead %s: received %v, want %v with lead.scored between", lead.ID, got, want)
+		}
+		if got[4] != "lead.scored" {
+			t.Fatalf("a value of 250,000 did not rescore the lead: %v", got)
+		}
+		if fmt.Sprint(rc.types(converted.Contact.ID)) != "[contact.created]" || fmt.Sprint(rc.types(converted.Deal.ID)) != "[deal.created]" {
+			t.Fatalf("the conversion's contact %v and deal %v", rc.types(converted.Contact.ID), rc.types(converted.Deal.ID))
 		}
 	}, apitest.WithWebhookReceivers())
 }

@@ -104,3 +104,40 @@ func TestInsertLeavesDefaultsToCreate(t *testing.T) {
 		}
 	})
 }
+
+// TestInsertUnlessWritesOnlyWithoutAMatch holds InsertUnless to Insert on
+// both dialects when its guard finds nothing (every column typed as
+// Insert writes it: text, integer, timestamps), and to writing nothing
+// when the guard finds a row.
+func TestInsertUnlessWritesOnlyWithoutAMatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		orgID := seedOrg(t, db)
+		const guard = "SELECT 1 FROM contacts WHERE org_id = ? AND email = ?"
+		first := &models.Contact{ID: models.NewID(), OrgID: orgID, Name: "Ada", Email: "ada@example.com", Type: models.ContactPerson,
+			CreatedBy: models.ActorSystem}
+		wrote, err := database.InsertUnless(db, first, guard, orgID, "ada@example.com")
+		if err != nil || !wrote {
+			t.Fatalf("with no contact of that e-mail: wrote %v, %v; want the row written", wrote, err)
+		}
+		var stored models.Contact
+		if err := db.First(&stored, "id = ?", first.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if first.CreatedAt.IsZero() || !stored.CreatedAt.Equal(first.CreatedAt.Truncate(time.Microsecond)) || stored.Name != "Ada" {
+			t.Fatalf("stored %+v for %+v", stored, first)
+		}
+		second := &models.Contact{ID: models.NewID(), OrgID: orgID, Name: "Ada again", Email: "ada@example.com", Type: models.ContactPerson,
+			CreatedBy: models.ActorSystem}
+		wrote, err = database.InsertUnless(db, second, guard, orgID, "ada@example.com")
+		if err != nil || wrote {
+			t.Fatalf("with a contact of that e-mail: wrote %v, %v; want nothing written", wrote, err)
+		}
+		var n int64
+		if err := db.Model(&models.Contact{}).Where("id = ?", second.ID).Count(&n).Error; err != nil || n != 0 {
+			t.Fatalf("the guarded row is there (%d rows, %v)", n, err)
+		}
+		if _, err := database.InsertUnless(db, second, guard, orgID); err == nil {
+			t.Fatal("a guard given too few parameters ran")
+		}
+	})
+}

@@ -1,0 +1,50 @@
+package activities
+
+import (
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+)
+
+// emit records events of a change made by an activity in tx, the
+// transaction of the change, as a request does through the API's outbox
+// (outbox.Tx.Emit): each event with a delivery to every endpoint that
+// subscribes to it, and for each endpoint reached a wake-up of its
+// delivery workflow as an outbox signal row, which the outbox relay of an
+// API process delivers within its poll interval (the worker runs no relay
+// of its own). A retried activity whose transaction rolled back records
+// them again with the change; one that committed does not run again.
+func emit(tx *gorm.DB, events ...models.Event) error {
+	woken := map[string]bool{}
+	for _, ev := range events {
+		endpoints, err := models.RecordEvent(tx, ev, models.Now())
+		if err != nil {
+			return err
+		}
+		for _, id := range endpoints {
+			if woken[id] {
+				continue
+			}
+			woken[id] = true
+			if err := models.InsertWorkflowSignal(tx, models.WebhookWake(ev.OrgID, id)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// emitChange records the events types of an object's change from before
+// to after (its views), each with the changed fields' earlier values
+// (models.PreviousFields); a change that changed nothing emits nothing.
+func emitChange(tx *gorm.DB, orgID string, before, after any, types ...string) error {
+	previous, err := models.PreviousFields(before, after)
+	if err != nil || len(previous) == 0 || len(types) == 0 {
+		return err
+	}
+	events := make([]models.Event, len(types))
+	for i, t := range types {
+		events[i] = models.Event{OrgID: orgID, Type: t, Object: after, Previous: previous}
+	}
+	return emit(tx, events...)
+}
