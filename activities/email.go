@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
 
@@ -97,6 +98,11 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 		if fresh && out.Change.Unsolved {
 			res.CancelAutoClose = t.SolveCount
 		}
+		if fresh {
+			if err := emitIngested(tx, &t, out); err != nil {
+				return err
+			}
+		}
 		if t.ID == models.DerivedID(m.ID, "ticket") { // the message opened its ticket
 			var ch models.EmailChannel
 			err := tx.Take(&ch, "org_id = ?", m.OrgID).Error
@@ -115,6 +121,31 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 		return err
 	})
 	return res, err
+}
+
+// emitIngested records the webhook events of what a message became: a
+// ticket opened (with the customer it created), or a comment and the
+// change it made to its ticket t.
+func emitIngested(tx *gorm.DB, t *models.Ticket, out models.IngestOutcome) error {
+	if out.NewTicket {
+		return emit(tx, views.TicketOpenedEvents(t, out.NewCustomer)...)
+	}
+	if out.CommentID == nil {
+		return nil
+	}
+	var cm models.TicketComment
+	if err := tx.Take(&cm, "id = ?", *out.CommentID).Error; err != nil {
+		return err
+	}
+	view, err := views.Comments(tx, []models.TicketComment{cm})
+	if err != nil {
+		return err
+	}
+	changed, err := views.TicketChangeEvents(&out.Change.Before, t)
+	if err != nil {
+		return err
+	}
+	return emit(tx, append([]models.Event{{OrgID: t.OrgID, Type: "ticket.comment_created", Object: view(&cm)}}, changed...)...)
 }
 
 // notifyReply records the assignee's notification of a customer's reply

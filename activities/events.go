@@ -35,16 +35,12 @@ func emit(tx *gorm.DB, events ...models.Event) error {
 }
 
 // emitChange records the events types of an object's change from before
-// to after (its views), each with the changed fields' earlier values
-// (models.PreviousFields); a change that changed nothing emits nothing.
+// to after (its views), as models.ChangeEvents builds them; a change that
+// changed nothing emits nothing.
 func emitChange(tx *gorm.DB, orgID string, before, after any, types ...string) error {
-	previous, err := models.PreviousFields(before, after)
-	if err != nil || len(previous) == 0 || len(types) == 0 {
+	events, err := models.ChangeEvents(orgID, before, after, after, types...)
+	if err != nil {
 		return err
-	}
-	events := make([]models.Event, len(types))
-	for i, t := range types {
-		events[i] = models.Event{OrgID: orgID, Type: t, Object: after, Previous: previous}
 	}
 	return emit(tx, events...)
 }

@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
 
@@ -38,6 +39,15 @@ func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solve
 			return err
 		}
 		closed = true
+		after := t
+		after.Status, after.ClosedAt, after.UpdatedAt = models.TicketClosed, &now, now
+		events, err := views.TicketChangeEvents(&t, &after)
+		if err != nil {
+			return err
+		}
+		if err := emit(tx, events...); err != nil {
+			return err
+		}
 		if t.CustomerID == nil {
 			return nil
 		}

@@ -60,8 +60,10 @@ type IngestOutcome struct {
 	// message, which is its description).
 	TicketID  string
 	CommentID *string
-	// NewTicket tells the message opened the ticket.
-	NewTicket bool
+	// NewTicket tells the message opened the ticket; NewCustomer is the
+	// customer it created for its sender (nil: one already).
+	NewTicket   bool
+	NewCustomer *Customer
 	// Change is what the caller acts on: a reopened solved ticket's timer
 	// to cancel, the assignee to tell of the customer's reply.
 	Change TicketChange
@@ -225,10 +227,11 @@ func ingestTicket(tx *gorm.DB, m *InboundEmail, p ParsedEmail, follows *Ticket, 
 	if follows != nil {
 		t.FollowsTicketID = &follows.ID
 	}
-	if err := OpenTicket(tx, &org, t, p.Name, ActorEmail); err != nil {
+	cust, err := OpenTicket(tx, &org, t, p.Name, ActorEmail)
+	if err != nil {
 		return IngestOutcome{}, err
 	}
-	return IngestOutcome{TicketID: t.ID, NewTicket: true}, nil
+	return IngestOutcome{TicketID: t.ID, NewTicket: true, NewCustomer: cust}, nil
 }
 
 // commentText is a message's text as a comment's body: never empty, never

@@ -18,27 +18,30 @@ import (
 // creates the requester's customer (named requesterName, or after the
 // e-mail's local part), and records both on the customer's history, by
 // actor. Two creations can never both take the last slot: the check runs
-// under a lock on the workspace's ticket counter.
-func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor) error {
+// under a lock on the workspace's ticket counter. It returns the customer
+// when it created one (nil when the requester was one already).
+func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor) (*Customer, error) {
 	number, err := takeTicketSlot(tx, org, t.CreatedAt)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t.Number = number
 	cust, created, err := customerFor(tx, org.ID, t.RequesterEmail, requesterName)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t.CustomerID = &cust.ID
+	var newCustomer *Customer
 	if created {
+		newCustomer = cust
 		if err := RecordCustomerEvent(tx, org.ID, cust.ID, nil, "customer_created", "Customer created from a ticket", by); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := tx.Create(t).Error; err != nil {
-		return err
+		return nil, err
 	}
-	return RecordCustomerEvent(tx, org.ID, cust.ID, &t.ID, "ticket_created",
+	return newCustomer, RecordCustomerEvent(tx, org.ID, cust.ID, &t.ID, "ticket_created",
 		"Ticket #"+Itoa(t.Number)+" opened: "+t.Subject, by)
 }
 
@@ -71,6 +74,9 @@ type TicketChange struct {
 	// Notify is the member to tell: the new assignee of an update, the
 	// assignee of a ticket its customer replied on.
 	Notify *string
+	// Before is the ticket as it was before the change (its webhook
+	// events' previous values).
+	Before Ticket
 }
 
 // UpdateTicket applies u to the workspace's ticket id, locked, by actor:
@@ -83,6 +89,7 @@ func UpdateTicket(tx *gorm.DB, orgID, id string, u TicketUpdate, by Actor, now t
 	if err != nil {
 		return nil, change, err
 	}
+	change.Before = *t
 	var events []string
 	if u.SetAgent && !sameID(u.Agent, t.AgentID) {
 		t.AgentID = u.Agent
@@ -166,6 +173,7 @@ func AddTicketComment(tx *gorm.DB, orgID, id string, cm *TicketComment, by Actor
 	if err != nil {
 		return nil, change, err
 	}
+	change.Before = *t
 	cm.TicketID = t.ID
 	var event string
 	if cm.AuthorType == AuthorCustomer {

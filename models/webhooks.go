@@ -52,6 +52,8 @@ var EventTypes = []string{
 	"deal.created", "deal.updated", "deal.stage_changed", "deal.won", "deal.lost", "deal.deleted",
 	"lead.created", "lead.scored", "lead.updated", "lead.converted", "lead.deleted",
 	"task.created", "task.updated", "task.deleted",
+	"ticket.created", "ticket.updated", "ticket.status_changed", "ticket.assigned", "ticket.deleted", "ticket.comment_created",
+	"customer.created", "customer.updated", "customer.deleted",
 	"member.invited", "member.joined", "member.removed",
 }
 
@@ -269,6 +271,22 @@ func insertEvent(tx *gorm.DB, ev Event, endpointIDs []string, now time.Time) ([]
 func ReplayDelivery(tx *gorm.DB, d *WebhookDelivery, now time.Time) (*WebhookDelivery, error) {
 	r := &WebhookDelivery{ID: NewID(), OrgID: d.OrgID, EndpointID: d.EndpointID, EventID: d.EventID, Status: DeliveryPending, CreatedAt: now}
 	return r, tx.Create(r).Error
+}
+
+// ChangeEvents are the events types of a change of an organization's
+// object, shown as object, from before to after (its views): each with
+// the fields that changed at their earlier values (PreviousFields); none
+// when nothing changed.
+func ChangeEvents(orgID string, before, after, object any, types ...string) ([]Event, error) {
+	previous, err := PreviousFields(before, after)
+	if err != nil || len(previous) == 0 {
+		return nil, err
+	}
+	events := make([]Event, len(types))
+	for i, t := range types {
+		events[i] = Event{OrgID: orgID, Type: t, Object: object, Previous: previous}
+	}
+	return events, nil
 }
 
 // PreviousFields are the fields of the JSON object before that after

@@ -19,15 +19,9 @@ func (h *handlers) emit(c *fiber.Ctx, tx *gorm.DB, orgID, typ string, object any
 // views) at their earlier values; a change that changed nothing emits
 // nothing.
 func (h *handlers) emitUpdate(c *fiber.Ctx, tx *gorm.DB, orgID string, before, after, object any, types ...string) error {
-	previous, err := models.PreviousFields(before, after)
-	if err != nil || len(previous) == 0 {
+	events, err := models.ChangeEvents(orgID, before, after, object, types...)
+	if err != nil {
 		return err
 	}
-	ob := h.Starter.In(c, tx)
-	for _, t := range types {
-		if err := ob.Emit(models.Event{OrgID: orgID, Type: t, Object: object, Previous: previous}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return h.Starter.In(c, tx).Emit(events...)
 }

@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,106 +24,6 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
-
-// received is one delivery a receiver took.
-type received struct {
-	ID, Type  string
-	Body      []byte
-	Header    http.Header
-	Signature string
-	Object    struct{ ID, Stage, Title string }
-	Previous  map[string]any
-}
-
-// receiver is a webhook endpoint of a test: it verifies every delivery's
-// signature with Standard Webhooks' own library and keeps the verified
-// ones, in arrival order; answer, when set, chooses the status code.
-type receiver struct {
-	*httptest.Server
-	mu       sync.Mutex
-	secrets  []string
-	got      []received
-	refused  []string // why deliveries failed verification
-	answer   func(r received) int
-	requests int
-}
-
-func startReceiver(t *testing.T) *receiver {
-	rc := &receiver{}
-	rc.Server = httptest.NewServer(rc.handler(t))
-	t.Cleanup(rc.Close)
-	return rc
-}
-
-// handler is the receiver's HTTP side.
-func (rc *receiver) handler(t *testing.T) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		rc.mu.Lock()
-		defer rc.mu.Unlock()
-		rc.requests++
-		var verr error = errors.New("no secret yet")
-		for _, s := range rc.secrets {
-			wh, err := standardwebhooks.NewWebhook(s)
-			if err != nil {
-				t.Errorf("secret %q: %v", s, err)
-				continue
-			}
-			if verr = wh.Verify(body, req.Header); verr == nil {
-				break
-			}
-		}
-		if verr != nil {
-			rc.refused = append(rc.refused, verr.Error())
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		r := received{ID: req.Header.Get("webhook-id"), Body: body, Header: req.Header.Clone(), Signature: req.Header.Get("webhook-signature")}
-		var ev struct {
-			ID, Type string
-			Data     struct {
-				Object   json.RawMessage
-				Previous map[string]any
-			}
-		}
-		if err := json.Unmarshal(body, &ev); err != nil || ev.ID != r.ID {
-			t.Errorf("delivery body %s (webhook-id %s): %v", body, r.ID, err)
-		}
-		r.Type, r.Previous = ev.Type, ev.Data.Previous
-		_ = json.Unmarshal(ev.Data.Object, &r.Object)
-		status := http.StatusNoContent
-		if rc.answer != nil {
-			status = rc.answer(r)
-		}
-		if status < 300 {
-			rc.got = append(rc.got, r)
-		}
-		w.WriteHeader(status)
-	})
-}
-
-func (rc *receiver) trust(secret string) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	rc.secrets = append(rc.secrets, secret)
-}
-
-func (rc *receiver) received() []received {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]received(nil), rc.got...)
-}
-
-// types are the event types received, in order, of the object id.
-func (rc *receiver) types(id string) []string {
-	var out []string
-	for _, r := range rc.received() {
-		if r.Object.ID == id {
-			out = append(out, r.Type)
-		}
-	}
-	return out
-}
 
 type webhook struct {
 	ID, URL, Secret, Status, DisabledReason string
@@ -154,7 +52,7 @@ var failOnHeader = apitest.WithBeforeCommit(func(c *fiber.Ctx, _ *gorm.DB) error
 func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
-		rc := startReceiver(t)
+		rc := apitest.StartWebhookReceiver(t)
 		base := "/crm/organization/" + o.id + "/webhooks"
 		var ep webhook
 		e.Do(apitest.Request{Method: "POST", Path: base, Headers: o.owner.Auth(),
@@ -162,7 +60,7 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 		if !strings.HasPrefix(ep.Secret, "whsec_") || ep.Status != models.WebhookEnabled {
 			t.Fatalf("created: %+v", ep)
 		}
-		rc.trust(ep.Secret)
+		rc.Trust(ep.Secret)
 		var shown map[string]any
 		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).Expect(200).JSON(&shown)
 		if _, ok := shown["secret"]; ok {
@@ -191,25 +89,23 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 
 		want := []string{"deal.created", "deal.updated", "deal.stage_changed", "deal.updated",
 			"deal.updated", "deal.stage_changed", "deal.won", "deal.deleted"}
-		e.Eventually(func() bool { return len(rc.types(d.ID)) >= len(want) }, "%d events of the deal", len(want))
-		if got := rc.types(d.ID); fmt.Sprint(got) != fmt.Sprint(want) {
+		e.Eventually(func() bool { return len(rc.Types(d.ID)) >= len(want) }, "%d events of the deal", len(want))
+		if got := rc.Types(d.ID); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("events %v, want %v", got, want)
 		}
-		for _, r := range rc.received() {
+		for _, r := range rc.Received() {
 			if r.Object.Title == "Never happened" {
 				t.Fatalf("a rolled-back change was sent: %s", r.Body)
 			}
 		}
-		got := rc.received()
+		got := rc.Received()
 		if prev := got[2].Previous; prev["stage"] != "NEW" {
 			t.Fatalf("stage_changed's previous: %v", prev)
 		}
 		if prev := got[3].Previous; prev["amount"] != float64(100) || prev["stage"] != nil {
 			t.Fatalf("amount update's previous: %v", prev)
 		}
-		rc.mu.Lock()
-		refused := rc.refused
-		rc.mu.Unlock()
+		refused := rc.Refused()
 		if len(refused) > 0 {
 			t.Fatalf("deliveries failed verification: %v", refused)
 		}
@@ -249,8 +145,8 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 		if replay.EventID != first.EventID || replay.Status != models.DeliveryPending || replay.EventType != "deal.created" {
 			t.Fatalf("replay %+v of %+v", replay, first)
 		}
-		e.Eventually(func() bool { return len(rc.received()) == len(want)+1 }, "the replay")
-		if r := rc.received()[len(want)]; r.ID != first.EventID || r.Type != "deal.created" {
+		e.Eventually(func() bool { return len(rc.Received()) == len(want)+1 }, "the replay")
+		if r := rc.Received()[len(want)]; r.ID != first.EventID || r.Type != "deal.created" {
 			t.Fatalf("replayed %s %s, want %s", r.ID, r.Type, first.EventID)
 		}
 
@@ -261,8 +157,8 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 			t.Fatalf("rotated: %+v", rotated)
 		}
 		e.Do(apitest.Request{Method: "POST", Path: base + "/" + ep.ID + "/test", Headers: o.owner.Auth()}).Expect(202)
-		e.Eventually(func() bool { return len(rc.received()) == len(want)+2 }, "the test event")
-		test := rc.received()[len(want)+1]
+		e.Eventually(func() bool { return len(rc.Received()) == len(want)+2 }, "the test event")
+		test := rc.Received()[len(want)+1]
 		if test.Type != models.WebhookTestEvent || len(strings.Fields(test.Signature)) != 2 {
 			t.Fatalf("test event %s signed %q", test.Type, test.Signature)
 		}
@@ -288,10 +184,11 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 func TestWebhookGoneDisablesTheEndpoint(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
-		rc := startReceiver(t)
-		gone := true
-		rc.answer = func(received) int {
-			if gone {
+		rc := apitest.StartWebhookReceiver(t)
+		var gone atomic.Bool
+		gone.Store(true)
+		rc.Answer = func(apitest.WebhookDelivery) int {
+			if gone.Load() {
 				return http.StatusGone
 			}
 			return http.StatusOK
@@ -300,7 +197,7 @@ func TestWebhookGoneDisablesTheEndpoint(t *testing.T) {
 		var ep webhook
 		e.Do(apitest.Request{Method: "POST", Path: base, Headers: o.owner.Auth(),
 			Body: map[string]any{"url": rc.URL, "events": []string{"*"}}}).Expect(201).JSON(&ep)
-		rc.trust(ep.Secret)
+		rc.Trust(ep.Secret)
 		var d deal
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: o.owner.Auth(),
 			Body: map[string]any{"orgId": o.id, "title": "Gone"}}).Expect(201).JSON(&d)
@@ -321,13 +218,11 @@ func TestWebhookGoneDisablesTheEndpoint(t *testing.T) {
 		// Disabled: a change waits for the endpoint.
 		e.Do(apitest.Request{Method: "PUT", Path: "/crm/deals/" + d.ID, Headers: o.owner.Auth(),
 			Body: map[string]any{"orgId": o.id, "title": "Back"}}).Expect(200)
-		rc.mu.Lock()
-		gone = false
-		rc.mu.Unlock()
+		gone.Store(false)
 		e.Do(apitest.Request{Method: "PUT", Path: base + "/" + ep.ID, Headers: o.owner.Auth(),
 			Body: map[string]any{"status": "enabled"}}).Expect(200)
-		e.Eventually(func() bool { return len(rc.types(d.ID)) == 1 }, "the waiting event")
-		if r := rc.received()[0]; r.Type != "deal.updated" || r.Object.Title != "Back" {
+		e.Eventually(func() bool { return len(rc.Types(d.ID)) == 1 }, "the waiting event")
+		if r := rc.Received()[0]; r.Type != "deal.updated" || r.Object.Title != "Back" {
 			t.Fatalf("after enabling: %s %+v", r.Type, r.Object)
 		}
 	}, apitest.WithWebhookReceivers())
@@ -434,9 +329,9 @@ func TestWebhooksSurviveAReceiverOutageInOrder(t *testing.T) {
 		Body: map[string]any{"title": "Watched", "amount": 0}}).Expect(201).JSON(&d)
 	// The first attempt was refused. Back now: a 500, then one request
 	// that hangs past the timeout, then answers.
-	rc := &receiver{}
+	rc := &apitest.WebhookReceiver{}
 	failures := 0
-	rc.answer = func(received) int {
+	rc.Answer = func(apitest.WebhookDelivery) int {
 		failures++
 		switch failures {
 		case 1:
@@ -446,7 +341,7 @@ func TestWebhooksSurviveAReceiverOutageInOrder(t *testing.T) {
 		}
 		return http.StatusOK
 	}
-	rc.trust(ep.Secret)
+	rc.Trust(ep.Secret)
 	e.Eventually(func() bool {
 		var got models.WebhookDelivery
 		return e.DB.Take(&got, "endpoint_id = ? AND attempts > 0", ep.ID).Error == nil
@@ -469,7 +364,7 @@ func TestWebhooksSurviveAReceiverOutageInOrder(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Minute)
 	done := func() bool {
 		seen := map[string]bool{}
-		for _, r := range rc.received() {
+		for _, r := range rc.Received() {
 			seen[r.ID] = true
 		}
 		return len(seen) >= 2*n+1
@@ -477,13 +372,13 @@ func TestWebhooksSurviveAReceiverOutageInOrder(t *testing.T) {
 	for !done() {
 		if time.Now().After(deadline) {
 			t.Logf("after %s", time.Since(start))
-			t.Fatalf("%d deliveries after 3 minutes", len(rc.received()))
+			t.Fatalf("%d deliveries after 3 minutes", len(rc.Received()))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	firstIDs := map[string]string{} // event id → the object it was about, on first receipt
 	amount := -1.0
-	for _, r := range rc.received() {
+	for _, r := range rc.Received() {
 		if obj, seen := firstIDs[r.ID]; seen {
 			if obj != r.Object.ID {
 				t.Fatalf("event %s re-sent about %s, first about %s", r.ID, r.Object.ID, obj)
@@ -511,22 +406,20 @@ func TestWebhooksSurviveAReceiverOutageInOrder(t *testing.T) {
 	if amount != n || len(others) != 0 {
 		t.Fatalf("last amount %v, %d other deals never announced", amount, len(others))
 	}
-	rc.mu.Lock()
-	refused := rc.refused
-	rc.mu.Unlock()
+	refused := rc.Refused()
 	if len(refused) > 0 {
 		t.Fatalf("deliveries failed verification: %v", refused)
 	}
 }
 
 // startReceiverOn serves rc on addr (a port the test chose and closed).
-func startReceiverOn(t *testing.T, rc *receiver, addr string) *http.Server {
+func startReceiverOn(t *testing.T, rc *apitest.WebhookReceiver, addr string) *http.Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: rc.handler(t)}
+	srv := &http.Server{Handler: rc.Handler(t)}
 	go func() { _ = srv.Serve(ln) }()
 	return srv
 }
@@ -536,11 +429,11 @@ func startReceiverOn(t *testing.T, rc *receiver, addr string) *http.Server {
 func TestWebhooksTellTaskChangesToTheirSubscribers(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
-		rc := startReceiver(t)
+		rc := apitest.StartWebhookReceiver(t)
 		var ep webhook
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/webhooks", Headers: o.owner.Auth(),
 			Body: map[string]any{"url": rc.URL, "events": []string{"task.*"}}}).Expect(201).JSON(&ep)
-		rc.trust(ep.Secret)
+		rc.Trust(ep.Secret)
 		key := apitest.Bearer(o.key)
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: key, Body: map[string]any{"title": "Not subscribed"}}).Expect(201)
 		var task struct{ ID string }
@@ -549,15 +442,15 @@ func TestWebhooksTellTaskChangesToTheirSubscribers(t *testing.T) {
 		e.Do(apitest.Request{Method: "PUT", Path: "/crm/tasks/" + task.ID, Headers: key, Body: map[string]any{"title": "Call Ada back"}}).Expect(200)
 		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/tasks/" + task.ID, Headers: key}).Expect(204)
 		want := []string{"task.created", "task.updated", "task.deleted"}
-		e.Eventually(func() bool { return len(rc.received()) >= len(want) }, "the task's events")
+		e.Eventually(func() bool { return len(rc.Received()) >= len(want) }, "the task's events")
 		var got []string
-		for _, r := range rc.received() {
+		for _, r := range rc.Received() {
 			got = append(got, r.Type)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("received %v, want %v", got, want)
 		}
-		if prev := rc.received()[1].Previous; prev["title"] != "Call Ada" {
+		if prev := rc.Received()[1].Previous; prev["title"] != "Call Ada" {
 			t.Fatalf("previous %v", prev)
 		}
 	}, apitest.WithWebhookReceivers())
@@ -569,19 +462,19 @@ func TestWebhooksTellMemberChanges(t *testing.T) {
 		owner := e.SignUp(apitest.UniqueEmail("owner"))
 		org := e.CreateOrg(owner, "Members Inc")
 		e.SetPlan(org, models.PlanBusiness)
-		rc := startReceiver(t)
+		rc := apitest.StartWebhookReceiver(t)
 		var ep webhook
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + org + "/webhooks", Headers: owner.Auth(),
 			Body: map[string]any{"url": rc.URL, "events": []string{"member.*"}}}).Expect(201).JSON(&ep)
-		rc.trust(ep.Secret)
+		rc.Trust(ep.Secret)
 		invitee := e.SignUp(apitest.UniqueEmail("invitee"))
 		inv := e.Invite(owner, org, invitee.Email, models.RoleAgent)
 		e.Accept(invitee, inv.Token).Expect(200)
 		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/organization/" + org + "/members/" + inv.MemberID, Headers: owner.Auth()}).Expect(204)
 		want := []string{"member.invited/invited", "member.joined/active", "member.removed/removed"}
-		e.Eventually(func() bool { return len(rc.received()) >= len(want) }, "the member's events")
+		e.Eventually(func() bool { return len(rc.Received()) >= len(want) }, "the member's events")
 		var got []string
-		for _, r := range rc.received() {
+		for _, r := range rc.Received() {
 			var body struct {
 				Data struct{ Object struct{ ID, Status string } }
 			}
@@ -597,18 +490,6 @@ func TestWebhooksTellMemberChanges(t *testing.T) {
 	}, apitest.WithWebhookReceivers())
 }
 
-// subscribe adds an endpoint of the organization for events, delivering
-// to a new receiver that trusts its secret.
-func subscribe(t *testing.T, e *apitest.Env, owner *apitest.User, orgID string, events ...string) *receiver {
-	t.Helper()
-	rc := startReceiver(t)
-	var ep webhook
-	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + orgID + "/webhooks", Headers: owner.Auth(),
-		Body: map[string]any{"url": rc.URL, "events": events}}).Expect(201).JSON(&ep)
-	rc.trust(ep.Secret)
-	return rc
-}
-
 // with is a copy of headers with more of them (name, value, …).
 func with(headers map[string]string, more ...string) map[string]string {
 	h := maps.Clone(headers)
@@ -616,17 +497,6 @@ func with(headers map[string]string, more ...string) map[string]string {
 		h[more[i]] = more[i+1]
 	}
 	return h
-}
-
-// receive waits for n events and returns their types, in order, with the
-// object id of each ("contact.created/<id>").
-func (rc *receiver) receive(e *apitest.Env, n int) []string {
-	e.Eventually(func() bool { return len(rc.received()) >= n }, fmt.Sprintf("%d events", n))
-	var got []string
-	for _, r := range rc.received() {
-		got = append(got, r.Type+"/"+r.Object.ID)
-	}
-	return got
 }
 
 // Contacts tell their changes. A contact of an organization without
@@ -640,7 +510,7 @@ func TestWebhooksTellContactChanges(t *testing.T) {
 		var before struct{ ID string }
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: key, Body: map[string]any{"name": "Before any endpoint"}}).
 			Expect(201).JSON(&before)
-		rc := subscribe(t, e, o.owner, o.id, "contact.*")
+		rc := apitest.Subscribe(t, e, o.owner, o.id, "contact.*")
 		var ada, keyed struct{ ID string }
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: key, Body: map[string]any{"name": "Ada"}}).Expect(201).JSON(&ada)
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: with(key, "X-Test-Fail", "1"),
@@ -656,10 +526,10 @@ func TestWebhooksTellContactChanges(t *testing.T) {
 		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/contacts/" + before.ID, Headers: key}).Expect(204)
 		want := []string{"contact.created/" + ada.ID, "contact.created/" + keyed.ID, "contact.updated/" + ada.ID,
 			"contact.deleted/" + ada.ID, "contact.deleted/" + before.ID}
-		if got := rc.receive(e, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := rc.Receive(e, len(want)); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("received %v, want %v", got, want)
 		}
-		if prev := rc.received()[2].Previous; len(prev) != 1 || prev["company"] != "" {
+		if prev := rc.Received()[2].Previous; len(prev) != 1 || prev["company"] != "" {
 			t.Fatalf("contact.updated previous %v, want the company it had (\"\")", prev)
 		}
 	}, apitest.WithWebhookReceivers(), failOnHeader)
@@ -672,7 +542,7 @@ func TestWebhooksTellContactChanges(t *testing.T) {
 func TestWebhooksTellLeadChanges(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
-		rc := subscribe(t, e, o.owner, o.id, "lead.*", "contact.created", "deal.created")
+		rc := apitest.Subscribe(t, e, o.owner, o.id, "lead.*", "contact.created", "deal.created")
 		without := func(types []string, drop string) []string {
 			var out []string
 			for _, typ := range types {
@@ -689,20 +559,20 @@ func TestWebhooksTellLeadChanges(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads", Headers: o.owner.Auth(),
 			Body: map[string]any{"orgId": o.id, "name": "Ada", "email": "ada@engines.example"}}).Expect(201).JSON(&lead)
 		want := []string{"lead.created", "lead.scored", "lead.updated"}
-		rc.receive(e, 2*len(want))
+		rc.Receive(e, 2*len(want))
 		formLead := ""
-		for _, r := range rc.received() {
+		for _, r := range rc.Received() {
 			if r.Object.ID != lead.ID {
 				formLead = r.Object.ID
 			}
 		}
 		for _, id := range []string{formLead, lead.ID} {
-			e.Eventually(func() bool { return len(rc.types(id)) >= len(want) }, "the lead's creation, scoring and assignment")
-			if got := rc.types(id); fmt.Sprint(got) != fmt.Sprint(want) {
+			e.Eventually(func() bool { return len(rc.Types(id)) >= len(want) }, "the lead's creation, scoring and assignment")
+			if got := rc.Types(id); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("lead %s: received %v, want %v", id, got, want)
 			}
 		}
-		for _, r := range rc.received() {
+		for _, r := range rc.Received() {
 			if r.Type == "lead.updated" {
 				if prev, ok := r.Previous["assignedToId"]; !ok || prev != nil {
 					t.Fatalf("the assignment's previous %v, want assignedToId null", r.Previous)
@@ -719,16 +589,16 @@ func TestWebhooksTellLeadChanges(t *testing.T) {
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/" + lead.ID + "/convert", Headers: o.owner.Auth(),
 			Body: map[string]any{"orgId": o.id}}).Expect(201).JSON(&converted)
 		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/leads/" + lead.ID + "?orgId=" + o.id, Headers: o.owner.Auth()}).Expect(204)
-		e.Eventually(func() bool { return slices.Contains(rc.types(lead.ID), "lead.deleted") }, "the lead's deletion")
-		got := rc.types(lead.ID)
+		e.Eventually(func() bool { return slices.Contains(rc.Types(lead.ID), "lead.deleted") }, "the lead's deletion")
+		got := rc.Types(lead.ID)
 		if want := []string{"lead.created", "lead.updated", "lead.updated", "lead.converted", "lead.deleted"}; fmt.Sprint(without(got, "lead.scored")) != fmt.Sprint(want) {
 			t.Fatalf("lead %s: received %v, want %v with lead.scored between", lead.ID, got, want)
 		}
 		if got[4] != "lead.scored" {
 			t.Fatalf("a value of 250,000 did not rescore the lead: %v", got)
 		}
-		if fmt.Sprint(rc.types(converted.Contact.ID)) != "[contact.created]" || fmt.Sprint(rc.types(converted.Deal.ID)) != "[deal.created]" {
-			t.Fatalf("the conversion's contact %v and deal %v", rc.types(converted.Contact.ID), rc.types(converted.Deal.ID))
+		if fmt.Sprint(rc.Types(converted.Contact.ID)) != "[contact.created]" || fmt.Sprint(rc.Types(converted.Deal.ID)) != "[deal.created]" {
+			t.Fatalf("the conversion's contact %v and deal %v", rc.Types(converted.Contact.ID), rc.Types(converted.Deal.ID))
 		}
 	}, apitest.WithWebhookReceivers())
 }

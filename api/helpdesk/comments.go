@@ -12,91 +12,26 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
-
-type commentResponse struct {
-	ID               string    `json:"id"`
-	TicketID         string    `json:"ticketId"`
-	AuthorType       string    `json:"authorType"`
-	AuthorMemberID   *string   `json:"authorMemberId"`
-	AuthorCustomerID *string   `json:"authorCustomerId"`
-	Body             string    `json:"body"`
-	Public           bool      `json:"public"`
-	CreatedAt        time.Time `json:"createdAt"`
-	// Delivery is the e-mail of a public agent reply to the requester (null:
-	// not e-mailed).
-	Delivery *deliveryResponse `json:"delivery"`
-	// Attachments are the files that came with a reply by e-mail.
-	Attachments []attachmentResponse `json:"attachments"`
-}
-
-type deliveryResponse struct {
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
-}
-
-type attachmentResponse struct {
-	ID          string `json:"id"`
-	Filename    string `json:"filename"`
-	ContentType string `json:"contentType"`
-	Size        int    `json:"size"`
-}
-
-// commentViews is the view of comments with their delivery and
-// attachments, read for all of them at once on db.
-func commentViews(db *gorm.DB, comments []models.TicketComment) (func(*models.TicketComment) commentResponse, error) {
-	ids := make([]string, len(comments))
-	for i := range comments {
-		ids[i] = comments[i].ID
-	}
-	deliveries := map[string]*deliveryResponse{}
-	attachments := map[string][]attachmentResponse{}
-	if len(ids) > 0 {
-		var sent []models.EmailMessage
-		if err := db.Where("comment_id IN ? AND direction = ?", ids, models.EmailOut).Find(&sent).Error; err != nil {
-			return nil, err
-		}
-		for _, m := range sent {
-			deliveries[*m.CommentID] = &deliveryResponse{Status: m.Status, Error: m.Error}
-		}
-		var files []models.TicketAttachment
-		if err := db.Select("id, comment_id, filename, content_type, size").Where("comment_id IN ?", ids).
-			Order("created_at, id").Find(&files).Error; err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			attachments[*f.CommentID] = append(attachments[*f.CommentID], attachmentResponse{ID: f.ID, Filename: f.Filename,
-				ContentType: f.ContentType, Size: f.Size})
-		}
-	}
-	return func(cm *models.TicketComment) commentResponse {
-		out := commentResponse{ID: cm.ID, TicketID: cm.TicketID, AuthorType: cm.AuthorType, AuthorMemberID: cm.AuthorMemberID,
-			AuthorCustomerID: cm.AuthorCustomerID, Body: cm.Body, Public: cm.Public, CreatedAt: cm.CreatedAt,
-			Delivery: deliveries[cm.ID], Attachments: attachments[cm.ID]}
-		if out.Attachments == nil {
-			out.Attachments = []attachmentResponse{}
-		}
-		return out
-	}, nil
-}
 
 func (h *handlers) listComments(c *fiber.Ctx) error {
 	t, err := web.Load[models.Ticket](c, h.DB, inWorkspace, "The ticket")
 	if err != nil {
 		return err
 	}
-	return web.List(c, h.DB, inWorkspace, web.Listing[models.TicketComment, commentResponse]{
-		PageView: func(rows []models.TicketComment) (func(*models.TicketComment) commentResponse, error) {
-			return commentViews(h.DB.WithContext(c.UserContext()), rows)
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.TicketComment, views.Comment]{
+		PageView: func(rows []models.TicketComment) (func(*models.TicketComment) views.Comment, error) {
+			return views.Comments(h.DB.WithContext(c.UserContext()), rows)
 		},
 		Narrow: func(q *gorm.DB) *gorm.DB { return q.Where("ticket_id = ?", t.ID) },
 		Cursor: func(cm *models.TicketComment) web.Cursor { return web.Cursor{CreatedAt: cm.CreatedAt, ID: cm.ID} }})
 }
 
 type ticketAttachmentResponse struct {
-	attachmentResponse
+	views.Attachment
 	// CommentID is the comment the file came with (null: the ticket's
 	// first message, its description).
 	CommentID *string   `json:"commentId"`
@@ -117,7 +52,7 @@ func (h *handlers) listAttachments(c *fiber.Ctx) error {
 		return err
 	}
 	return web.SendPage(c, web.Page[models.TicketAttachment]{Data: files}, func(f *models.TicketAttachment) ticketAttachmentResponse {
-		return ticketAttachmentResponse{attachmentResponse: attachmentResponse{ID: f.ID, Filename: f.Filename, ContentType: f.ContentType,
+		return ticketAttachmentResponse{Attachment: views.Attachment{ID: f.ID, Filename: f.Filename, ContentType: f.ContentType,
 			Size: f.Size}, CommentID: f.CommentID, CreatedAt: f.CreatedAt}
 	})
 }
@@ -193,11 +128,18 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 	if err := h.emailReply(tx, t, cm, now); err != nil {
 		return err
 	}
-	view, err := commentViews(tx.DB, []models.TicketComment{*cm})
+	view, err := views.Comments(tx.DB, []models.TicketComment{*cm})
 	if err != nil {
 		return err
 	}
-	return c.Status(fiber.StatusCreated).JSON(view(cm))
+	shown := view(cm)
+	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: "ticket.comment_created", Object: shown}); err != nil {
+		return err
+	}
+	if err := emitTicketChange(tx, &change.Before, t); err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(shown)
 }
 
 // emailReply records, in tx, the e-mail of a public agent reply to the

@@ -10,25 +10,9 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
-
-type customerResponse struct {
-	ID          string    `json:"id"`
-	WorkspaceID string    `json:"workspaceId"`
-	Name        string    `json:"name"`
-	Email       string    `json:"email"`
-	Phone       string    `json:"phone"`
-	Company     string    `json:"company"`
-	Notes       string    `json:"notes"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
-}
-
-func toCustomer(c *models.Customer) customerResponse {
-	return customerResponse{ID: c.ID, WorkspaceID: c.OrgID, Name: c.Name, Email: c.Email, Phone: c.Phone,
-		Company: c.Company, Notes: c.Notes, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
-}
 
 func customerCursor(c *models.Customer) web.Cursor {
 	return web.Cursor{CreatedAt: c.CreatedAt, ID: c.ID}
@@ -38,7 +22,7 @@ func (h *handlers) listCustomers(c *fiber.Ctx) error {
 	var f struct {
 		Q string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return web.List(c, h.DB, inWorkspace, web.Listing[models.Customer, customerResponse]{Filter: &f, Cursor: customerCursor, View: toCustomer,
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.Customer, views.Customer]{Filter: &f, Cursor: customerCursor, View: views.ToCustomer,
 		Narrow: func(q *gorm.DB) *gorm.DB { return web.Containing(q, f.Q, "name", "email", "company") }})
 }
 
@@ -78,22 +62,26 @@ func (h *handlers) createCustomer(c *fiber.Ctx) error {
 	cust := &models.Customer{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name),
 		Email: models.NormalizeEmail(req.Email), CreatedAt: now, UpdatedAt: now}
 	req.apply(cust)
-	tx := web.Tx(c)
+	tx := h.Starter.In(c, web.Tx(c))
 	if err := tx.Create(cust).Error; err != nil {
 		if database.IsUniqueViolation(err) {
 			return errEmailTaken
 		}
 		return err
 	}
-	if err := models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_created", "Customer created", p.Actor()); err != nil {
+	if err := models.RecordCustomerEvent(tx.DB, p.OrgID, cust.ID, nil, "customer_created", "Customer created", p.Actor()); err != nil {
+		return err
+	}
+	view := views.ToCustomer(cust)
+	if err := tx.Emit(models.Event{OrgID: p.OrgID, Type: "customer.created", Object: view}); err != nil {
 		return err
 	}
 	c.Location("/helpdesk/customers/" + cust.ID)
-	return c.Status(fiber.StatusCreated).JSON(toCustomer(cust))
+	return c.Status(fiber.StatusCreated).JSON(view)
 }
 
 func (h *handlers) getCustomer(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, inWorkspace, "The customer", toCustomer)
+	return web.Get(c, h.DB, inWorkspace, "The customer", views.ToCustomer)
 }
 
 type updateCustomerRequest struct {
@@ -108,7 +96,9 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
+	var before views.Customer
 	cust, err := web.Update(c, workspace(c), "The customer", func(tx *gorm.DB, cust *models.Customer) error {
+		before = views.ToCustomer(cust)
 		if req.Name != nil {
 			cust.Name = strings.TrimSpace(*req.Name)
 		}
@@ -125,7 +115,15 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toCustomer(cust))
+	after := views.ToCustomer(cust)
+	events, err := models.ChangeEvents(p.OrgID, before, after, after, "customer.updated")
+	if err != nil {
+		return err
+	}
+	if err := h.Starter.In(c, web.Tx(c)).Emit(events...); err != nil {
+		return err
+	}
+	return c.JSON(after)
 }
 
 // deleteCustomer removes a customer with their history and time entries;
@@ -134,7 +132,9 @@ func (h *handlers) deleteCustomer(c *fiber.Ctx) error {
 	if err := auth.RequireAdmin(auth.From(c)); err != nil {
 		return err
 	}
-	return web.Delete[models.Customer](c, inWorkspace, "The customer")
+	return web.Delete(c, inWorkspace, "The customer", func(tx *gorm.DB, cust *models.Customer) error {
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: cust.OrgID, Type: "customer.deleted", Object: views.ToCustomer(cust)})
+	})
 }
 
 func (h *handlers) customerTickets(c *fiber.Ctx) error {
@@ -142,7 +142,7 @@ func (h *handlers) customerTickets(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, ticketResponse]{Cursor: ticketCursor, View: toTicket,
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, views.Ticket]{Cursor: ticketCursor, View: views.ToTicket,
 		Narrow: func(q *gorm.DB) *gorm.DB { return q.Where("customer_id = ?", cust.ID) }})
 }
 

@@ -13,51 +13,13 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
 
 // defaultAutoClose is how long a solved ticket waits before closing.
 const defaultAutoClose = 4 * 24 * time.Hour
-
-type ticketResponse struct {
-	ID              string   `json:"id"`
-	WorkspaceID     string   `json:"workspaceId"`
-	Number          int      `json:"number"`
-	Subject         string   `json:"subject"`
-	Description     string   `json:"description"`
-	Status          string   `json:"status"`
-	Priority        string   `json:"priority"`
-	Channel         string   `json:"channel"`
-	Email           string   `json:"email"`
-	CustomerID      *string  `json:"customerId"`
-	AgentID         *string  `json:"agentId"`
-	Tags            []string `json:"tags"`
-	AllowedStatuses []string `json:"allowedStatuses"`
-	// FollowsTicketID is the closed ticket an e-mail reply opened this one
-	// to follow.
-	FollowsTicketID *string    `json:"followsTicketId"`
-	FirstResponseAt *time.Time `json:"firstResponseAt"`
-	SolvedAt        *time.Time `json:"solvedAt"`
-	ClosedAt        *time.Time `json:"closedAt"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	UpdatedAt       time.Time  `json:"updatedAt"`
-}
-
-func toTicket(t *models.Ticket) ticketResponse {
-	tags := []string{}
-	_ = json.Unmarshal([]byte(t.Tags), &tags)
-	allowed := []string{}
-	for _, st := range models.AllowedTicketMoves(t.Status) {
-		if st != models.TicketSolved || t.AgentID != nil {
-			allowed = append(allowed, st)
-		}
-	}
-	return ticketResponse{ID: t.ID, WorkspaceID: t.OrgID, Number: t.Number, Subject: t.Subject, Description: t.Description,
-		Status: t.Status, Priority: t.Priority, Channel: t.Channel, Email: t.RequesterEmail, CustomerID: t.CustomerID,
-		AgentID: t.AgentID, Tags: tags, AllowedStatuses: allowed, FollowsTicketID: t.FollowsTicketID, FirstResponseAt: t.FirstResponseAt,
-		SolvedAt: t.SolvedAt, ClosedAt: t.ClosedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
-}
 
 func ticketCursor(t *models.Ticket) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} }
 
@@ -71,7 +33,7 @@ func (h *handlers) listTickets(c *fiber.Ctx) error {
 		CustomerID string `json:"customerId" validate:"omitempty,uuid"`
 		Q          string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, ticketResponse]{Filter: &f, Cursor: ticketCursor, View: toTicket,
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, views.Ticket]{Filter: &f, Cursor: ticketCursor, View: views.ToTicket,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			q = web.Equal(web.Equal(q, "status", f.Status), "priority", f.Priority)
 			q = web.Equal(web.Equal(q, "agent_id", f.AgentID), "customer_id", f.CustomerID)
@@ -108,11 +70,16 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 		Description: req.Description, Status: models.TicketNew, Priority: cmp.Or(req.Priority, "normal"),
 		Channel: cmp.Or(req.Channel, "web"), RequesterEmail: models.NormalizeEmail(req.Email),
 		Tags: tagsJSON(req.Tags), CreatedAt: now, UpdatedAt: now}
-	if err := models.OpenTicket(web.Tx(c), org, t, strings.TrimSpace(req.Name), p.Actor()); err != nil {
+	tx := h.Starter.In(c, web.Tx(c))
+	newCustomer, err := models.OpenTicket(tx.DB, org, t, strings.TrimSpace(req.Name), p.Actor())
+	if err != nil {
+		return err
+	}
+	if err := tx.Emit(views.TicketOpenedEvents(t, newCustomer)...); err != nil {
 		return err
 	}
 	c.Location("/helpdesk/tickets/" + t.ID)
-	return c.Status(fiber.StatusCreated).JSON(toTicket(t))
+	return c.Status(fiber.StatusCreated).JSON(views.ToTicket(t))
 }
 
 func tagsJSON(tags []string) string {
@@ -127,7 +94,7 @@ func tagsJSON(tags []string) string {
 }
 
 func (h *handlers) getTicket(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, inWorkspace, "The ticket", toTicket)
+	return web.Get(c, h.DB, inWorkspace, "The ticket", views.ToTicket)
 }
 
 type updateTicketRequest struct {
@@ -190,7 +157,20 @@ func (h *handlers) updateTicket(c *fiber.Ctx) error {
 	if err := h.followStatus(tx, t, change); err != nil {
 		return err
 	}
-	return c.JSON(toTicket(t))
+	if err := emitTicketChange(tx, &change.Before, t); err != nil {
+		return err
+	}
+	return c.JSON(views.ToTicket(t))
+}
+
+// emitTicketChange records the webhook events of a ticket's change from
+// before to after (views.TicketChangeEvents).
+func emitTicketChange(tx *outbox.Tx, before, after *models.Ticket) error {
+	events, err := views.TicketChangeEvents(before, after)
+	if err != nil {
+		return err
+	}
+	return tx.Emit(events...)
 }
 
 // followStatus records in tx the timers a status change asks for: solving
@@ -239,6 +219,9 @@ func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 		if err := cancelAutoClose(tx, t); err != nil {
 			return err
 		}
+	}
+	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: "ticket.deleted", Object: views.ToTicket(t)}); err != nil {
+		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
 }

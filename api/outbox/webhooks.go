@@ -5,16 +5,21 @@ import (
 	"github.com/business-suite/suite/workflows"
 )
 
-// Emit records ev for the organization's webhook endpoints in the
+// Emit records events for the organization's webhook endpoints in the
 // transaction (models.RecordEvent) and wakes the delivery workflow of each
-// endpoint it reaches once the transaction commits: a change rolled back
+// endpoint they reach once the transaction commits: a change rolled back
 // emits nothing, a committed one is delivered.
-func (tx *Tx) Emit(ev models.Event) error {
-	endpoints, err := models.RecordEvent(tx.DB, ev, models.Now())
-	if err != nil {
-		return err
+func (tx *Tx) Emit(events ...models.Event) error {
+	for _, ev := range events {
+		endpoints, err := models.RecordEvent(tx.DB, ev, models.Now())
+		if err != nil {
+			return err
+		}
+		if err := tx.WakeWebhooks(ev.OrgID, endpoints...); err != nil {
+			return err
+		}
 	}
-	return tx.WakeWebhooks(ev.OrgID, endpoints...)
+	return nil
 }
 
 // WakeWebhooks wakes the delivery workflows of the organization's

@@ -1,0 +1,168 @@
+package views
+
+import (
+	"encoding/json"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+)
+
+// Ticket is a ticket as the Helpdesk shows it.
+type Ticket struct {
+	ID              string   `json:"id"`
+	WorkspaceID     string   `json:"workspaceId"`
+	Number          int      `json:"number"`
+	Subject         string   `json:"subject"`
+	Description     string   `json:"description"`
+	Status          string   `json:"status"`
+	Priority        string   `json:"priority"`
+	Channel         string   `json:"channel"`
+	Email           string   `json:"email"`
+	CustomerID      *string  `json:"customerId"`
+	AgentID         *string  `json:"agentId"`
+	Tags            []string `json:"tags"`
+	AllowedStatuses []string `json:"allowedStatuses"`
+	// FollowsTicketID is the closed ticket an e-mail reply opened this one
+	// to follow.
+	FollowsTicketID *string    `json:"followsTicketId"`
+	FirstResponseAt *time.Time `json:"firstResponseAt"`
+	SolvedAt        *time.Time `json:"solvedAt"`
+	ClosedAt        *time.Time `json:"closedAt"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	UpdatedAt       time.Time  `json:"updatedAt"`
+}
+
+// ToTicket is t as the Helpdesk shows it.
+func ToTicket(t *models.Ticket) Ticket {
+	tags := []string{}
+	_ = json.Unmarshal([]byte(t.Tags), &tags)
+	allowed := []string{}
+	for _, st := range models.AllowedTicketMoves(t.Status) {
+		if st != models.TicketSolved || t.AgentID != nil {
+			allowed = append(allowed, st)
+		}
+	}
+	return Ticket{ID: t.ID, WorkspaceID: t.OrgID, Number: t.Number, Subject: t.Subject, Description: t.Description,
+		Status: t.Status, Priority: t.Priority, Channel: t.Channel, Email: t.RequesterEmail, CustomerID: t.CustomerID,
+		AgentID: t.AgentID, Tags: tags, AllowedStatuses: allowed, FollowsTicketID: t.FollowsTicketID, FirstResponseAt: t.FirstResponseAt,
+		SolvedAt: t.SolvedAt, ClosedAt: t.ClosedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+// Customer is a customer as the Helpdesk shows it.
+type Customer struct {
+	ID          string    `json:"id"`
+	WorkspaceID string    `json:"workspaceId"`
+	Name        string    `json:"name"`
+	Email       string    `json:"email"`
+	Phone       string    `json:"phone"`
+	Company     string    `json:"company"`
+	Notes       string    `json:"notes"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// ToCustomer is c as the Helpdesk shows it.
+func ToCustomer(c *models.Customer) Customer {
+	return Customer{ID: c.ID, WorkspaceID: c.OrgID, Name: c.Name, Email: c.Email, Phone: c.Phone,
+		Company: c.Company, Notes: c.Notes, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+}
+
+// Comment is a ticket comment as the Helpdesk shows it.
+type Comment struct {
+	ID               string    `json:"id"`
+	TicketID         string    `json:"ticketId"`
+	AuthorType       string    `json:"authorType"`
+	AuthorMemberID   *string   `json:"authorMemberId"`
+	AuthorCustomerID *string   `json:"authorCustomerId"`
+	Body             string    `json:"body"`
+	Public           bool      `json:"public"`
+	CreatedAt        time.Time `json:"createdAt"`
+	// Delivery is the e-mail of a public agent reply to the requester (null:
+	// not e-mailed).
+	Delivery *Delivery `json:"delivery"`
+	// Attachments are the files that came with a reply by e-mail.
+	Attachments []Attachment `json:"attachments"`
+}
+
+// Delivery is the e-mail of a comment sent to the requester.
+type Delivery struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Attachment is a file that came by e-mail.
+type Attachment struct {
+	ID          string `json:"id"`
+	Filename    string `json:"filename"`
+	ContentType string `json:"contentType"`
+	Size        int    `json:"size"`
+}
+
+// Comments is the view of comments with their delivery and
+// attachments, read for all of them at once on db.
+func Comments(db *gorm.DB, comments []models.TicketComment) (func(*models.TicketComment) Comment, error) {
+	ids := make([]string, len(comments))
+	for i := range comments {
+		ids[i] = comments[i].ID
+	}
+	deliveries := map[string]*Delivery{}
+	attachments := map[string][]Attachment{}
+	if len(ids) > 0 {
+		var sent []models.EmailMessage
+		if err := db.Where("comment_id IN ? AND direction = ?", ids, models.EmailOut).Find(&sent).Error; err != nil {
+			return nil, err
+		}
+		for _, m := range sent {
+			deliveries[*m.CommentID] = &Delivery{Status: m.Status, Error: m.Error}
+		}
+		var files []models.TicketAttachment
+		if err := db.Select("id, comment_id, filename, content_type, size").Where("comment_id IN ?", ids).
+			Order("created_at, id").Find(&files).Error; err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			attachments[*f.CommentID] = append(attachments[*f.CommentID], Attachment{ID: f.ID, Filename: f.Filename,
+				ContentType: f.ContentType, Size: f.Size})
+		}
+	}
+	return func(cm *models.TicketComment) Comment {
+		out := Comment{ID: cm.ID, TicketID: cm.TicketID, AuthorType: cm.AuthorType, AuthorMemberID: cm.AuthorMemberID,
+			AuthorCustomerID: cm.AuthorCustomerID, Body: cm.Body, Public: cm.Public, CreatedAt: cm.CreatedAt,
+			Delivery: deliveries[cm.ID], Attachments: attachments[cm.ID]}
+		if out.Attachments == nil {
+			out.Attachments = []Attachment{}
+		}
+		return out
+	}, nil
+}
+
+// TicketOpenedEvents are the webhook events of ticket t's opening:
+// customer.created when it created newCustomer for its requester, then
+// ticket.created.
+func TicketOpenedEvents(t *models.Ticket, newCustomer *models.Customer) []models.Event {
+	var events []models.Event
+	if newCustomer != nil {
+		events = append(events, models.Event{OrgID: t.OrgID, Type: "customer.created", Object: ToCustomer(newCustomer)})
+	}
+	return append(events, models.Event{OrgID: t.OrgID, Type: "ticket.created", Object: ToTicket(t)})
+}
+
+// TicketChangeEvents are the webhook events of a ticket's change from
+// before to after (models.ChangeEvents): ticket.updated, with
+// ticket.status_changed when its status moved and ticket.assigned when
+// its assignee changed (to null too: unassigned).
+func TicketChangeEvents(before, after *models.Ticket) ([]models.Event, error) {
+	b, a := ToTicket(before), ToTicket(after)
+	types := []string{"ticket.updated"}
+	if b.Status != a.Status {
+		types = append(types, "ticket.status_changed")
+	}
+	if !equalID(b.AgentID, a.AgentID) {
+		types = append(types, "ticket.assigned")
+	}
+	return models.ChangeEvents(a.WorkspaceID, b, a, a, types...)
+}
+
+func equalID(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
