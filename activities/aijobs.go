@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/ai"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/aidata"
 )
@@ -157,7 +158,7 @@ func (a *AIJobs) Begin(ctx context.Context, jobID string) (AIJobPlan, error) {
 				return err
 			}
 			if hit != nil {
-				if _, err := models.MoveAIJob(tx, job.ID, models.AIJobSucceeded, map[string]any{"result": hit.Result, "cached": true}); err != nil {
+				if _, err := finishJob(tx, job.ID, models.AIJobSucceeded, map[string]any{"result": hit.Result, "cached": true}); err != nil {
 					return err
 				}
 				plan.Done, plan.Status, plan.Cached = true, models.AIJobSucceeded, true
@@ -182,7 +183,7 @@ func (a *AIJobs) Begin(ctx context.Context, jobID string) (AIJobPlan, error) {
 }
 
 func (a *AIJobs) failIn(tx *gorm.DB, jobID string, f *jobFailure, plan *AIJobPlan) error {
-	if _, err := models.MoveAIJob(tx, jobID, models.AIJobFailed, map[string]any{"error_code": f.code, "error_message": f.message}); err != nil {
+	if _, err := finishJob(tx, jobID, models.AIJobFailed, map[string]any{"error_code": f.code, "error_message": f.message}); err != nil {
 		return err
 	}
 	plan.Done, plan.Status, plan.ErrorCode, plan.ErrorMessage = true, models.AIJobFailed, f.code, f.message
@@ -450,7 +451,7 @@ func (a *AIJobs) Complete(ctx context.Context, jobID string, out AIOutcome) (str
 			return err
 		}
 		status = job.Status
-		moved, err := models.MoveAIJob(tx, job.ID, models.AIJobSucceeded, map[string]any{
+		moved, err := finishJob(tx, job.ID, models.AIJobSucceeded, map[string]any{
 			"result": string(out.Output), "prompt_tokens": out.Usage.PromptTokens, "completion_tokens": out.Usage.CompletionTokens,
 			"model_calls": out.Usage.Calls, "model_ms": out.ModelMS, "cached": false,
 		})
@@ -475,8 +476,25 @@ func (a *AIJobs) Complete(ctx context.Context, jobID string, out AIOutcome) (str
 
 // Fail records why a job failed (unless it already finished).
 func (a *AIJobs) Fail(ctx context.Context, jobID, code, message string) error {
-	_, err := models.MoveAIJob(a.DB.WithContext(ctx), jobID, models.AIJobFailed, map[string]any{"error_code": code, "error_message": message})
-	return err
+	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		_, err := finishJob(tx, jobID, models.AIJobFailed, map[string]any{"error_code": code, "error_message": message})
+		return err
+	})
+}
+
+// finishJob moves job id to succeeded or failed in tx (models.MoveAIJob)
+// and, when it moved, records ai.job.succeeded or ai.job.failed for the
+// organization's webhooks with it.
+func finishJob(tx *gorm.DB, id, to string, set map[string]any) (bool, error) {
+	moved, err := models.MoveAIJob(tx, id, to, set)
+	if err != nil || !moved {
+		return moved, err
+	}
+	var job models.AIJob
+	if err := tx.Take(&job, "id = ?", id).Error; err != nil {
+		return false, err
+	}
+	return true, emit(tx, models.Event{OrgID: job.OrgID, Type: "ai.job." + to, Object: views.ToAIJob(&job)})
 }
 
 // Cancel marks a job canceled (unless it already finished): the workflow

@@ -55,6 +55,7 @@ var EventTypes = []string{
 	"ticket.created", "ticket.updated", "ticket.status_changed", "ticket.assigned", "ticket.deleted", "ticket.comment_created",
 	"customer.created", "customer.updated", "customer.deleted",
 	"member.invited", "member.joined", "member.removed",
+	"ai.job.succeeded", "ai.job.failed",
 }
 
 // WebhookEndpoint is one URL an organization has events POSTed to.

@@ -107,7 +107,7 @@ const (
 )
 
 // AIJobID is the ID of a job's workflow: one per job, ever.
-func AIJobID(jobID string) string { return "ai-job/" + jobID }
+func AIJobID(jobID string) string { return models.AIJobWorkflowID(jobID) }
 
 // SubscriptionChangeWorkflow carries one change of an organization's plan
 // through Stripe: customer, subscription, payment, plan applied.

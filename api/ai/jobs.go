@@ -14,6 +14,7 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/aidata"
 	"github.com/business-suite/suite/workflows"
@@ -219,87 +220,8 @@ func (h *handlers) cancelJob(c *fiber.Ctx) error {
 	return c.JSON(h.toJob(job))
 }
 
-// jobResponse is a job and, once it succeeded, its result.
-type jobResponse struct {
-	ID         string          `json:"id"`
-	Kind       string          `json:"kind"`
-	Status     string          `json:"status"`
-	DocumentID *string         `json:"document_id"`
-	Options    jobOptions      `json:"options"`
-	Refresh    bool            `json:"refresh"`
-	Cached     bool            `json:"cached"`
-	Result     json.RawMessage `json:"result"`
-	Error      *jobError       `json:"error"`
-	Provider   *string         `json:"provider"`
-	Model      *string         `json:"model"`
-	Usage      jobUsage        `json:"usage"`
-	Timings    jobTimings      `json:"timings"`
-	WorkflowID string          `json:"workflow_id"`
-	// WorkflowURL opens the job's workflow in the Temporal Web UI (when
-	// the suite knows where that is).
-	WorkflowURL *string    `json:"workflow_url,omitempty"`
-	CreatedAt   time.Time  `json:"created_at"`
-	StartedAt   *time.Time `json:"started_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
-}
-
-type jobOptions struct {
-	Length   *string `json:"length,omitempty"`
-	Question *string `json:"question,omitempty"`
-	GroupBy  *string `json:"group_by,omitempty"`
-}
-
-type jobError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-type jobUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-	ModelCalls       int   `json:"model_calls"`
-}
-
-type jobTimings struct {
-	QueuedMS int64  `json:"queued_ms"`
-	RunMS    *int64 `json:"run_ms"`
-	ModelMS  int64  `json:"model_ms"`
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-func (h *handlers) toJob(j *models.AIJob) jobResponse {
-	o := j.ParsedOptions()
-	t := j.Timings()
-	out := jobResponse{ID: j.ID, Kind: j.Kind, Status: j.Status, DocumentID: j.DocumentID, Refresh: j.Refresh, Cached: j.Cached,
-		Options:  jobOptions{Length: optional(o.Length), Question: optional(o.Question), GroupBy: optional(o.GroupBy)},
-		Result:   j.Output(),
-		Provider: optional(j.Provider), Model: optional(j.Model),
-		Usage: jobUsage{PromptTokens: j.PromptTokens, CompletionTokens: j.CompletionTokens,
-			TotalTokens: j.PromptTokens + j.CompletionTokens, ModelCalls: j.ModelCalls},
-		Timings:    jobTimings{QueuedMS: t.QueuedMS, RunMS: t.RunMS, ModelMS: t.ModelMS},
-		WorkflowID: workflows.AIJobID(j.ID),
-		CreatedAt:  j.CreatedAt.UTC(), StartedAt: utc(j.StartedAt), FinishedAt: utc(j.FinishedAt)}
-	if out.Result == nil {
-		out.Result = json.RawMessage("null")
-	}
-	if j.ErrorCode != "" {
-		out.Error = &jobError{Code: j.ErrorCode, Message: j.ErrorMessage}
-	}
+func (h *handlers) toJob(j *models.AIJob) views.AIJob {
+	out := views.ToAIJob(j)
 	if h.workflowLinks != "" {
 		u := h.workflowLinks + url.PathEscape(out.WorkflowID)
 		out.WorkflowURL = &u
