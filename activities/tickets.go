@@ -34,13 +34,12 @@ func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solve
 			return nil
 		}
 		now := models.Now()
-		if err := tx.Model(&models.Ticket{}).Where("id = ?", t.ID).
-			Updates(map[string]any{"status": models.TicketClosed, "closed_at": &now, "updated_at": now}).Error; err != nil {
+		after := t
+		after.Status, after.ClosedAt, after.UpdatedAt = models.TicketClosed, &now, now
+		if err := tx.Model(&after).Select("status", "closed_at", "updated_at").Updates(&after).Error; err != nil {
 			return err
 		}
 		closed = true
-		after := t
-		after.Status, after.ClosedAt, after.UpdatedAt = models.TicketClosed, &now, now
 		events, err := views.TicketChangeEvents(&t, &after)
 		if err != nil {
 			return err

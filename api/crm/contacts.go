@@ -103,17 +103,18 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	view := toContact(ct)
 	if !inserted {
 		tx := web.Tx(c)
 		if err := database.Insert(tx, ct); err != nil {
 			return err
 		}
-		if err := h.emit(c, tx, p.OrgID, "contact.created", toContact(ct)); err != nil {
+		if err := h.emit(c, tx, p.OrgID, "contact.created", view); err != nil {
 			return err
 		}
 	}
 	c.Location("/crm/contacts/" + ct.ID)
-	return c.Status(fiber.StatusCreated).JSON(toContact(ct))
+	return c.Status(fiber.StatusCreated).JSON(view)
 }
 
 func (h *handlers) getContact(c *fiber.Ctx) error {

@@ -14,14 +14,10 @@ func (h *handlers) emit(c *fiber.Ctx, tx *gorm.DB, orgID, typ string, object any
 	return h.Starter.In(c, tx).Emit(models.Event{OrgID: orgID, Type: typ, Object: object})
 }
 
-// emitUpdate records the events types of a change of an object, each with
-// the fields whose values differ between before and after (their JSON
-// views) at their earlier values; a change that changed nothing emits
-// nothing.
+// emitUpdate records the events types of a change of an object in the
+// request's transaction (outbox.Tx.EmitChange): each with the fields whose
+// values differ between before and after (their JSON views) at their
+// earlier values; a change that changed nothing emits nothing.
 func (h *handlers) emitUpdate(c *fiber.Ctx, tx *gorm.DB, orgID string, before, after, object any, types ...string) error {
-	events, err := models.ChangeEvents(orgID, before, after, object, types...)
-	if err != nil {
-		return err
-	}
-	return h.Starter.In(c, tx).Emit(events...)
+	return h.Starter.In(c, tx).EmitChange(orgID, before, after, object, types...)
 }

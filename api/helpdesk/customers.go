@@ -116,11 +116,7 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 		return err
 	}
 	after := views.ToCustomer(cust)
-	events, err := models.ChangeEvents(p.OrgID, before, after, after, "customer.updated")
-	if err != nil {
-		return err
-	}
-	if err := h.Starter.In(c, web.Tx(c)).Emit(events...); err != nil {
+	if err := h.Starter.In(c, web.Tx(c)).EmitChange(p.OrgID, before, after, after, "customer.updated"); err != nil {
 		return err
 	}
 	return c.JSON(after)

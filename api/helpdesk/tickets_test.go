@@ -211,8 +211,9 @@ func TestTicketLimitsAreRaceSafe(t *testing.T) {
 
 // Solved tickets close on a durable timer unless reopened first.
 func TestSolvedTicketsCloseAutomatically(t *testing.T) {
-	e := apitest.New(t, database.SQLite, apitest.WithTicketAutoClose(time.Second))
+	e := apitest.New(t, database.SQLite, apitest.WithTicketAutoClose(time.Second), apitest.WithWebhookReceivers())
 	d := newDesk(t, e)
+	rc := apitest.Subscribe(t, e, d.owner, d.id, "ticket.status_changed")
 	solve := func(tk ticket) {
 		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + tk.ID, Headers: d.headers,
 			Body: map[string]any{"agentId": d.agentID, "status": "solved"}}).Expect(200)
@@ -227,6 +228,17 @@ func TestSolvedTicketsCloseAutomatically(t *testing.T) {
 		var tk models.Ticket
 		return e.DB.Take(&tk, "id = ?", closes.ID).Error == nil && tk.Status == models.TicketClosed && tk.ClosedAt != nil
 	}, "the solved ticket to close")
+	// The close is told as the auto-close activity made it.
+	e.Eventually(func() bool { return len(rc.Types(closes.ID)) == 2 }, "the closed ticket's status changes")
+	var told []apitest.WebhookDelivery
+	for _, r := range rc.Received() {
+		if r.Object.ID == closes.ID {
+			told = append(told, r)
+		}
+	}
+	if told[1].Previous["status"] != models.TicketSolved {
+		t.Fatalf("the close was told with previous %v, want status %s", told[1].Previous, models.TicketSolved)
+	}
 	// Once the reopened ticket's timer is over (fired as a no-op, or
 	// cancelled by the reopen), nothing can close the ticket any more.
 	e.Eventually(func() bool {

@@ -55,7 +55,7 @@ func TestWebhooksTellTicketChanges(t *testing.T) {
 			"ticket.deleted"}
 		for _, c := range []struct {
 			what, id string
-			want []string
+			want     []string
 		}{
 			{"the ticket", tk.ID, wantTicket},
 			{"the agent's reply", reply.ID, []string{"ticket.comment_created"}},

@@ -22,6 +22,18 @@ func (tx *Tx) Emit(events ...models.Event) error {
 	return nil
 }
 
+// EmitChange records the events types of a change of an organization's
+// object, shown as object, from before to after (their views), each with
+// the changed fields' earlier values (models.ChangeEvents); a change that
+// changed nothing emits nothing.
+func (tx *Tx) EmitChange(orgID string, before, after, object any, types ...string) error {
+	events, err := models.ChangeEvents(orgID, before, after, object, types...)
+	if err != nil {
+		return err
+	}
+	return tx.Emit(events...)
+}
+
 // WakeWebhooks wakes the delivery workflows of the organization's
 // endpoints once the transaction commits, each at most once per Tx.
 func (tx *Tx) WakeWebhooks(orgID string, endpointIDs ...string) error {
