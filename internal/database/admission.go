@@ -1,13 +1,13 @@
 package database
 
 import (
+	"container/list"
 	"context"
 	"database/sql"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	"gorm.io/gorm"
 )
 
@@ -36,10 +36,10 @@ import (
 // holds a transaction's locks while reading on the pool cannot stall the
 // others for longer than that.
 type admission struct {
-	sem     *semaphore.Weighted
-	turns   int64
+	mu      sync.Mutex
+	free    int       // turns nobody holds
+	queue   list.List // of chan struct{}: the reads waiting for a turn, first come first
 	maxWait time.Duration
-	waiting atomic.Int64 // reads waiting for a turn now
 }
 
 // admissionMaxWait is how long a read waits for a turn before it goes
@@ -47,35 +47,77 @@ type admission struct {
 const admissionMaxWait = time.Second
 
 func newAdmission(n int) *admission {
-	return &admission{sem: semaphore.NewWeighted(int64(n)), turns: int64(n), maxWait: admissionMaxWait}
+	return &admission{free: n, maxWait: admissionMaxWait}
 }
 
 // enter waits for ctx's read's turn. admitted tells whether it took
 // one (false when it waited maxWait: it goes ahead without), to be handed
 // to leave when the statement is done. A canceled ctx ends the wait with
 // its error.
+//
+// The queue is this type's own rather than x/sync's semaphore (which is
+// FIFO too) so that a read is counted as waiting (waiting) exactly when
+// it stands in the queue: the tests that check the order of turns start
+// the next read only once the one before it is queued.
 func (a *admission) enter(ctx context.Context) (admitted bool, err error) {
-	if a.sem.TryAcquire(1) { // free, and nobody waiting ahead
+	a.mu.Lock()
+	if a.free > 0 && a.queue.Len() == 0 {
+		a.free--
+		a.mu.Unlock()
 		return true, nil
 	}
-	a.waiting.Add(1)
-	defer a.waiting.Add(-1)
-	wait, cancel := context.WithTimeout(ctx, a.maxWait)
-	defer cancel()
-	if err := a.sem.Acquire(wait, 1); err != nil {
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		return false, nil
+	turn := make(chan struct{})
+	place := a.queue.PushBack(turn)
+	maxWait := a.maxWait
+	a.mu.Unlock()
+
+	timeout := time.NewTimer(maxWait)
+	defer timeout.Stop()
+	select {
+	case <-turn:
+		return true, nil
+	case <-ctx.Done():
+	case <-timeout.C:
 	}
-	return true, nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-turn: // handed the turn while giving up
+		if ctx.Err() == nil {
+			return true, nil
+		}
+		a.handOn()
+	default:
+		a.queue.Remove(place)
+	}
+	return false, ctx.Err()
 }
 
 // leave ends a read's turn (enter's admitted).
 func (a *admission) leave(admitted bool) {
-	if admitted {
-		a.sem.Release(1)
+	if !admitted {
+		return
 	}
+	a.mu.Lock()
+	a.handOn()
+	a.mu.Unlock()
+}
+
+// handOn gives a turn to the read waiting longest, or back to the free
+// ones when none waits. a.mu is held.
+func (a *admission) handOn() {
+	if first := a.queue.Front(); first != nil {
+		close(a.queue.Remove(first).(chan struct{}))
+		return
+	}
+	a.free++
+}
+
+// waiting tells how many reads wait for a turn now.
+func (a *admission) waiting() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.queue.Len()
 }
 
 // isRead tells whether query only reads: a SELECT (a data-modifying WITH

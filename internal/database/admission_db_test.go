@@ -68,7 +68,7 @@ func TestReadsOnThePoolTakeTurns(t *testing.T) {
 				t.Fatalf("%s ran while every turn was taken", name)
 			default:
 			}
-			return waiting() == int64(len(statements))
+			return waiting() == len(statements)
 		})
 		release()
 		for range statements {

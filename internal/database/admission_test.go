@@ -47,7 +47,7 @@ func TestAdmissionAdmitsInArrivalOrder(t *testing.T) {
 			mu.Unlock()
 			a.leave(admitted)
 		})
-		waitFor(t, "the statement waits", func() bool { return a.waiting.Load() == int64(i+1) })
+		waitFor(t, "the statement waits", func() bool { return a.waiting() == i+1 })
 	}
 	a.leave(first)
 	wg.Wait()
@@ -70,7 +70,7 @@ func TestAdmissionGoesAheadAfterMaxWait(t *testing.T) {
 		t.Fatalf("after maxWait: admitted %v, %v; want it to go ahead without a turn", admitted, err)
 	}
 	a.leave(admitted) // gives back nothing: the turn is still held
-	if a.sem.TryAcquire(1) {
+	if a.free != 0 {
 		t.Fatal("leaving without a turn freed the held one")
 	}
 	ctx, cancel := context.WithCancel(t.Context())

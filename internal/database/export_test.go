@@ -11,18 +11,19 @@ import (
 // makes a statement that waits for one wait for good instead of going
 // ahead after a while (for the rest of db's life). Waiting tells how many
 // statements wait now.
-func HoldTurns(t testing.TB, db *gorm.DB) (release func(), waiting func() int64) {
+func HoldTurns(t testing.TB, db *gorm.DB) (release func(), waiting func() int) {
 	t.Helper()
 	turns := db.Statement.ConnPool.(*pool).turns
-	if err := turns.sem.Acquire(t.Context(), turns.turns); err != nil {
-		t.Fatal(err)
-	}
+	turns.mu.Lock()
+	held := turns.free
+	turns.free = 0
 	turns.maxWait = time.Hour
+	turns.mu.Unlock()
 	return func() {
-			turns.sem.Release(turns.turns)
-		}, func() int64 {
-			return turns.waiting.Load()
+		for range held {
+			turns.leave(true)
 		}
+	}, turns.waiting
 }
 
 // WaitFor polls until cond holds, failing t after ten seconds.
