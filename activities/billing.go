@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/internal/stripeconfig"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
 
@@ -555,14 +556,49 @@ func (a *Billing) SyncSubscription(ctx context.Context, changeID string) error {
 		end := time.Unix(sub.CurrentPeriodEnd, 0).UTC()
 		st.CurrentPeriodEnd = &end
 	}
-	_, err = models.RecordSubscriptionState(ctx, a.DB, c.OrgID, c.StripeSubscriptionID, st, at)
-	return err
+	return a.changeBilling(ctx, c.OrgID, func(tx *gorm.DB) error {
+		_, err := models.RecordSubscriptionState(ctx, tx, c.OrgID, c.StripeSubscriptionID, st, at)
+		return err
+	})
 }
 
 // ApplyPlan puts the change's plan into effect (models.ApplySubscriptionChange).
 func (a *Billing) ApplyPlan(ctx context.Context, changeID string) error {
-	_, err := models.ApplySubscriptionChange(ctx, a.DB, changeID)
-	return closedErr(changeID, err)
+	c, err := a.change(ctx, changeID, false)
+	if err != nil {
+		return err
+	}
+	return closedErr(changeID, a.changeBilling(ctx, c.OrgID, func(tx *gorm.DB) error {
+		_, err := models.ApplySubscriptionChange(ctx, tx, changeID)
+		return err
+	}))
+}
+
+// changeBilling makes change, a change of the organization's billing, in
+// a transaction that also records what it moved for the organization's
+// endpoints: subscription.changed when the plan or the Stripe
+// subscription changed (views.SubscriptionChangedEvents).
+// models.ApplySubscriptionChange's own transaction nests in it (a
+// savepoint).
+func (a *Billing) changeBilling(ctx context.Context, orgID string, change func(tx *gorm.DB) error) error {
+	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		before, err := models.OrgBilling(ctx, tx, orgID)
+		if err != nil {
+			return err
+		}
+		if err := change(tx); err != nil {
+			return err
+		}
+		after, err := models.OrgBilling(ctx, tx, orgID)
+		if err != nil {
+			return err
+		}
+		events, err := views.SubscriptionChangedEvents(before, after)
+		if err != nil {
+			return err
+		}
+		return emit(tx, events...)
+	})
 }
 
 // CloseChange ends the change as failed, expired or canceled with a code

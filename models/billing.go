@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -136,6 +137,25 @@ type StripeRefs struct {
 
 // Retry is the number of the current run's retry (0 for the first run).
 func (c *SubscriptionChange) Retry() int { return max(c.Attempts-1, 0) }
+
+// WorkflowID is the ID of the change's current workflow run (the first
+// run, or the latest retry): what the Temporal UI shows.
+func (c *SubscriptionChange) WorkflowID() string {
+	return SubscriptionChangeWorkflowID(c.OrgID, c.ID, c.Retry())
+}
+
+// SubscriptionChangeWorkflowID is the ID of one run of a change
+// (workflows.SubscriptionChangeID), named here for the change's view
+// (internal/views), which activities build too: the first run is
+// subscription/<org>/<change>; billing-staff retry n runs as
+// subscription/<org>/<change>/retry-<n> (each ID runs once, ever).
+func SubscriptionChangeWorkflowID(orgID, changeID string, retry int) string {
+	id := "subscription/" + orgID + "/" + changeID
+	if retry > 0 {
+		id += "/retry-" + strconv.Itoa(retry)
+	}
+	return id
+}
 
 // SubscriptionChangeRetry records one billing-staff re-run of a failed
 // change: who asked, when, from which step, and how it ended.
@@ -474,6 +494,7 @@ func OpenSubscriptionChangeOf(ctx context.Context, db *gorm.DB, orgID string) (*
 // BillingOverview is an organization's plan, its Stripe subscription and
 // the change under way.
 type BillingOverview struct {
+	OrgID   string
 	Plan    string
 	Account *BillingAccount
 	Pending *SubscriptionChange
@@ -493,7 +514,7 @@ func OrgBilling(ctx context.Context, db *gorm.DB, orgID string) (*BillingOvervie
 	if err != nil {
 		return nil, err
 	}
-	return &BillingOverview{Plan: org.Plan, Account: account, Pending: pending}, nil
+	return &BillingOverview{OrgID: orgID, Plan: org.Plan, Account: account, Pending: pending}, nil
 }
 
 // RetrySubscriptionChange re-opens a failed change for another run of its

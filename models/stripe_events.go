@@ -86,6 +86,11 @@ type EventRoute struct {
 	// Change is the open change the event concerns; the caller signals its
 	// workflow in the same transaction (nil: no change to tell).
 	Change *SubscriptionChange
+	// BillingBefore and BillingAfter are the organization's billing before
+	// and after the event was applied to its account (nil when it was
+	// not): the caller tells the organization's endpoints what moved
+	// (subscription.changed) in the same transaction.
+	BillingBefore, BillingAfter *BillingOverview
 }
 
 // RecordStripeEvent stores a verified event once and routes it: by its
@@ -142,8 +147,15 @@ func routeStripeEvent(tx *gorm.DB, ev StripeEventData, rec *StripeEvent, route *
 	rec.OrgID = orgID
 	var outcomes []string
 	if account != nil && ev.SubscriptionID != "" && account.StripeSubscriptionID == ev.SubscriptionID {
+		ctx := tx.Statement.Context
+		if route.BillingBefore, err = OrgBilling(ctx, tx, orgID); err != nil {
+			return nil, err
+		}
 		o, err := applyEventToAccount(tx, ev, account)
 		if err != nil {
+			return nil, err
+		}
+		if route.BillingAfter, err = OrgBilling(ctx, tx, orgID); err != nil {
 			return nil, err
 		}
 		outcomes = append(outcomes, o...)

@@ -55,8 +55,13 @@ var EventTypes = []string{
 	"ticket.created", "ticket.updated", "ticket.status_changed", "ticket.assigned", "ticket.deleted", "ticket.comment_created",
 	"customer.created", "customer.updated", "customer.deleted",
 	"member.invited", "member.joined", "member.removed",
+	EventSubscriptionChanged,
 	"ai.job.succeeded", "ai.job.failed",
 }
+
+// EventSubscriptionChanged tells that an organization's plan or its Stripe
+// subscription changed.
+const EventSubscriptionChanged = "subscription.changed"
 
 // WebhookEndpoint is one URL an organization has events POSTed to.
 type WebhookEndpoint struct {

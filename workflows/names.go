@@ -121,15 +121,10 @@ const (
 	QuerySubscriptionChangeStep = "current-step"
 )
 
-// SubscriptionChangeID is the ID of one run of a change: the first run is
-// subscription/<org>/<change>; billing-staff retry n runs as
-// subscription/<org>/<change>/retry-<n> (each ID runs once, ever).
+// SubscriptionChangeID is the ID of one run of a change
+// (models.SubscriptionChangeWorkflowID).
 func SubscriptionChangeID(orgID, changeID string, retry int) string {
-	id := "subscription/" + orgID + "/" + changeID
-	if retry > 0 {
-		id += "/retry-" + strconv.Itoa(retry)
-	}
-	return id
+	return models.SubscriptionChangeWorkflowID(orgID, changeID, retry)
 }
 
 // InvitationEmailWorkflow e-mails one invitation to the invited address.

@@ -25,6 +25,7 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/stripeconfig"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
@@ -45,16 +46,10 @@ type Service struct {
 // Configured tells whether billing is on (a Stripe secret key is set).
 func (s *Service) Configured() bool { return s.Config.Configured() }
 
-// WorkflowID is the ID of the change's current workflow run (the first
-// run, or the latest retry): what the Temporal UI shows.
-func WorkflowID(c *models.SubscriptionChange) string {
-	return workflows.SubscriptionChangeID(c.OrgID, c.ID, c.Retry())
-}
-
 // start is the outbox start of the change's current run.
 func start(c *models.SubscriptionChange) outbox.Start {
 	return outbox.Start{
-		WorkflowID: WorkflowID(c),
+		WorkflowID: c.WorkflowID(),
 		Workflow:   workflows.SubscriptionChangeWorkflow,
 		Input:      workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: c.OrgID, Retry: c.Retry()},
 		OrgID:      c.OrgID,
@@ -109,8 +104,20 @@ func (s *Service) ReceiveEvent(tx func() *outbox.Tx, payload []byte, signature s
 	}
 	otx := tx()
 	route, err := models.RecordStripeEvent(otx.DB, ev)
-	if err != nil || route.Change == nil {
-		return route, err
+	if err != nil {
+		return nil, err
+	}
+	if route.BillingBefore != nil {
+		events, err := views.SubscriptionChangedEvents(route.BillingBefore, route.BillingAfter)
+		if err != nil {
+			return nil, err
+		}
+		if err := otx.Emit(events...); err != nil {
+			return nil, err
+		}
+	}
+	if route.Change == nil {
+		return route, nil
 	}
 	st := start(route.Change)
 	return route, otx.Signal(outbox.Signal{

@@ -113,7 +113,7 @@ func TestOpenRecordsTheChangeWithItsWorkflowStart(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.Input), &in); err != nil {
 			t.Fatal(err)
 		}
-		if r.WorkflowID != "subscription/"+org+"/"+c.ID || r.WorkflowID != billing.WorkflowID(c) || r.WorkflowType != workflows.SubscriptionChangeWorkflow ||
+		if r.WorkflowID != "subscription/"+org+"/"+c.ID || r.WorkflowID != c.WorkflowID() || r.WorkflowType != workflows.SubscriptionChangeWorkflow ||
 			r.Kind != workflows.KindSubscriptionChange || r.SignalName != "" || in != (workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: org}) {
 			t.Fatalf("start %+v input %+v", r, in)
 		}
@@ -138,7 +138,7 @@ func TestRetryStartsANewRunOfTheChange(t *testing.T) {
 			t.Fatalf("%+v %+v %v", retried, r, err)
 		}
 		rows := outboxRows(t, db, org)
-		if len(rows) != 2 || rows[1].WorkflowID != "subscription/"+org+"/"+c.ID+"/retry-1" || rows[1].WorkflowID != billing.WorkflowID(retried) {
+		if len(rows) != 2 || rows[1].WorkflowID != "subscription/"+org+"/"+c.ID+"/retry-1" || rows[1].WorkflowID != retried.WorkflowID() {
 			t.Fatalf("rows %+v", rows)
 		}
 		var in workflows.SubscriptionChangeInput
@@ -190,7 +190,7 @@ func TestReceiveEventStoresOnceAndSignalsTheChange(t *testing.T) {
 		if err := json.Unmarshal([]byte(s.SignalInput), &sig); err != nil {
 			t.Fatal(err)
 		}
-		if s.WorkflowID != billing.WorkflowID(c) || s.WorkflowType != workflows.SubscriptionChangeWorkflow || s.OrgID != org ||
+		if s.WorkflowID != c.WorkflowID() || s.WorkflowType != workflows.SubscriptionChangeWorkflow || s.OrgID != org ||
 			sig != (workflows.StripeEventSignal{EventID: evID.ID, Type: "invoice.paid", SubscriptionID: sub, InvoiceID: "in_" + c.ID}) {
 			t.Fatalf("signal %+v %+v", s, sig)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
 
@@ -33,7 +34,7 @@ type ops struct{ s *Service }
 type opsChange struct {
 	ID    string `json:"id"`
 	OrgID string `json:"orgId"`
-	changeFields
+	views.SubscriptionChangeFields
 	Retries []retryResponse `json:"retries"`
 }
 
@@ -55,7 +56,7 @@ func toRetry(r *models.SubscriptionChangeRetry) retryResponse {
 }
 
 func toOpsChange(c *models.SubscriptionChange, retries []models.SubscriptionChangeRetry) opsChange {
-	out := opsChange{ID: c.ID, OrgID: c.OrgID, changeFields: toChangeFields(c), Retries: make([]retryResponse, 0, len(retries))}
+	out := opsChange{ID: c.ID, OrgID: c.OrgID, SubscriptionChangeFields: views.ToSubscriptionChangeFields(c), Retries: make([]retryResponse, 0, len(retries))}
 	for i := range retries {
 		out.Retries = append(out.Retries, toRetry(&retries[i]))
 	}

@@ -3,13 +3,13 @@ package billing
 import (
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
 
@@ -32,78 +32,6 @@ func PaymentRoutes(r fiber.Router, s *Service) {
 }
 
 type payments struct{ s *Service }
-
-// changeFields are the parts of a change both the Helpdesk and the
-// operator API show.
-type changeFields struct {
-	Kind        string       `json:"kind"`
-	FromPlan    string       `json:"fromPlan"`
-	ToPlan      string       `json:"toPlan"`
-	Interval    string       `json:"interval"`
-	Status      string       `json:"status"`
-	Step        string       `json:"step"`
-	Attempts    int          `json:"attempts"`
-	LastError   *changeError `json:"lastError"`
-	Stripe      stripeIDs    `json:"stripe"`
-	EffectiveAt *time.Time   `json:"effectiveAt"`
-	RequestedBy string       `json:"requestedBy"`
-	WorkflowID  string       `json:"workflowId"`
-	CompletedAt *time.Time   `json:"completedAt"`
-	CreatedAt   time.Time    `json:"createdAt"`
-	UpdatedAt   time.Time    `json:"updatedAt"`
-}
-
-type changeError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-type stripeIDs struct {
-	CustomerID      *string `json:"customerId"`
-	SubscriptionID  *string `json:"subscriptionId"`
-	PriceID         *string `json:"priceId"`
-	InvoiceID       *string `json:"invoiceId"`
-	PaymentIntentID *string `json:"paymentIntentId"`
-}
-
-// changeResponse is a change as the workspace's administrators see it,
-// with what paying needs.
-type changeResponse struct {
-	ID          string `json:"id"`
-	WorkspaceID string `json:"workspaceId"`
-	changeFields
-	// ClientSecret confirms the payment intent with Stripe.js.
-	ClientSecret     *string `json:"clientSecret"`
-	HostedInvoiceURL *string `json:"hostedInvoiceUrl"`
-}
-
-func orNil(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func toChangeFields(c *models.SubscriptionChange) changeFields {
-	f := changeFields{Kind: c.Kind, FromPlan: c.FromPlan, ToPlan: c.ToPlan, Interval: c.Interval, Status: c.Status, Step: c.Step,
-		Attempts: c.Attempts, EffectiveAt: c.EffectiveAt, RequestedBy: c.RequestedBy, WorkflowID: WorkflowID(c),
-		CompletedAt: c.CompletedAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
-		Stripe: stripeIDs{CustomerID: orNil(c.StripeCustomerID), SubscriptionID: orNil(c.StripeSubscriptionID),
-			PriceID: orNil(c.StripePriceID), InvoiceID: orNil(c.StripeInvoiceID), PaymentIntentID: orNil(c.StripePaymentIntentID)}}
-	if c.LastErrorCode != "" || c.LastErrorMessage != "" {
-		f.LastError = &changeError{Code: c.LastErrorCode, Message: c.LastErrorMessage}
-	}
-	return f
-}
-
-func toChange(c *models.SubscriptionChange) changeResponse {
-	r := changeResponse{ID: c.ID, WorkspaceID: c.OrgID, changeFields: toChangeFields(c)}
-	if c.Status == models.ChangeAwaitingPayment {
-		// Only while paying is possible: a closed change's secret is no use.
-		r.ClientSecret, r.HostedInvoiceURL = orNil(c.ClientSecret), orNil(c.HostedInvoiceURL)
-	}
-	return r
-}
 
 func changeCursor(c *models.SubscriptionChange) web.Cursor {
 	return web.Cursor{CreatedAt: c.CreatedAt, ID: c.ID}
@@ -178,7 +106,7 @@ func (h *payments) open(c *fiber.Ctx, req models.OpenChange) error {
 	if wait, ok := web.PreferWait(c); ok && wait > 0 {
 		// The worker must see the change before the wait can end; a retry
 		// after a crash during the wait gets the change as opened.
-		if err := web.CommitAccepted(c, toChange(change)); err != nil {
+		if err := web.CommitAccepted(c, views.ToSubscriptionChange(change)); err != nil {
 			return err
 		}
 		defer web.Waiting(c)()
@@ -186,7 +114,7 @@ func (h *payments) open(c *fiber.Ctx, req models.OpenChange) error {
 			change = waited
 		}
 	}
-	return c.Status(fiber.StatusAccepted).JSON(toChange(change))
+	return c.Status(fiber.StatusAccepted).JSON(views.ToSubscriptionChange(change))
 }
 
 // downgradeProblem adds the numbers to a downgrade_blocked refusal, so that
@@ -201,24 +129,6 @@ func downgradeProblem(err error) error {
 		"seatsToFree": blocked.SeatsInUse - blocked.Seats})
 }
 
-type subscriptionResponse struct {
-	WorkspaceID string `json:"workspaceId"`
-	Plan        string `json:"plan"`
-	// Subscription is the Stripe subscription (null: never subscribed).
-	Subscription  *subscriptionState `json:"subscription"`
-	PendingChange *changeResponse    `json:"pendingChange"`
-}
-
-type subscriptionState struct {
-	CustomerID        *string    `json:"customerId"`
-	SubscriptionID    *string    `json:"subscriptionId"`
-	Status            *string    `json:"status"`
-	Plan              *string    `json:"plan"`
-	Interval          *string    `json:"interval"`
-	CurrentPeriodEnd  *time.Time `json:"currentPeriodEnd"`
-	CancelAtPeriodEnd bool       `json:"cancelAtPeriodEnd"`
-}
-
 func (h *payments) subscription(c *fiber.Ctx) error {
 	p, err := h.admin(c)
 	if err != nil {
@@ -228,17 +138,7 @@ func (h *payments) subscription(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := subscriptionResponse{WorkspaceID: p.OrgID, Plan: o.Plan}
-	if a := o.Account; a != nil {
-		out.Subscription = &subscriptionState{CustomerID: orNil(a.StripeCustomerID), SubscriptionID: orNil(a.StripeSubscriptionID),
-			Status: orNil(a.SubscriptionStatus), Plan: orNil(a.Plan), Interval: orNil(a.Interval), CurrentPeriodEnd: a.CurrentPeriodEnd,
-			CancelAtPeriodEnd: a.CancelAtPeriodEnd}
-	}
-	if o.Pending != nil {
-		pc := toChange(o.Pending)
-		out.PendingChange = &pc
-	}
-	return c.JSON(out)
+	return c.JSON(views.ToSubscription(o))
 }
 
 // pageOfChanges is the page of changes a list route asks for: of orgID
@@ -274,7 +174,7 @@ func (h *payments) listChanges(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return web.SendPage(c, rows, toChange)
+	return web.SendPage(c, rows, views.ToSubscriptionChange)
 }
 
 func (h *payments) getChange(c *fiber.Ctx) error {
@@ -286,7 +186,7 @@ func (h *payments) getChange(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toChange(change))
+	return c.JSON(views.ToSubscriptionChange(change))
 }
 
 // Webhook is POST /helpdesk/payments/webhook: Stripe's events. It takes no

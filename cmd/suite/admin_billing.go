@@ -128,6 +128,6 @@ func billingRetry(ctx context.Context, cfg Config, db *gorm.DB, changeID string)
 		return err
 	}
 	fmt.Fprintf(stdout, "retry %d of change %s recorded (from step %s); workflow %s starts through the outbox\n",
-		retry.Number, change.ID, retry.FromStep, billing.WorkflowID(change))
+		retry.Number, change.ID, retry.FromStep, change.WorkflowID())
 	return nil
 }
