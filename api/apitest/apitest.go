@@ -37,6 +37,7 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/identityclient"
+	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
@@ -96,11 +97,13 @@ type options struct {
 	aiProvider     ai.Provider
 	billing        stripeconfig.Config
 	pushService    bool
-	// webhookReceivers: WithWebhookReceivers.
-	webhookReceivers bool
-	mailReject       func(rcpt string) *smtp.SMTPError
-	temporalLog      io.Writer
-	beforeCommit     func(c *fiber.Ctx, tx *gorm.DB) error
+	// webhookReceivers: WithWebhookReceivers; webhookEgressPolicy:
+	// WithWebhookEgress.
+	webhookReceivers    bool
+	webhookEgressPolicy *netguard.Policy
+	mailReject          func(rcpt string) *smtp.SMTPError
+	temporalLog         io.Writer
+	beforeCommit        func(c *fiber.Ctx, tx *gorm.DB) error
 }
 
 // WithBeforeCommit runs fn last in every request transaction that is about

@@ -25,8 +25,17 @@ func WithWebhookReceivers() Option {
 	return func(o *options) { o.webhookReceivers = true }
 }
 
+// WithWebhookEgress makes p the Env's webhook egress policy, for the API's
+// checks and the worker's connections alike.
+func WithWebhookEgress(p netguard.Policy) Option {
+	return func(o *options) { o.webhookEgressPolicy = &p }
+}
+
 // webhookEgress is the webhook egress policy of an Env.
 func (o *options) webhookEgress() netguard.Policy {
+	if o.webhookEgressPolicy != nil {
+		return *o.webhookEgressPolicy
+	}
 	if !o.webhookReceivers {
 		return netguard.Policy{}
 	}

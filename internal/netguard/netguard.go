@@ -49,6 +49,16 @@ type Policy struct {
 	// (local receivers in development and tests); https is required of
 	// every other host.
 	PlainHTTP bool
+	// Resolver, when set, resolves names instead of net.DefaultResolver,
+	// for the checks and for the connections alike (tests' own DNS).
+	Resolver *net.Resolver
+}
+
+func (p Policy) resolver() *net.Resolver {
+	if p.Resolver != nil {
+		return p.Resolver
+	}
+	return net.DefaultResolver
 }
 
 // ParseHosts reads a comma-separated list of hosts — addresses, CIDR
@@ -91,7 +101,7 @@ func (p Policy) allowedHost(ctx context.Context, host string) bool {
 	} else {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		resolved, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		resolved, err := p.resolver().LookupNetIP(ctx, "ip", host)
 		if err != nil {
 			return false
 		}
@@ -150,7 +160,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	addrs, err := p.resolver().LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return nil
 	}
@@ -164,7 +174,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 
 // checkNamed refuses a loopback name unless its addresses are allowed.
 func (p Policy) checkNamed(ctx context.Context, host string) error {
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	addrs, err := p.resolver().LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
 		return fmt.Errorf("%w: %s is a loopback name", ErrForbiddenAddress, host)
 	}
@@ -196,7 +206,7 @@ func (p Policy) control(g *ssrf.Guardian) func(network, address string, _ syscal
 // dial for us, unchecked), redirects must stay on https, and each request
 // is bounded by timeout.
 func (p Policy) HTTPClient(timeout time.Duration) *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: p.control(p.guardian())}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: p.control(p.guardian()), Resolver: p.Resolver}
 	transport := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
