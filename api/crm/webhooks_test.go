@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -314,12 +317,7 @@ func TestWebhookEndpointRules(t *testing.T) {
 func TestWebhooksSurviveAReceiverOutageInOrder(t *testing.T) {
 	e := apitest.New(t, database.SQLite, apitest.WithWebhookReceivers())
 	o := newCRMOrg(t, e)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // away: connection refused
+	addr := unassignedAddr(t) // away: connection refused
 
 	var ep webhook
 	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/webhooks", Headers: o.owner.Auth(),
@@ -410,6 +408,30 @@ func TestWebhooksSurviveAReceiverOutageInOrder(t *testing.T) {
 	if len(refused) > 0 {
 		t.Fatalf("deliveries failed verification: %v", refused)
 	}
+}
+
+// unassignedAddr is a loopback address nobody listens on, with a port
+// below the kernel's ephemeral range: no other listener on port 0, nor an
+// outgoing connection, is given it while the test leaves it closed.
+func unassignedAddr(t *testing.T) string {
+	t.Helper()
+	low := 32768
+	if r, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(r)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	for range 100 {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(10000+rand.IntN(low-10000)))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			_ = ln.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }
 
 // startReceiverOn serves rc on addr (a port the test chose and closed).
