@@ -109,8 +109,15 @@ type Ticket struct {
 	// FollowsTicketID is the closed ticket an e-mail reply opened this one
 	// to follow.
 	FollowsTicketID *string
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// SLAState is the ticket's SLA clocks as JSON (TicketSLA; nil: no
+	// policy applied when it was opened); the columns after it are what
+	// the lists filter on, kept from it (planSLA).
+	SLAState      *string    `gorm:"column:sla_state"`
+	SLABreached   bool       `gorm:"column:sla_breached"`
+	SLANextDueAt  *time.Time `gorm:"column:sla_next_due_at"`
+	SLANextWarnAt *time.Time `gorm:"column:sla_next_warn_at"`
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Comment authors.

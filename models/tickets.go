@@ -38,6 +38,9 @@ func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string,
 			return nil, err
 		}
 	}
+	if err := planSLA(tx, nil, t, nil, t.CreatedAt); err != nil {
+		return nil, err
+	}
 	if err := tx.Create(t).Error; err != nil {
 		return nil, err
 	}
@@ -121,6 +124,9 @@ func UpdateTicket(tx *gorm.DB, orgID, id string, u TicketUpdate, by Actor, now t
 		t.Tags = *u.Tags
 	}
 	t.UpdatedAt = now
+	if err := planSLA(tx, &change.Before, t, nil, now); err != nil {
+		return nil, change, err
+	}
 	if err := tx.Save(t).Error; err != nil {
 		return nil, change, err
 	}
@@ -197,6 +203,9 @@ func AddTicketComment(tx *gorm.DB, orgID, id string, cm *TicketComment, by Actor
 		return nil, change, err
 	}
 	t.UpdatedAt = now
+	if err := planSLA(tx, &change.Before, t, cm, now); err != nil {
+		return nil, change, err
+	}
 	if err := tx.Save(t).Error; err != nil {
 		return nil, change, err
 	}
@@ -209,7 +218,8 @@ func AddTicketComment(tx *gorm.DB, orgID, id string, cm *TicketComment, by Actor
 }
 
 // DeleteTicket deletes the workspace's ticket id, locked, and tells it on
-// the customer's history by actor. It returns the deleted ticket.
+// the customer's history by actor; its SLA clocks end. It returns the
+// deleted ticket.
 func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
 	t, err := FindInOrg[Ticket](LockForUpdate(tx), orgID, id, "The ticket")
 	if err != nil {
@@ -217,6 +227,11 @@ func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
 	}
 	if err := tx.Delete(t).Error; err != nil {
 		return nil, err
+	}
+	if t.SLAState != nil { // its clocks end: the workflow finds no ticket
+		if err := wakeTicketSLA(tx, t); err != nil {
+			return nil, err
+		}
 	}
 	if t.CustomerID == nil {
 		return t, nil

@@ -53,6 +53,7 @@ var EventTypes = []string{
 	"lead.created", "lead.scored", "lead.updated", "lead.converted", "lead.deleted",
 	"task.created", "task.updated", "task.deleted",
 	"ticket.created", "ticket.updated", "ticket.status_changed", "ticket.assigned", "ticket.deleted", "ticket.comment_created",
+	"ticket.sla_warning", "ticket.sla_breached",
 	"customer.created", "customer.updated", "customer.deleted",
 	"member.invited", "member.joined", "member.removed",
 	EventSubscriptionChanged,

@@ -68,6 +68,8 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.TicketAutoCloseCancel, workflow.RegisterOptions{Name: workflows.TicketAutoCloseCancelWorkflow})
 	r.RegisterActivity(&activities.Tickets{DB: deps.DB})
+	r.RegisterWorkflowWithOptions(workflows.TicketSLA, workflow.RegisterOptions{Name: workflows.TicketSLAWorkflow})
+	r.RegisterActivity(&activities.SLA{DB: deps.DB})
 	provider := deps.AI
 	if provider == nil {
 		provider = ai.NewLocal()

@@ -8,7 +8,7 @@ import (
 )
 
 // TaskQueue is the one task queue every suite worker polls.
-const TaskQueue = "suite"
+const TaskQueue = models.TaskQueue
 
 // Custom search attributes, set on every workflow the suite starts so that
 // operators can filter in the Temporal UI (`OrgId = "…" AND Kind = "…"`).

@@ -95,6 +95,9 @@ func Routes(r fiber.Router, d Deps) {
 
 	r.Get("/analytics/dashboard", h.dashboard)
 
+	r.Get("/sla-policy", h.getSLAPolicy)
+	r.Put("/sla-policy", h.putSLAPolicy)
+
 	r.Get("/channels/email", h.emailChannel)
 	r.Put("/channels/email", h.updateEmailChannel)
 	r.Post("/channels/email/addresses", h.addSupportAddress)

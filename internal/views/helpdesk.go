@@ -30,8 +30,49 @@ type Ticket struct {
 	FirstResponseAt *time.Time `json:"firstResponseAt"`
 	SolvedAt        *time.Time `json:"solvedAt"`
 	ClosedAt        *time.Time `json:"closedAt"`
-	CreatedAt       time.Time  `json:"createdAt"`
-	UpdatedAt       time.Time  `json:"updatedAt"`
+	// SLA is null when no SLA policy applied when the ticket was opened.
+	SLA       *TicketSLA `json:"sla"`
+	CreatedAt time.Time  `json:"createdAt"`
+	UpdatedAt time.Time  `json:"updatedAt"`
+}
+
+// TicketSLA is a ticket's SLA as the Helpdesk shows it: the due times of
+// its running targets (null: met, none, or paused), its breaches.
+type TicketSLA struct {
+	PolicyVersion      int         `json:"policyVersion"`
+	FirstResponseDueAt *time.Time  `json:"firstResponseDueAt"`
+	NextResponseDueAt  *time.Time  `json:"nextResponseDueAt"`
+	ResolutionDueAt    *time.Time  `json:"resolutionDueAt"`
+	FirstRespondedAt   *time.Time  `json:"firstRespondedAt"`
+	Paused             bool        `json:"paused"`
+	Breaches           []SLABreach `json:"breaches"`
+}
+
+type SLABreach struct {
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`
+}
+
+// toTicketSLA is t's SLA view (nil: none; a state that cannot be read
+// shows as none, and is the SLA workflow's error to report).
+func toTicketSLA(t *models.Ticket) *TicketSLA {
+	s, err := models.SLAOf(t)
+	if err != nil || s == nil {
+		return nil
+	}
+	out := &TicketSLA{PolicyVersion: s.PolicyVersion, FirstRespondedAt: utcTime(s.FirstRespondedAt), Paused: s.Paused(),
+		Breaches: make([]SLABreach, 0, len(s.Breaches))}
+	due := map[string]**time.Time{models.SLAFirstResponse: &out.FirstResponseDueAt, models.SLANextResponse: &out.NextResponseDueAt,
+		models.SLAResolution: &out.ResolutionDueAt}
+	for _, k := range s.Clocks {
+		if field, ok := due[k.Kind]; ok {
+			*field = utcTime(k.DueAt)
+		}
+	}
+	for _, b := range s.Breaches {
+		out.Breaches = append(out.Breaches, SLABreach{Kind: b.Kind, At: b.At.UTC()})
+	}
+	return out
 }
 
 // ToTicket is t as the Helpdesk shows it.
@@ -47,7 +88,7 @@ func ToTicket(t *models.Ticket) Ticket {
 	return Ticket{ID: t.ID, WorkspaceID: t.OrgID, Number: t.Number, Subject: t.Subject, Description: t.Description,
 		Status: t.Status, Priority: t.Priority, Channel: t.Channel, Email: t.RequesterEmail, CustomerID: t.CustomerID,
 		AgentID: t.AgentID, Tags: tags, AllowedStatuses: allowed, FollowsTicketID: t.FollowsTicketID, FirstResponseAt: t.FirstResponseAt,
-		SolvedAt: t.SolvedAt, ClosedAt: t.ClosedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		SolvedAt: t.SolvedAt, ClosedAt: t.ClosedAt, SLA: toTicketSLA(t), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 // Customer is a customer as the Helpdesk shows it.

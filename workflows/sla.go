@@ -1,0 +1,108 @@
+package workflows
+
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/models"
+)
+
+// TicketSLAWorkflow holds one ticket's SLA timers: the warning and the
+// breach of each running clock (models.SLATimers). Every change that moves
+// the ticket's clocks wakes it through the outbox, in the transaction of
+// the change (signal-with-start: a ticket without a running workflow gets
+// one); it then reads its timers again. A timer that fires is recorded by
+// FireSLATimer, which fires each warning and breach once, however late —
+// a timer due while the worker or Temporal was down fires when they are
+// back. The workflow ends when the ticket has no clock left; it continues
+// as new after a while, to keep its history short.
+const (
+	TicketSLAWorkflow = models.TicketSLAWorkflowType
+	KindTicketSLA     = models.TicketSLAKind
+	// SignalTicketSLAWake tells the workflow that the clocks moved.
+	SignalTicketSLAWake = models.TicketSLAWakeSignal
+)
+
+// TicketSLAID is the ID of a ticket's SLA workflow: one per ticket.
+func TicketSLAID(ticketID string) string { return models.TicketSLAWorkflowID(ticketID) }
+
+// slaRoundsPerRun is how many times a run reads the timers before it
+// continues as new.
+const slaRoundsPerRun = 200
+
+// TicketSLA is the workflow (TicketSLAWorkflow).
+func TicketSLA(ctx workflow.Context, in models.TicketSLAInput) error {
+	var a *activities.SLA
+	dctx := workflow.WithActivityOptions(ctx, dbOptions)
+	wake := workflow.GetSignalChannel(ctx, SignalTicketSLAWake)
+	for range slaRoundsPerRun {
+		drain(wake) // what woke it is read below
+		var plan activities.SLAPlan
+		if err := workflow.ExecuteActivity(dctx, a.SLATimers, in.TicketID).Get(ctx, &plan); err != nil {
+			return err
+		}
+		if !plan.Live {
+			if drain(wake) {
+				continue // a change came in meanwhile: read again
+			}
+			return nil
+		}
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		woken := false
+		sel.AddReceive(wake, func(workflow.ReceiveChannel, bool) { woken = true })
+		var next *models.SLATimer
+		if len(plan.Timers) > 0 {
+			next = &plan.Timers[0]
+			wait := max(next.At.Sub(workflow.Now(ctx)), time.Millisecond)
+			sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
+		}
+		sel.Select(ctx)
+		cancel()
+		if woken || next == nil {
+			continue
+		}
+		if err := fireSLATimer(ctx, in, *next); err != nil {
+			return err
+		}
+	}
+	return workflow.NewContinueAsNewError(ctx, TicketSLAWorkflow, in)
+}
+
+// fireSLATimer fires timer and starts the push of each notification it
+// stored, as a workflow of its own (NotificationDelivery), so that a slow
+// push service never holds up the ticket's next timer.
+func fireSLATimer(ctx workflow.Context, in models.TicketSLAInput, timer models.SLATimer) error {
+	var a *activities.SLA
+	var fired activities.SLAFired
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.FireSLATimer, in.TicketID, timer).Get(ctx, &fired); err != nil {
+		return err
+	}
+	for _, id := range fired.Notifications {
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            NotificationDeliveryID(id),
+			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			TypedSearchAttributes: SearchAttributes(in.OrgID, KindNotificationDelivery),
+		})
+		child := workflow.ExecuteChildWorkflow(cctx, NotificationDeliveryWorkflow, NotificationDeliveryInput{NotificationID: id, OrgID: in.OrgID})
+		var started workflow.Execution
+		if err := child.GetChildWorkflowExecution().Get(ctx, &started); err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// drain empties a signal channel and reports whether it held anything.
+func drain(ch workflow.ReceiveChannel) bool {
+	got := false
+	for ch.ReceiveAsync(nil) {
+		got = true
+	}
+	return got
+}
