@@ -222,6 +222,7 @@ var tenantProbes = map[string]probe{
 	"DELETE /helpdesk/knowledge-base/articles/:id":   {kind: helpdesk, params: map[string]string{"id": "article"}},
 	"GET /helpdesk/analytics/dashboard":              {kind: helpdesk},
 	"GET /helpdesk/sla-policy":                       {kind: helpdesk},
+	"GET /helpdesk/analytics/sla":                    {kind: helpdesk},
 	"PUT /helpdesk/sla-policy": {kind: helpdesk, body: hdFields("businessHours", "24x7",
 		"targets", map[string]any{"urgent": map[string]any{"firstResponse": 60}})},
 	"GET /helpdesk/channels/email":                  {kind: helpdesk},

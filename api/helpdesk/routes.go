@@ -94,6 +94,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/notifications/subscribe", h.subscribe)
 
 	r.Get("/analytics/dashboard", h.dashboard)
+	r.Get("/analytics/sla", h.slaAnalytics)
 
 	r.Get("/sla-policy", h.getSLAPolicy)
 	r.Put("/sla-policy", h.putSLAPolicy)

@@ -71,3 +71,96 @@ func (h *handlers) putSLAPolicy(c *fiber.Ctx) error {
 	}
 	return c.JSON(out)
 }
+
+// slaAttainment is the share of tickets that missed no SLA target.
+type slaAttainment struct {
+	Tickets  int64 `json:"tickets"`
+	Breached int64 `json:"breached"`
+	// Attainment is (tickets − breached) / tickets; null without tickets.
+	Attainment *float64 `json:"attainment"`
+}
+
+func (a *slaAttainment) add(n, breached int64) {
+	a.Tickets += n
+	a.Breached += breached
+	v := float64(a.Tickets-a.Breached) / float64(a.Tickets)
+	a.Attainment = &v
+}
+
+type slaAnalyticsResponse struct {
+	Timezone   string                    `json:"timezone"`
+	From       string                    `json:"from"`
+	To         string                    `json:"to"`
+	Overall    slaAttainment             `json:"overall"`
+	ByPriority map[string]*slaAttainment `json:"byPriority"`
+	// ByAgent is keyed by member id; "unassigned" for tickets without one.
+	ByAgent map[string]*slaAttainment `json:"byAgent"`
+}
+
+// slaDefaultDays is the period of the SLA analytics without from/to.
+const slaDefaultDays = 30
+
+// slaAnalytics reports SLA attainment over the tickets opened from `from`
+// to `to` (dates in the workspace's time zone, both included; the last 30
+// days by default) that run under a policy: how many missed a target so
+// far, by priority and by assignee. The database counts.
+func (h *handlers) slaAnalytics(c *fiber.Ctx) error {
+	p := auth.From(c)
+	var q struct {
+		From string `json:"from" validate:"omitempty,datetime=2006-01-02"`
+		To   string `json:"to" validate:"omitempty,datetime=2006-01-02"`
+	}
+	if err := web.DecodeQuery(c, &q); err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	org, err := models.FindOrg(ctx, h.DB, p.OrgID)
+	if err != nil {
+		return err
+	}
+	loc := org.Location()
+	y, m, d := time.Now().In(loc).Date()
+	to := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if q.To != "" {
+		to, _ = time.ParseInLocation(time.DateOnly, q.To, loc)
+	}
+	from := to.AddDate(0, 0, -(slaDefaultDays - 1))
+	if q.From != "" {
+		from, _ = time.ParseInLocation(time.DateOnly, q.From, loc)
+	}
+	if from.After(to) {
+		return models.Invalid(models.FieldError{Field: "from", Code: "range", Message: "Must not be after to."})
+	}
+	out := slaAnalyticsResponse{Timezone: loc.String(), From: from.Format(time.DateOnly), To: to.Format(time.DateOnly),
+		ByPriority: map[string]*slaAttainment{}, ByAgent: map[string]*slaAttainment{}}
+	for _, pr := range models.TicketPriorities {
+		out.ByPriority[pr] = &slaAttainment{}
+	}
+	var groups []struct {
+		Priority string
+		AgentID  *string
+		N, B     int64
+	}
+	err = h.DB.WithContext(ctx).Model(&models.Ticket{}).
+		Select("priority, agent_id, COUNT(*) AS n, COUNT(CASE WHEN sla_breached THEN 1 END) AS b").
+		Where("org_id = ? AND sla_state IS NOT NULL AND created_at >= ? AND created_at < ?", p.OrgID, from.UTC(), to.AddDate(0, 0, 1).UTC()).
+		Group("priority, agent_id").Scan(&groups).Error
+	if err != nil {
+		return err
+	}
+	for _, g := range groups {
+		out.Overall.add(g.N, g.B)
+		if a, ok := out.ByPriority[g.Priority]; ok {
+			a.add(g.N, g.B)
+		}
+		agent := "unassigned"
+		if g.AgentID != nil {
+			agent = *g.AgentID
+		}
+		if out.ByAgent[agent] == nil {
+			out.ByAgent[agent] = &slaAttainment{}
+		}
+		out.ByAgent[agent].add(g.N, g.B)
+	}
+	return c.JSON(out)
+}

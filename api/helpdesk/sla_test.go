@@ -137,6 +137,25 @@ func TestSLABreachIsRecordedToldAndEscalated(t *testing.T) {
 			t.Fatalf("breached tickets %+v", page.Data)
 		}
 		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets?sla=late", Headers: d.headers}).ExpectProblem(422, "validation_failed")
+		var attained struct {
+			Overall struct {
+				Tickets, Breached int64
+				Attainment        *float64
+			}
+			ByPriority map[string]struct{ Tickets, Breached int64 }
+			ByAgent    map[string]struct{ Tickets, Breached int64 }
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/analytics/sla", Headers: d.headers}).Expect(200).JSON(&attained)
+		if attained.Overall.Tickets != 1 || attained.Overall.Breached != 1 || attained.Overall.Attainment == nil || *attained.Overall.Attainment != 0 ||
+			attained.ByPriority["urgent"].Breached != 1 || attained.ByAgent[d.agentID].Breached != 1 {
+			t.Fatalf("SLA attainment %+v", attained)
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/analytics/sla?from=2026-13-01", Headers: d.headers}).ExpectProblem(422, "validation_failed")
+		var before struct{ Overall struct{ Tickets int64 } }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/analytics/sla?from=2020-01-01&to=2020-01-31", Headers: d.headers}).Expect(200).JSON(&before)
+		if before.Overall.Tickets != 0 {
+			t.Fatalf("January 2020 has %d tickets", before.Overall.Tickets)
+		}
 
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: d.asAgent,
 			Body: map[string]any{"body": "Looking into it."}}).Expect(201)

@@ -177,6 +177,14 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 	return SendPage(c, rows, view)
 }
 
+// DecodeQuery fills the string fields of the struct dst points to from
+// the query parameters their json tags name (fillFromQuery) and checks
+// their `validate` rules: one 422 names every bad parameter.
+func DecodeQuery(c *fiber.Ctx, dst any) error {
+	fillFromQuery(c, dst)
+	return Validate(dst)
+}
+
 // fillFromQuery sets each string field of the struct filter points to
 // from the query parameter its json tag names (as c.Query reads it; an
 // absent parameter is ""), trimmed of spaces when tagged query:"trim".
