@@ -135,6 +135,9 @@ func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
 		t.Fatal(err)
 	}
 	x.queuedJob = job.ID
+	// An SLA policy, for its apply.
+	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/sla-policy", Headers: apitest.HelpdeskUser(a.owner.Token, a.org),
+		Body: map[string]any{"businessHours": "24x7", "targets": map[string]any{"normal": map[string]any{"resolution": 60}}}}).Expect(200)
 	// A subscription, for the downgrade.
 	now := models.Now()
 	account := models.BillingAccount{OrgID: a.org, StripeCustomerID: "cus_" + a.org, StripeSubscriptionID: "sub_" + a.org,

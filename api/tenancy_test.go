@@ -223,6 +223,7 @@ var tenantProbes = map[string]probe{
 	"GET /helpdesk/analytics/dashboard":              {kind: helpdesk},
 	"GET /helpdesk/sla-policy":                       {kind: helpdesk},
 	"GET /helpdesk/analytics/sla":                    {kind: helpdesk},
+	"POST /helpdesk/sla-policy/apply":                {kind: helpdesk},
 	"PUT /helpdesk/sla-policy": {kind: helpdesk, body: hdFields("businessHours", "24x7",
 		"targets", map[string]any{"urgent": map[string]any{"firstResponse": 60}})},
 	"GET /helpdesk/channels/email":                  {kind: helpdesk},

@@ -67,6 +67,9 @@ func SaveSLAPolicy(tx *gorm.DB, orgID string, p *SLAPolicy, by string, now time.
 	return v, tx.Create(v).Error
 }
 
+// ErrNoSLAPolicy is the 404 of a workspace without an SLA policy.
+var ErrNoSLAPolicy = Err(ErrNotFound, "not_found", "The workspace has no SLA policy; PUT one.")
+
 // CurrentSLAPolicy is the workspace's latest policy version, or nil when
 // it has none.
 func CurrentSLAPolicy(db *gorm.DB, orgID string) (*SLAPolicyVersion, error) {
@@ -436,4 +439,68 @@ func FireSLATimer(tx *gorm.DB, ticketID string, timer SLATimer) (*Ticket, bool, 
 		return nil, false, err
 	}
 	return &t, true, tx.Model(&t).Select("sla_state", "sla_breached", "sla_next_due_at", "sla_next_warn_at").Updates(&t).Error
+}
+
+// ApplySLAPolicy moves the workspace's open tickets (neither solved nor
+// closed), locked, to its current policy version, at now: each clock
+// keeps the business time it has run and takes the new targets of its
+// ticket's priority (a kind without one ends); a first response not yet
+// given and the resolution start now where they had no clock — on a
+// ticket opened before any policy too. It returns the version and how
+// many tickets it moved; with no policy it is a 404.
+func ApplySLAPolicy(tx *gorm.DB, orgID string, now time.Time) (version, moved int, err error) {
+	v, err := CurrentSLAPolicy(tx, orgID)
+	if err != nil {
+		return 0, 0, err
+	}
+	if v == nil {
+		return 0, 0, ErrNoSLAPolicy
+	}
+	p, err := v.Parsed()
+	if err != nil {
+		return 0, 0, err
+	}
+	cal, err := p.Calendar()
+	if err != nil {
+		return 0, 0, err
+	}
+	var tickets []Ticket
+	if err := LockForUpdate(tx).Where("org_id = ? AND status NOT IN ?", orgID, []string{TicketSolved, TicketClosed}).
+		Order("id").Find(&tickets).Error; err != nil {
+		return 0, 0, err
+	}
+	for i := range tickets {
+		t := &tickets[i]
+		s, err := SLAOf(t)
+		if err != nil {
+			return 0, 0, err
+		}
+		if s == nil {
+			s = &TicketSLA{}
+		}
+		s.PolicyVersion = v.Version
+		kept := s.Clocks[:0]
+		for _, k := range s.Clocks {
+			if target, ok := p.Target(t.Priority, k.Kind); ok {
+				k.set(k.clock().Retarget(target))
+				kept = append(kept, k)
+			}
+		}
+		s.Clocks = kept
+		for _, kind := range []string{SLAFirstResponse, SLAResolution} {
+			if target, ok := p.Target(t.Priority, kind); ok && s.Clock(kind) == nil && (kind != SLAFirstResponse || t.FirstResponseAt == nil) {
+				s.Clocks = append(s.Clocks, SLAClock{Kind: kind, Target: target, Since: &now})
+			}
+		}
+		if t.Status == TicketPending {
+			s.pause(cal, now)
+		}
+		if err := s.store(tx, t, p, cal, true); err != nil {
+			return 0, 0, err
+		}
+		if err := tx.Model(t).Select("sla_state", "sla_breached", "sla_next_due_at", "sla_next_warn_at").Updates(t).Error; err != nil {
+			return 0, 0, err
+		}
+	}
+	return v.Version, len(tickets), nil
 }

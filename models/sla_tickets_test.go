@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -239,6 +240,55 @@ func TestFireSLATimerOnce(t *testing.T) {
 		}
 		if _, live, _ := models.SLATimers(db, tk.ID); live {
 			t.Fatal("a solved ticket's workflow is to go on")
+		}
+	})
+}
+
+// Applying the current policy moves the open tickets to it: a ticket
+// opened before any policy gets clocks from now, one under an earlier
+// version keeps the time it ran and takes the new targets; a solved
+// ticket is left as it is.
+func TestApplySLAPolicy(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		d := newDesk(t, db)
+		org, _ := models.FindOrg(t.Context(), db, d.org)
+		if _, _, err := models.ApplySLAPolicy(db, d.org, models.Now()); !errors.Is(err, models.ErrNotFound) {
+			t.Fatalf("without a policy: %v", err)
+		}
+		t0 := time.Now().UTC().Truncate(time.Second)
+		before := openUrgent(t, db, org, t0)
+		*d.tickets += 100 // numbered apart from those OpenTicket numbers
+		solved := d.ticket(t, db, models.TicketSolved)
+		if _, err := models.SaveSLAPolicy(db, d.org, policy(t, `{"businessHours": "24x7",
+			"targets": {"urgent": {"firstResponse": 60, "resolution": 240}, "normal": {"resolution": 600}}}`), "test", t0); err != nil {
+			t.Fatal(err)
+		}
+		under1 := openUrgent(t, db, org, t0.Add(10*time.Minute))
+		if _, err := models.SaveSLAPolicy(db, d.org, policy(t, `{"businessHours": "24x7",
+			"targets": {"urgent": {"firstResponse": 30}}}`), "test", t0); err != nil {
+			t.Fatal(err)
+		}
+		version, moved, err := models.ApplySLAPolicy(db, d.org, t0.Add(20*time.Minute))
+		if err != nil || version != 2 || moved != 2 {
+			t.Fatalf("applied version %d to %d tickets: %v", version, moved, err)
+		}
+		reread := func(id string) *models.Ticket {
+			tk, err := models.FindInOrg[models.Ticket](db, d.org, id, "The ticket")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tk
+		}
+		s := slaState(t, reread(before.ID))
+		if s.PolicyVersion != 2 || !due(s, models.SLAFirstResponse).Equal(t0.Add(50*time.Minute)) || len(s.Clocks) != 1 {
+			t.Fatalf("the ticket opened before any policy: %+v", s)
+		}
+		s = slaState(t, reread(under1.ID))
+		if s.PolicyVersion != 2 || !due(s, models.SLAFirstResponse).Equal(t0.Add(40*time.Minute)) || s.Clock(models.SLAResolution) != nil {
+			t.Fatalf("the ticket under version 1: %+v", s)
+		}
+		if reread(solved.ID).SLAState != nil {
+			t.Fatal("a solved ticket was given clocks")
 		}
 	})
 }

@@ -98,6 +98,7 @@ func Routes(r fiber.Router, d Deps) {
 
 	r.Get("/sla-policy", h.getSLAPolicy)
 	r.Put("/sla-policy", h.putSLAPolicy)
+	r.Post("/sla-policy/apply", h.applySLAPolicy)
 
 	r.Get("/channels/email", h.emailChannel)
 	r.Put("/channels/email", h.updateEmailChannel)

@@ -31,8 +31,6 @@ func toSLAPolicy(v *models.SLAPolicyVersion) (slaPolicyResponse, error) {
 	return slaPolicyResponse{SLAPolicy: *p, Version: v.Version, CreatedAt: v.CreatedAt}, nil
 }
 
-var errNoSLAPolicy = models.Err(models.ErrNotFound, "not_found", "The workspace has no SLA policy; PUT one.")
-
 func (h *handlers) getSLAPolicy(c *fiber.Ctx) error {
 	p := auth.From(c)
 	if err := auth.RequireAdmin(p); err != nil {
@@ -43,7 +41,7 @@ func (h *handlers) getSLAPolicy(c *fiber.Ctx) error {
 		return err
 	}
 	if v == nil {
-		return errNoSLAPolicy
+		return models.ErrNoSLAPolicy
 	}
 	out, err := toSLAPolicy(v)
 	if err != nil {
@@ -70,6 +68,26 @@ func (h *handlers) putSLAPolicy(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(out)
+}
+
+type slaApplyResponse struct {
+	Version int `json:"version"`
+	Tickets int `json:"tickets"`
+}
+
+// applySLAPolicy moves the workspace's open tickets to its current policy
+// (models.ApplySLAPolicy), in the request's transaction with the wake-up
+// of each ticket's SLA workflow.
+func (h *handlers) applySLAPolicy(c *fiber.Ctx) error {
+	p := auth.From(c)
+	if err := auth.RequireAdmin(p); err != nil {
+		return err
+	}
+	version, moved, err := models.ApplySLAPolicy(web.Tx(c), p.OrgID, models.Now())
+	if err != nil {
+		return err
+	}
+	return c.JSON(slaApplyResponse{Version: version, Tickets: moved})
 }
 
 // slaAttainment is the share of tickets that missed no SLA target.

@@ -57,6 +57,8 @@ func TestSLAPolicyRules(t *testing.T) {
 			}
 		}
 		e.Do(apitest.Request{Method: "GET", Path: path, Headers: d.headers}).ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "POST", Path: path + "/apply", Headers: d.headers}).ExpectProblem(404, "not_found")
+		open := d.create(e, map[string]any{"subject": "Opened before", "email": apitest.UniqueEmail("early"), "priority": "urgent"})
 
 		var v struct{ Version int }
 		e.Do(apitest.Request{Method: "PUT", Path: path, Headers: d.headers, Body: good}).Expect(200).JSON(&v)
@@ -75,6 +77,15 @@ func TestSLAPolicyRules(t *testing.T) {
 		}
 		// Another workspace has none.
 		e.Do(apitest.Request{Method: "GET", Path: path, Headers: d.outsider}).ExpectProblem(404, "not_found")
+		// Applied, the open ticket opened before any policy runs under it.
+		e.Do(apitest.Request{Method: "POST", Path: path + "/apply", Headers: d.asAgent}).ExpectProblem(403, "admin_required")
+		var applied struct{ Version, Tickets int }
+		e.Do(apitest.Request{Method: "POST", Path: path + "/apply", Headers: d.headers}).Expect(200).JSON(&applied)
+		var tk slaTicket
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + open.ID, Headers: d.headers}).Expect(200).JSON(&tk)
+		if applied.Version != 2 || applied.Tickets != 1 || tk.SLA == nil || tk.SLA.PolicyVersion != 2 || tk.SLA.FirstResponseDueAt == nil {
+			t.Fatalf("applied %+v: the ticket's SLA %+v", applied, tk.SLA)
+		}
 	})
 }
 
