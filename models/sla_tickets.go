@@ -286,15 +286,21 @@ func (s *TicketSLA) move(p *SLAPolicy, cal sla.Calendar, before, t *Ticket, cm *
 		}
 	}
 	if t.Priority != before.Priority {
-		kept := s.Clocks[:0]
-		for _, k := range s.Clocks {
-			if target, ok := p.Target(t.Priority, k.Kind); ok {
-				k.set(k.clock().Retarget(target))
-				kept = append(kept, k)
-			}
-		}
-		s.Clocks = kept
+		s.retarget(p, t.Priority)
 	}
+}
+
+// retarget gives the clocks the policy's targets for priority, keeping
+// the time they ran; a kind without a target ends.
+func (s *TicketSLA) retarget(p *SLAPolicy, priority string) {
+	kept := s.Clocks[:0]
+	for _, k := range s.Clocks {
+		if target, ok := p.Target(priority, k.Kind); ok {
+			k.set(k.clock().Retarget(target))
+			kept = append(kept, k)
+		}
+	}
+	s.Clocks = kept
 }
 
 func (s *TicketSLA) pause(cal sla.Calendar, now time.Time) {
@@ -351,6 +357,11 @@ func (s *TicketSLA) store(tx *gorm.DB, t *Ticket, p *SLAPolicy, cal sla.Calendar
 		return nil
 	}
 	return wakeTicketSLA(tx, t)
+}
+
+// saveSLA writes t's SLA columns alone (store set them).
+func saveSLA(tx *gorm.DB, t *Ticket) error {
+	return tx.Model(t).Select("sla_state", "sla_breached", "sla_next_due_at", "sla_next_warn_at").Updates(t).Error
 }
 
 // SLA timer kinds: a warning before a due time, and the breach at it.
@@ -438,7 +449,7 @@ func FireSLATimer(tx *gorm.DB, ticketID string, timer SLATimer) (*Ticket, bool, 
 	if err := s.store(tx, &t, p, cal, false); err != nil {
 		return nil, false, err
 	}
-	return &t, true, tx.Model(&t).Select("sla_state", "sla_breached", "sla_next_due_at", "sla_next_warn_at").Updates(&t).Error
+	return &t, true, saveSLA(tx, &t)
 }
 
 // ApplySLAPolicy moves the workspace's open tickets (neither solved nor
@@ -479,14 +490,7 @@ func ApplySLAPolicy(tx *gorm.DB, orgID string, now time.Time) (version, moved in
 			s = &TicketSLA{}
 		}
 		s.PolicyVersion = v.Version
-		kept := s.Clocks[:0]
-		for _, k := range s.Clocks {
-			if target, ok := p.Target(t.Priority, k.Kind); ok {
-				k.set(k.clock().Retarget(target))
-				kept = append(kept, k)
-			}
-		}
-		s.Clocks = kept
+		s.retarget(p, t.Priority)
 		for _, kind := range []string{SLAFirstResponse, SLAResolution} {
 			if target, ok := p.Target(t.Priority, kind); ok && s.Clock(kind) == nil && (kind != SLAFirstResponse || t.FirstResponseAt == nil) {
 				s.Clocks = append(s.Clocks, SLAClock{Kind: kind, Target: target, Since: &now})
@@ -498,7 +502,7 @@ func ApplySLAPolicy(tx *gorm.DB, orgID string, now time.Time) (version, moved in
 		if err := s.store(tx, t, p, cal, true); err != nil {
 			return 0, 0, err
 		}
-		if err := tx.Model(t).Select("sla_state", "sla_breached", "sla_next_due_at", "sla_next_warn_at").Updates(t).Error; err != nil {
+		if err := saveSLA(tx, t); err != nil {
 			return 0, 0, err
 		}
 	}
