@@ -40,6 +40,11 @@ func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solve
 			return err
 		}
 		closed = true
+		if after.SLAState != nil { // closed is final: its SLA workflow ends
+			if err := models.WakeTicketSLA(tx, &after); err != nil {
+				return err
+			}
+		}
 		events, err := views.TicketChangeEvents(&t, &after)
 		if err != nil {
 			return err

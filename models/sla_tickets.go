@@ -186,9 +186,10 @@ type TicketSLAInput struct {
 	OrgID    string `json:"orgId"`
 }
 
-// wakeTicketSLA records the signal-with-start that tells t's SLA workflow
-// to read its timers again.
-func wakeTicketSLA(tx *gorm.DB, t *Ticket) error {
+// WakeTicketSLA records, in tx, the signal-with-start that tells t's SLA
+// workflow to read its timers again: with every change that moves its
+// clocks, and when the ticket closes or is deleted (the workflow ends).
+func WakeTicketSLA(tx *gorm.DB, t *Ticket) error {
 	input, err := json.Marshal(TicketSLAInput{TicketID: t.ID, OrgID: t.OrgID})
 	if err != nil {
 		return err
@@ -249,7 +250,11 @@ func planSLA(tx *gorm.DB, before, t *Ticket, cm *TicketComment, now time.Time) e
 	} else if t.Status == TicketPending {
 		s.pause(cal, now)
 	}
-	return s.store(tx, t, p, cal, true)
+	moved, err := s.store(t, p, cal)
+	if err != nil || !moved {
+		return err
+	}
+	return WakeTicketSLA(tx, t)
 }
 
 // move applies a change of the ticket from before to t (planSLA).
@@ -315,16 +320,17 @@ func (s *TicketSLA) end(kinds ...string) {
 }
 
 // store works out the clocks' due and warning times and writes the state
-// and its columns on t; with wake, it wakes the ticket's SLA workflow when
-// they moved (the workflow itself, firing a timer, reads them anyway).
-func (s *TicketSLA) store(tx *gorm.DB, t *Ticket, p *SLAPolicy, cal sla.Calendar, wake bool) error {
+// and its columns on t. It reports whether they moved: the caller wakes
+// the ticket's SLA workflow then (but the workflow itself, firing a timer,
+// reads them anyway).
+func (s *TicketSLA) store(t *Ticket, p *SLAPolicy, cal sla.Calendar) (moved bool, err error) {
 	t.SLANextDueAt, t.SLANextWarnAt = nil, nil
 	for i := range s.Clocks {
 		k := &s.Clocks[i]
 		k.DueAt, k.WarnAt = nil, nil
 		due, running, err := k.clock().Due(cal)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !running {
 			continue
@@ -334,7 +340,7 @@ func (s *TicketSLA) store(tx *gorm.DB, t *Ticket, p *SLAPolicy, cal sla.Calendar
 			early := k.clock().Retarget(max(k.Target-time.Duration(p.WarnBefore)*time.Minute, 0))
 			warn, _, err := early.Due(cal)
 			if err != nil {
-				return err
+				return false, err
 			}
 			k.WarnAt = &warn
 		}
@@ -348,15 +354,12 @@ func (s *TicketSLA) store(tx *gorm.DB, t *Ticket, p *SLAPolicy, cal sla.Calendar
 	t.SLABreached = len(s.Breaches) > 0
 	body, err := json.Marshal(s)
 	if err != nil {
-		return err
+		return false, err
 	}
 	state := string(body)
-	moved := t.SLAState == nil || *t.SLAState != state
+	moved = t.SLAState == nil || *t.SLAState != state
 	t.SLAState = &state
-	if !moved || !wake {
-		return nil
-	}
-	return wakeTicketSLA(tx, t)
+	return moved, nil
 }
 
 // saveSLA writes t's SLA columns alone (store set them).
@@ -379,20 +382,22 @@ type SLATimer struct {
 }
 
 // SLATimers are the timers ticket ticketID's SLA workflow is to set now:
-// every warning and breach not yet fired of its running clocks. ok is
-// false when the ticket no longer exists, or has no clock left to run or
-// resume — the workflow ends (a change that starts one wakes it again).
+// every warning and breach not yet fired of its running clocks (none
+// while they wait, or are all met: a change may start them again). ok is
+// false once the ticket is closed (final) or deleted — the workflow ends;
+// it is never started again, as Temporal refuses to reuse a finished
+// workflow's ID for a signal-with-start.
 func SLATimers(db *gorm.DB, ticketID string) (timers []SLATimer, ok bool, err error) {
 	var t Ticket
-	err = db.Select("id", "sla_state").Take(&t, "id = ?", ticketID).Error
+	err = db.Select("id", "status", "sla_state").Take(&t, "id = ?", ticketID).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, false, nil
 	}
-	if err != nil {
+	if err != nil || t.Status == TicketClosed {
 		return nil, false, err
 	}
 	s, err := SLAOf(&t)
-	if err != nil || s == nil || len(s.Clocks) == 0 {
+	if err != nil || s == nil {
 		return nil, false, err
 	}
 	for _, k := range s.Clocks {
@@ -446,7 +451,7 @@ func FireSLATimer(tx *gorm.DB, ticketID string, timer SLATimer) (*Ticket, bool, 
 	if err != nil {
 		return nil, false, err
 	}
-	if err := s.store(tx, &t, p, cal, false); err != nil {
+	if _, err := s.store(&t, p, cal); err != nil {
 		return nil, false, err
 	}
 	return &t, true, saveSLA(tx, &t)
@@ -499,10 +504,17 @@ func ApplySLAPolicy(tx *gorm.DB, orgID string, now time.Time) (version, moved in
 		if t.Status == TicketPending {
 			s.pause(cal, now)
 		}
-		if err := s.store(tx, t, p, cal, true); err != nil {
+		moved, err := s.store(t, p, cal)
+		if err != nil {
 			return 0, 0, err
 		}
+		if !moved {
+			continue
+		}
 		if err := saveSLA(tx, t); err != nil {
+			return 0, 0, err
+		}
+		if err := WakeTicketSLA(tx, t); err != nil {
 			return 0, 0, err
 		}
 	}

@@ -238,8 +238,16 @@ func TestFireSLATimerOnce(t *testing.T) {
 		if fire(models.SLATimer{Kind: models.SLAResolution, Fire: models.SLAWarningTimer, At: t0.Add(230 * time.Minute)}) {
 			t.Fatal("a met clock's warning fired")
 		}
+		// Solved, it has no timer, but may be reopened: its workflow waits.
+		// Closed (final), the workflow ends.
+		if timers, live, _ := models.SLATimers(db, tk.ID); !live || len(timers) != 0 {
+			t.Fatalf("solved: timers %+v, live %v", timers, live)
+		}
+		if err := db.Model(&models.Ticket{}).Where("id = ?", tk.ID).Update("status", models.TicketClosed).Error; err != nil {
+			t.Fatal(err)
+		}
 		if _, live, _ := models.SLATimers(db, tk.ID); live {
-			t.Fatal("a solved ticket's workflow is to go on")
+			t.Fatal("a closed ticket's workflow is to go on")
 		}
 	})
 }

@@ -229,7 +229,7 @@ func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
 		return nil, err
 	}
 	if t.SLAState != nil { // its clocks end: the workflow finds no ticket
-		if err := wakeTicketSLA(tx, t); err != nil {
+		if err := WakeTicketSLA(tx, t); err != nil {
 			return nil, err
 		}
 	}

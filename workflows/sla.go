@@ -18,8 +18,10 @@ import (
 // one); it then reads its timers again. A timer that fires is recorded by
 // FireSLATimer, which fires each warning and breach once, however late —
 // a timer due while the worker or Temporal was down fires when they are
-// back. The workflow ends when the ticket has no clock left; it continues
-// as new after a while, to keep its history short.
+// back. The workflow ends when the ticket is closed or deleted (each wakes
+// it): a solved ticket may be reopened, and Temporal would not start a
+// finished workflow's ID again. It continues as new after a while, to keep
+// its history short.
 const (
 	TicketSLAWorkflow = models.TicketSLAWorkflowType
 	KindTicketSLA     = models.TicketSLAKind

@@ -93,8 +93,8 @@ func TestSLAPolicyRules(t *testing.T) {
 // 24x7 policy shows its due times; its first response falls due, the
 // TicketSLA workflow records the breach once, tells the webhooks and the
 // assignee and admins, and escalates (reassigns); the list finds it
-// breached. Then the agent's reply records the first response, and once
-// solved the workflow ends.
+// breached. Then the agent's reply records the first response; once the
+// ticket is solved and closed, the workflow ends.
 func TestSLABreachIsRecordedToldAndEscalated(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		d := newDesk(t, e)
@@ -174,7 +174,7 @@ func TestSLABreachIsRecordedToldAndEscalated(t *testing.T) {
 		if got.SLA.FirstRespondedAt == nil || got.SLA.FirstResponseDueAt != nil || len(got.SLA.Breaches) != 1 {
 			t.Fatalf("after the reply: %+v", got.SLA)
 		}
-		// Solved, the ticket has no clock left: its workflow ends.
+		// Solved, then closed by its auto-close timer: its workflow ends.
 		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + tk.ID, Headers: d.headers,
 			Body: map[string]any{"status": "solved"}}).Expect(200)
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -182,7 +182,7 @@ func TestSLABreachIsRecordedToldAndEscalated(t *testing.T) {
 		if err := e.Temporal.GetWorkflow(ctx, workflows.TicketSLAID(tk.ID), "").Get(ctx, nil); err != nil {
 			t.Fatalf("the ticket's SLA workflow: %v", err)
 		}
-	}, apitest.WithWebhookReceivers())
+	}, apitest.WithWebhookReceivers(), apitest.WithTicketAutoClose(time.Second))
 }
 
 // backdateFirstResponse moves the start of the ticket's first-response
