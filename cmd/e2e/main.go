@@ -6,8 +6,9 @@
 // fresh PostgreSQL database. It then drives the suite through both APIs,
 // alternating between them (nothing may rely on per-process memory), and
 // injects faults — a worker killed during 1,000 intakes, the Temporal
-// server stopped for 30 s, an API process killed mid-request — printing
-// accepted, processed, duplicates, lost and recovery time for each.
+// server stopped for 30 s, an API process killed mid-request, every worker
+// down across an SLA due time — printing accepted, processed, duplicates,
+// lost and recovery time for each.
 //
 // It exits 0 when every check passes, 1 when one fails, and 2 when
 // PostgreSQL does not answer. Every process is stopped and the database
@@ -61,7 +62,7 @@ func main() {
 	flag.IntVar(&o.intakes, "intakes", 1000, "web-form intakes sent while a worker is killed")
 	flag.DurationVar(&o.temporalDown, "temporal-down", 30*time.Second, "how long the Temporal server stays stopped")
 	flag.DurationVar(&o.autoClose, "autoclose", 3*time.Second, "SUITE_TICKET_AUTOCLOSE_AFTER of the API and worker processes")
-	flag.StringVar(&o.faults, "faults", "api-kill,worker-kill,temporal-down", "the faults to inject, comma-separated (empty: none); pg-restart (restarts the machine's PostgreSQL cluster, so opt-in) is also known")
+	flag.StringVar(&o.faults, "faults", "api-kill,worker-kill,temporal-down,sla-workers", "the faults to inject, comma-separated (empty: none); pg-restart (restarts the machine's PostgreSQL cluster, so opt-in) is also known")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run directory (logs, Temporal's file) even when every check passes")
 	flag.Parse()
 

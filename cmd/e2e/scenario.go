@@ -33,6 +33,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		"worker-kill":   {"fault: a worker killed during intakes", t.faultWorkerKill},
 		"temporal-down": {"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
 		"pg-restart":    {"fault: PostgreSQL restarted during intakes and reads", t.faultPostgresRestart},
+		"sla-workers":   {"fault: every worker killed across an SLA due time", t.faultSLAWorkersDown},
 	}
 	walkthrough := len(steps)
 	for _, name := range strings.Split(t.o.faults, ",") {
@@ -41,7 +42,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		}
 		f, ok := faults[name]
 		if !ok {
-			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down, pg-restart)", name)
+			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down, sla-workers, pg-restart)", name)
 		}
 		steps = append(steps, f)
 	}
