@@ -30,14 +30,18 @@ func (a *SLA) SLATimers(ctx context.Context, ticketID string) (SLAPlan, error) {
 	return SLAPlan{Timers: timers, Live: live}, err
 }
 
-// SLAFired is what firing a timer did: the notifications it stored, for
-// the workflow to push.
+// SLAFired is what firing a timer did: the notifications it stored for
+// members with a browser subscribed, for the workflow to push, and the
+// ticket's timers after it (read in the same transaction: the workflow
+// needs no second read).
 type SLAFired struct {
-	Notifications []string `json:"notifications"`
+	Push []string `json:"push"`
+	Plan SLAPlan  `json:"plan"`
 }
 
 // FireSLATimer fires timer on the ticket, once (models.FireSLATimer), in
-// one transaction with what it sets off: a warning tells the assignee
+// one transaction with what it sets off (tell), and returns the ticket's
+// timers after it: a warning tells the assignee
 // (sla_warning); a breach tells the assignee and the workspace's admins
 // (sla_breached) and escalates as the policy says — priority one step up,
 // reassignment. Each is told to webhooks too (ticket.sla_warning,
@@ -50,39 +54,55 @@ func (a *SLA) FireSLATimer(ctx context.Context, ticketID string, timer models.SL
 	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		out = SLAFired{}
 		t, fired, err := models.FireSLATimer(tx, ticketID, timer)
-		if err != nil || !fired {
-			return err
+		if err == nil && fired {
+			err = a.tell(tx, t, timer, &out)
 		}
-		now := models.Now()
-		typ, event := "sla_warning", "ticket.sla_warning"
-		if timer.Fire == models.SLABreachTimer {
-			typ, event = "sla_breached", "ticket.sla_breached"
-			if t, err = a.escalate(tx, t, now); err != nil {
-				return err
-			}
-		}
-		if err := emit(tx, models.Event{OrgID: t.OrgID, Type: event, Object: views.ToTicket(t)}); err != nil {
-			return err
-		}
-		recipients, err := slaRecipients(tx, t, timer.Fire == models.SLABreachTimer)
 		if err != nil {
 			return err
 		}
-		for _, member := range recipients {
-			n := &models.Notification{ID: models.DerivedID(t.ID, timer.Kind, timer.Fire, timer.At.UTC().Format(time.RFC3339Nano), member),
-				OrgID: t.OrgID, MemberID: member, Type: typ, Title: slaTitle(t, timer), Body: t.Subject,
-				ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now}
-			created, err := models.Notify(tx, n)
-			if err != nil {
-				return err
-			}
-			if created {
-				out.Notifications = append(out.Notifications, n.ID)
-			}
-		}
-		return nil
+		out.Plan.Timers, out.Plan.Live, err = models.SLATimers(tx, ticketID)
+		return err
 	})
 	return out, err
+}
+
+// tell records what a fired timer sets off (FireSLATimer), in its
+// transaction.
+func (a *SLA) tell(tx *gorm.DB, t *models.Ticket, timer models.SLATimer, out *SLAFired) error {
+	now := models.Now()
+	typ, event := "sla_warning", "ticket.sla_warning"
+	if timer.Fire == models.SLABreachTimer {
+		typ, event = "sla_breached", "ticket.sla_breached"
+		var err error
+		if t, err = a.escalate(tx, t, now); err != nil {
+			return err
+		}
+	}
+	if err := emit(tx, models.Event{OrgID: t.OrgID, Type: event, Object: views.ToTicket(t)}); err != nil {
+		return err
+	}
+	recipients, err := slaRecipients(tx, t, timer.Fire == models.SLABreachTimer)
+	if err != nil || len(recipients) == 0 {
+		return err
+	}
+	var subscribed []string
+	if err := tx.Model(&models.PushSubscription{}).Where("org_id = ? AND member_id IN ?", t.OrgID, recipients).
+		Distinct("member_id").Pluck("member_id", &subscribed).Error; err != nil {
+		return err
+	}
+	for _, member := range recipients {
+		n := &models.Notification{ID: models.DerivedID(t.ID, timer.Kind, timer.Fire, timer.At.UTC().Format(time.RFC3339Nano), member),
+			OrgID: t.OrgID, MemberID: member, Type: typ, Title: slaTitle(t, timer), Body: t.Subject,
+			ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now}
+		created, err := models.Notify(tx, n)
+		if err != nil {
+			return err
+		}
+		if created && slices.Contains(subscribed, member) {
+			out.Push = append(out.Push, n.ID)
+		}
+	}
+	return nil
 }
 
 // escalate applies the policy's escalation to a breached ticket.

@@ -41,14 +41,20 @@ func TicketSLA(ctx workflow.Context, in models.TicketSLAInput) error {
 	var a *activities.SLA
 	dctx := workflow.WithActivityOptions(ctx, dbOptions)
 	wake := workflow.GetSignalChannel(ctx, SignalTicketSLAWake)
+	var err error
+	var plan *activities.SLAPlan // the timers as the last firing left them
 	for range slaRoundsPerRun {
-		drain(wake) // what woke it is read below
-		var plan activities.SLAPlan
-		if err := workflow.ExecuteActivity(dctx, a.SLATimers, in.TicketID).Get(ctx, &plan); err != nil {
-			return err
+		// A wake-up (read here, or left by the select below) means the
+		// clocks moved since the timers were read: read them again.
+		if drain(wake) || plan == nil {
+			plan = new(activities.SLAPlan)
+			if err := workflow.ExecuteActivity(dctx, a.SLATimers, in.TicketID).Get(ctx, plan); err != nil {
+				return err
+			}
 		}
 		if !plan.Live {
 			if drain(wake) {
+				plan = nil
 				continue // a change came in meanwhile: read again
 			}
 			return nil
@@ -66,9 +72,10 @@ func TicketSLA(ctx workflow.Context, in models.TicketSLAInput) error {
 		sel.Select(ctx)
 		cancel()
 		if woken || next == nil {
+			plan = nil
 			continue
 		}
-		if err := fireSLATimer(ctx, in, *next); err != nil {
+		if plan, err = fireSLATimer(ctx, in, *next); err != nil {
 			return err
 		}
 	}
@@ -76,15 +83,16 @@ func TicketSLA(ctx workflow.Context, in models.TicketSLAInput) error {
 }
 
 // fireSLATimer fires timer and starts the push of each notification it
-// stored, as a workflow of its own (NotificationDelivery), so that a slow
-// push service never holds up the ticket's next timer.
-func fireSLATimer(ctx workflow.Context, in models.TicketSLAInput, timer models.SLATimer) error {
+// stored for a member with a browser subscribed, as a workflow of its own
+// (NotificationDelivery), so that a slow push service never holds up the
+// ticket's next timer. It returns the ticket's timers after the firing.
+func fireSLATimer(ctx workflow.Context, in models.TicketSLAInput, timer models.SLATimer) (*activities.SLAPlan, error) {
 	var a *activities.SLA
 	var fired activities.SLAFired
 	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, dbOptions), a.FireSLATimer, in.TicketID, timer).Get(ctx, &fired); err != nil {
-		return err
+		return nil, err
 	}
-	for _, id := range fired.Notifications {
+	for _, id := range fired.Push {
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:            NotificationDeliveryID(id),
 			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
@@ -94,10 +102,10 @@ func fireSLATimer(ctx workflow.Context, in models.TicketSLAInput, timer models.S
 		child := workflow.ExecuteChildWorkflow(cctx, NotificationDeliveryWorkflow, NotificationDeliveryInput{NotificationID: id, OrgID: in.OrgID})
 		var started workflow.Execution
 		if err := child.GetChildWorkflowExecution().Get(ctx, &started); err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return &fired.Plan, nil
 }
 
 // drain empties a signal channel and reports whether it held anything.

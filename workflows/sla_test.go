@@ -15,12 +15,13 @@ import (
 )
 
 // slaEnv is a test environment (its clock skips ahead) in which the SLA
-// activities answer plans in turn and record when timers fire; each
+// activities answer plans in turn (a firing answers the next one, as the
+// ticket's timers after it) and record when timers fire; each
 // notification's delivery is a child workflow that records its id.
 type slaEnv struct {
 	env    *testsuite.TestWorkflowEnvironment
 	start  time.Time
-	plans  []activities.SLAPlan // what SLATimers answers, in turn
+	plans  []activities.SLAPlan // the timers SLATimers, and FireSLATimer after firing, answer, in turn
 	fired  []models.SLATimer
 	at     []time.Time
 	pushed []string
@@ -37,20 +38,24 @@ func newSLAEnv(t *testing.T) *slaEnv {
 	}, workflow.RegisterOptions{Name: workflows.NotificationDeliveryWorkflow})
 	var a *activities.SLA
 	reads := 0
-	e.env.OnActivity(a.SLATimers, mock.Anything, "t-1").Return(func(context.Context, string) (activities.SLAPlan, error) {
+	next := func() activities.SLAPlan {
 		if reads >= len(e.plans) {
 			t.Fatalf("read %d times, %d plans", reads+1, len(e.plans))
 		}
 		reads++
-		return e.plans[reads-1], nil
+		return e.plans[reads-1]
+	}
+	e.env.OnActivity(a.SLATimers, mock.Anything, "t-1").Return(func(context.Context, string) (activities.SLAPlan, error) {
+		return next(), nil
 	})
 	e.env.OnActivity(a.FireSLATimer, mock.Anything, "t-1", mock.Anything).Return(func(_ context.Context, _ string, timer models.SLATimer) (activities.SLAFired, error) {
 		e.fired = append(e.fired, timer)
 		e.at = append(e.at, e.env.Now())
+		out := activities.SLAFired{Plan: next()}
 		if timer.Fire == models.SLABreachTimer {
-			return activities.SLAFired{Notifications: []string{"n-" + timer.Kind}}, nil
+			out.Push = []string{"n-" + timer.Kind}
 		}
-		return activities.SLAFired{}, nil
+		return out, nil
 	})
 	return e
 }

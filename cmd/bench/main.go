@@ -168,6 +168,12 @@ func run(cfg config) error {
 		}
 		defer receiver.srv.Close()
 	}
+	var hdKey string
+	if cfg.only.MatchString(slaLoad) {
+		if hdKey, err = b.newHelpdeskKey(); err != nil {
+			return fmt.Errorf("the bench organization's hd_ key: %w", err)
+		}
+	}
 	pair := func(name string, conns int, w workload) error {
 		if !cfg.only.MatchString(name) {
 			return nil
@@ -214,8 +220,16 @@ func run(cfg config) error {
 		}
 		fmt.Println(delivery)
 	}
+	// The SLA timers after everything: its workflows stay open.
+	var slas slaResult
+	if hdKey != "" {
+		if slas, err = b.slaTimers(ctx, db, hdKey); err != nil {
+			return err
+		}
+		fmt.Println(slas)
+	}
 
-	table := renderTable(rows, steady, burst, delivery, cfg)
+	table := renderTable(rows, steady, burst, delivery, slas, cfg)
 	fmt.Println()
 	fmt.Println(table)
 	if cfg.out != "" {
@@ -898,7 +912,7 @@ func p50p99(lat []time.Duration) (p50, p99 time.Duration) {
 	return pick(0.50), pick(0.99)
 }
 
-func renderTable(rows []row, steady, burst intakeResult, delivery deliveryResult, cfg config) string {
+func renderTable(rows []row, steady, burst intakeResult, delivery deliveryResult, slas slaResult, cfg config) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL; wrk and pgbench at the same concurrency, "+
@@ -918,6 +932,9 @@ func renderTable(rows []row, steady, burst intakeResult, delivery deliveryResult
 	}
 	if delivery.created > 0 {
 		fmt.Fprintf(&b, "- %s\n", delivery)
+	}
+	if slas.created > 0 {
+		fmt.Fprintf(&b, "- %s\n", slas)
 	}
 	return b.String()
 }

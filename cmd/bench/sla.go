@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// slaLoad is the SLA timers' name (-only matches it).
+const slaLoad = "SLA timers"
+
+const (
+	// slaTickets is how many open tickets hold SLA workflows.
+	slaTickets = 10_000
+	// slaTarget is their first-response target: long enough for the
+	// tickets to be opened before any falls due.
+	slaTarget = 5 * time.Minute
+	// slaIdle is how long the idle suite is measured.
+	slaIdle = 30 * time.Second
+)
+
+// slaResult is what the SLA load measured.
+type slaResult struct {
+	created    int
+	createTime time.Duration
+	// armed is how long after the first ticket the outbox had started
+	// (signalled) every ticket's workflow.
+	armed time.Duration
+	// idleCPU is the suite's CPU (API, worker and Temporal: `suite dev`)
+	// per second of wall time once every breach is recorded, the
+	// workflows all open and waiting (their tickets are neither solved
+	// nor closed); rss its resident memory then.
+	idleCPU  float64
+	rssMB    float64
+	breached int
+	// p50 and p99 run from a due time to its breach recorded (the
+	// notification's time); rate is the breaches a second.
+	p50, p99 time.Duration
+	rate     float64
+}
+
+func (r slaResult) String() string {
+	return fmt.Sprintf("%-42s opened %d urgent tickets (first response in %s) in %.1f s, every workflow signalled %.1f s after the first; "+
+		"breaches recorded %d, missing %d; due → recorded p50 %.0f ms, p99 %.0f ms, at %.0f breaches/s; then idle with the %d workflows open: suite CPU %.1f %% of a core, RSS %.0f MB",
+		fmt.Sprintf("%s of %d open tickets", slaLoad, slaTickets), r.created, slaTarget, r.createTime.Seconds(), r.armed.Seconds(),
+		r.breached, r.created-r.breached, ms(r.p50), ms(r.p99), r.rate, r.created, 100*r.idleCPU, r.rssMB)
+}
+
+// newHelpdeskKey makes an hd_ key of the organization, at the start, with
+// the owner's token fresh.
+func (b *bencher) newHelpdeskKey() (string, error) {
+	var out struct{ Key string }
+	err := call(b.base+"/crm/organization/"+b.org+"/apikeys", b.token, map[string]string{"name": "SLA bench", "service": "helpdesk"}, &out)
+	return out.Key, err
+}
+
+// slaTimers sets a 24x7 policy with a first-response target for urgent
+// tickets, opens slaTickets urgent tickets (each gets its TicketSLA
+// workflow through the outbox), measures how late after its due time each
+// breach is recorded, then the suite idle with the workflows open.
+func (b *bencher) slaTimers(ctx context.Context, db *sql.DB, hdKey string) (slaResult, error) {
+	var res slaResult
+	send := func(method, path, body string) (int, error) {
+		req, _ := http.NewRequest(method, b.base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Api-Key", hdKey)
+		req.Header.Set("X-Workspace-Id", b.org)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	policy := fmt.Sprintf(`{"businessHours":"24x7","targets":{"urgent":{"firstResponse":%d}}}`, int(slaTarget.Minutes()))
+	if status, err := send("PUT", "/helpdesk/sla-policy", policy); err != nil || status != http.StatusOK {
+		return res, fmt.Errorf("set the SLA policy: %d %v", status, err)
+	}
+	began := time.Now()
+	res.created, res.createTime = burst(slaTickets, 16, func(n int) bool {
+		status, err := send("POST", "/helpdesk/tickets",
+			fmt.Sprintf(`{"subject":"SLA bench %d","email":"sla-%d@example.com","priority":"urgent"}`, n, n))
+		return err == nil && status == http.StatusCreated
+	})
+	for {
+		var pending int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM workflow_starts WHERE org_id = $1 AND kind = 'ticket-sla' AND status = 'pending'`,
+			b.org).Scan(&pending); err != nil {
+			return res, err
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Since(began) > 3*slaTarget {
+			return res, fmt.Errorf("%d SLA workflows still not started %s after the first ticket", pending, time.Since(began).Round(time.Second))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	res.armed = time.Since(began)
+
+	// Every breach, or none more for a minute after the last due time.
+	lastDue := began.Add(res.createTime + slaTarget)
+	seen, still := 0, time.Now()
+	for {
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM tickets WHERE org_id = $1 AND sla_breached`, b.org).Scan(&res.breached); err != nil {
+			return res, err
+		}
+		if res.breached >= res.created || (time.Now().After(lastDue) && time.Since(still) > time.Minute) {
+			break
+		}
+		if res.breached > seen {
+			seen, still = res.breached, time.Now()
+		}
+		time.Sleep(time.Second)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT n.created_at, (t.sla_state::jsonb #>> '{breaches,0,at}')::timestamptz
+		FROM notifications n JOIN tickets t ON t.id::text = n.resource_id
+		WHERE t.org_id = $1 AND n.type = 'sla_breached'`, b.org)
+	if err != nil {
+		return res, err
+	}
+	defer rows.Close()
+	var lat []time.Duration
+	var first, last time.Time
+	for rows.Next() {
+		var recorded, due time.Time
+		if err := rows.Scan(&recorded, &due); err != nil {
+			return res, err
+		}
+		lat = append(lat, recorded.Sub(due))
+		if first.IsZero() || recorded.Before(first) {
+			first = recorded
+		}
+		if recorded.After(last) {
+			last = recorded
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return res, err
+	}
+	res.p50, res.p99 = p50p99(lat)
+	if span := last.Sub(first); span > 0 {
+		res.rate = float64(len(lat)-1) / span.Seconds()
+	}
+
+	time.Sleep(10 * time.Second) // the last breaches' workflow tasks
+	cpuBefore, err := processCPU(b.pid)
+	if err != nil {
+		return res, err
+	}
+	time.Sleep(slaIdle)
+	cpuAfter, err := processCPU(b.pid)
+	if err != nil {
+		return res, err
+	}
+	res.idleCPU = (cpuAfter - cpuBefore).Seconds() / slaIdle.Seconds()
+	res.rssMB, err = processRSS(b.pid)
+	return res, err
+}
+
+// processRSS is the resident memory of process pid, in MB.
+func processRSS(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
