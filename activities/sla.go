@@ -122,11 +122,11 @@ func (a *SLA) escalate(tx *gorm.DB, t *models.Ticket, now time.Time) (*models.Ti
 		}
 	}
 	if r := v.Escalation.ReassignTo; r != nil && (t.AgentID == nil || *t.AgentID != *r) {
-		var n int64
-		if err := tx.Model(&models.Member{}).Where("org_id = ? AND id = ? AND status = ?", t.OrgID, *r, models.MemberActive).Count(&n).Error; err != nil {
+		active, err := models.IsActiveMember(tx, t.OrgID, *r)
+		if err != nil {
 			return nil, err
 		}
-		if n == 1 {
+		if active {
 			u.SetAgent, u.Agent = true, r
 		}
 	}
@@ -154,9 +154,8 @@ func slaRecipients(tx *gorm.DB, t *models.Ticket, breach bool) ([]string, error)
 	if !breach {
 		return out, nil
 	}
-	var admins []string
-	if err := tx.Model(&models.Member{}).Where("org_id = ? AND role IN ? AND status = ?", t.OrgID,
-		[]string{models.RoleOwner, models.RoleAdmin}, models.MemberActive).Order("id").Pluck("id", &admins).Error; err != nil {
+	admins, err := models.ActiveAdminIDs(tx, t.OrgID)
+	if err != nil {
 		return nil, err
 	}
 	for _, id := range admins {

@@ -257,14 +257,13 @@ func (a *Webhooks) disable(ctx context.Context, e *models.WebhookEndpoint, reaso
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
-		var admins []models.Member
-		if err := tx.Where("org_id = ? AND role IN ? AND status = ?", e.OrgID, []string{models.RoleOwner, models.RoleAdmin}, models.MemberActive).
-			Find(&admins).Error; err != nil {
+		admins, err := models.ActiveAdminIDs(tx, e.OrgID)
+		if err != nil {
 			return err
 		}
-		for _, m := range admins {
-			_, err := models.Notify(tx, &models.Notification{ID: models.DerivedID(e.ID, "disabled", now.Format(time.RFC3339Nano), m.ID),
-				OrgID: e.OrgID, MemberID: m.ID, Type: "webhook_disabled", Title: "A webhook endpoint was disabled",
+		for _, id := range admins {
+			_, err := models.Notify(tx, &models.Notification{ID: models.DerivedID(e.ID, "disabled", now.Format(time.RFC3339Nano), id),
+				OrgID: e.OrgID, MemberID: id, Type: "webhook_disabled", Title: "A webhook endpoint was disabled",
 				Body: e.URL + ": " + reason, ResourceType: "webhook_endpoint", ResourceID: e.ID, CreatedAt: now})
 			if err != nil {
 				return err

@@ -81,6 +81,23 @@ func CountOwners(tx *gorm.DB, orgID string) (int64, error) {
 	return n, err
 }
 
+// IsActiveMember tells whether memberID is an active member of orgID (not
+// invited, not removed).
+func IsActiveMember(tx *gorm.DB, orgID, memberID string) (bool, error) {
+	var n int64
+	err := tx.Model(&Member{}).Where("org_id = ? AND id = ? AND status = ?", orgID, memberID, MemberActive).Count(&n).Error
+	return n == 1, err
+}
+
+// ActiveAdminIDs are the ids of orgID's active OWNERs and ADMINs, in id
+// order: who is told of what concerns the whole organization.
+func ActiveAdminIDs(tx *gorm.DB, orgID string) ([]string, error) {
+	var ids []string
+	err := tx.Model(&Member{}).Where("org_id = ? AND role IN ? AND status = ?", orgID, []string{RoleOwner, RoleAdmin}, MemberActive).
+		Order("id").Pluck("id", &ids).Error
+	return ids, err
+}
+
 // CheckMember fails with a 422 on field unless memberID is a (not removed)
 // member of orgID; nil or "" passes.
 func CheckMember(db *gorm.DB, orgID, field string, memberID *string) error {

@@ -43,11 +43,11 @@ func SaveSLAPolicy(tx *gorm.DB, orgID string, p *SLAPolicy, by string, now time.
 		return nil, err
 	}
 	if r := p.Escalation.ReassignTo; r != nil {
-		var n int64
-		if err := tx.Model(&Member{}).Where("org_id = ? AND id = ? AND status = ?", orgID, *r, MemberActive).Count(&n).Error; err != nil {
+		active, err := IsActiveMember(tx, orgID, *r)
+		if err != nil {
 			return nil, err
 		}
-		if n == 0 {
+		if !active {
 			return nil, Invalid(FieldError{Field: "escalation.reassignTo", Code: "member", Message: "Must be null or an active member's id."})
 		}
 	}
