@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"net"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -36,6 +37,10 @@ const BodyLimit = 1 << 20
 // 25-row list page (about 8 KiB of contacts) goes out in one write system
 // call; a larger answer takes more.
 const WriteBufferSize = 32 << 10
+
+// ReadBufferSize bounds a request's line and headers together (Fiber's
+// default); a request over it is answered 431 (web.HeaderLimitDetail).
+const ReadBufferSize = 4 << 10
 
 // Deps are the dependencies of the HTTP application.
 type Deps struct {
@@ -86,6 +91,9 @@ type Deps struct {
 	// TemporalUIURL is the Temporal Web UI's address; AI jobs link to their
 	// workflow there ("" leaves the link out).
 	TemporalUIURL string
+	// AccessLog picks the requests the access log writes (the zero value:
+	// errors and slow requests only).
+	AccessLog web.AccessLog
 	// InFlight, when set, counts the requests being served (see
 	// outbox.Starter.YieldTo).
 	InFlight *web.InFlight
@@ -99,7 +107,14 @@ type Deps struct {
 	MailOutbound bool
 }
 
-// New builds the application. It does not listen; call Listen or app.Test.
+// Serve serves app on ln until app shuts down. Connections close
+// lingeringly (web.Linger), so that an answer sent before the server read
+// the whole request — 431, 413 — reaches the client.
+func Serve(app *fiber.App, ln net.Listener) error {
+	return app.Listener(web.Linger(ln))
+}
+
+// New builds the application. It does not listen; call Serve or app.Test.
 func New(d Deps) *fiber.App {
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -126,6 +141,7 @@ func New(d Deps) *fiber.App {
 		JSONEncoder: gojson.Marshal,
 		// Fiber's 4 KiB default split a 25-row page into two writes.
 		WriteBufferSize: WriteBufferSize,
+		ReadBufferSize:  ReadBufferSize,
 	})
 
 	if d.InFlight != nil {
@@ -136,7 +152,7 @@ func New(d Deps) *fiber.App {
 		app.Use(d.Proxies.Middleware())
 	}
 	app.Use(telemetry.Middleware(web.RequestID))
-	app.Use(web.Observe(d.Log, web.NewMetrics(d.Metrics)))
+	app.Use(web.Observe(d.Log, web.NewMetrics(d.Metrics), d.AccessLog))
 	app.Use(recover.New())
 
 	app.Get("/healthz", func(c *fiber.Ctx) error {

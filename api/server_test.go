@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,7 +66,7 @@ func TestProblemResponsesForTheBasics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = e.App.Listener(ln) }()
+	go func() { _ = api.Serve(e.App, ln) }()
 	defer func() { _ = e.App.Shutdown() }()
 	// The client announces 2 MiB; the server answers from the headers.
 	conn, err := net.Dial("tcp", ln.Addr().String())
@@ -87,6 +88,69 @@ func TestProblemResponsesForTheBasics(t *testing.T) {
 		resp.Header.Get("X-Request-Id") == "" || p["requestId"] != resp.Header.Get("X-Request-Id") {
 		t.Fatalf("2 MiB body: %d %v %v", resp.StatusCode, resp.Header, p)
 	}
+}
+
+// A request whose headers or request line overflow the server's read
+// buffer is answered 431 before the connection closes, every time: the
+// server lingers over the input it did not read, so the client is not
+// reset before it reads the answer (web.Linger).
+func TestOversizedRequestsAreAlwaysAnswered(t *testing.T) {
+	e := apitest.New(t, database.SQLite)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = api.Serve(e.App, ln) }()
+	defer func() { _ = e.App.Shutdown() }()
+	requests := map[string]string{
+		"a 10 KB header":       "GET /crm/contacts HTTP/1.1\r\nHost: x\r\nX-Padding: " + strings.Repeat("a", 10<<10) + "\r\n\r\n",
+		"an 8 KB query string": "GET /crm/contacts?q=" + strings.Repeat("a", 8<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n",
+	}
+	for name, request := range requests {
+		answered := 0
+		var failures []string
+		for range 50 {
+			status, err := sendRaw(ln.Addr().String(), request)
+			if err == nil && status == 431 {
+				answered++
+			} else if len(failures) < 3 {
+				failures = append(failures, fmt.Sprintf("%d %v", status, err))
+			}
+		}
+		if answered != 50 {
+			t.Errorf("%s: %d of 50 tries answered 431; others: %v", name, answered, failures)
+		}
+	}
+}
+
+// sendRaw writes request on a new connection and reads the answer's status
+// and problem code (which must be headers_too_large).
+func sendRaw(addr, request string) (int, error) {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	// In pieces, as a client's buffered writer sends it: the server
+	// answers after its buffer's worth, while the rest is still coming.
+	for piece := range slices.Chunk([]byte(request), 1<<10) {
+		if _, err := conn.Write(piece); err != nil {
+			return 0, fmt.Errorf("write: %w", err)
+		}
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var p map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+		return resp.StatusCode, fmt.Errorf("body: %w", err)
+	}
+	if p["code"] != "headers_too_large" || resp.Header.Get("Content-Type") != "application/problem+json" {
+		return resp.StatusCode, fmt.Errorf("not the problem: %v %v", resp.Header, p)
+	}
+	return resp.StatusCode, nil
 }
 
 func TestReadyzReportsTemporalDown(t *testing.T) {

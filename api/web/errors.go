@@ -157,10 +157,16 @@ func ToProblem(err error) *Problem {
 	return NewProblem(fiber.StatusInternalServerError, "internal_error", "An unexpected error occurred; it has been logged with the request id.")
 }
 
+// HeaderLimitDetail is the 431's detail: the server's read buffer
+// (api.ReadBufferSize) holds the request line and the headers together.
+const HeaderLimitDetail = "The request line and headers exceed the 4 KiB limit; send long values in the body."
+
 func defaultDetail(status int) string {
 	switch status {
 	case fiber.StatusRequestEntityTooLarge:
 		return "The request body exceeds the 1 MiB limit."
+	case fiber.StatusRequestHeaderFieldsTooLarge:
+		return HeaderLimitDetail
 	case fiber.StatusMethodNotAllowed:
 		return "The method is not allowed on this route."
 	case fiber.StatusServiceUnavailable:

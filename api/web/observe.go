@@ -1,9 +1,11 @@
 package web
 
 import (
+	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -32,10 +34,56 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// AccessLog says which requests the access log writes
+// (SUITE_ACCESS_LOG): every answer of 400 and up and every request slower
+// than SlowRequest always, and one in Every of the others (1: all of them,
+// 0: none).
+type AccessLog struct {
+	Every uint64
+}
+
+// SlowRequest is the duration from which a request is always logged.
+const SlowRequest = time.Second
+
+// The access-log settings by name.
+var (
+	AccessLogAll    = AccessLog{Every: 1}
+	AccessLogErrors = AccessLog{Every: 0}
+)
+
+// ParseAccessLog reads SUITE_ACCESS_LOG's forms: "all", "errors" or
+// "sample:N" (N ≥ 1: one request in N, and every error).
+func ParseAccessLog(s string) (AccessLog, error) {
+	switch s {
+	case "all":
+		return AccessLogAll, nil
+	case "errors":
+		return AccessLogErrors, nil
+	}
+	if n, ok := strings.CutPrefix(s, "sample:"); ok {
+		if every, err := strconv.ParseUint(n, 10, 32); err == nil && every >= 1 {
+			return AccessLog{Every: every}, nil
+		}
+	}
+	return AccessLog{}, fmt.Errorf("%q is not all, errors or sample:N with N a whole number from 1", s)
+}
+
+func (a AccessLog) String() string {
+	switch a.Every {
+	case 0:
+		return "errors"
+	case 1:
+		return "all"
+	}
+	return "sample:" + strconv.FormatUint(a.Every, 10)
+}
+
 // Observe is the outermost middleware: it times the request, turns a
 // returned error into its problem response (so the status is known), then
-// records metrics and writes one JSON access-log line.
-func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
+// records metrics and writes one JSON access-log line for the requests
+// that policy picks.
+func Observe(log *slog.Logger, m *Metrics, policy AccessLog) fiber.Handler {
+	var seen atomic.Uint64
 	return func(c *fiber.Ctx) error {
 		start := time.Now()
 		if err := c.Next(); err != nil {
@@ -58,8 +106,13 @@ func Observe(log *slog.Logger, m *Metrics) fiber.Handler {
 			m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 			m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 		}
+		if status < 400 && elapsed < SlowRequest && (policy.Every == 0 || seen.Add(1)%policy.Every != 0) {
+			return nil
+		}
 		level := slog.LevelInfo
-		if status >= 500 {
+		// A readiness 503 is the probe's answer — not ready yet, as at
+		// every start, or no longer — not a request that failed.
+		if status >= 500 && route != "/readyz" {
 			level = slog.LevelError
 		}
 		ctx := c.UserContext()

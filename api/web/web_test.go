@@ -790,7 +790,7 @@ func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return tr
 func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *recordingHandler) WithGroup(string) slog.Handler            { return h }
 func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
-	m := map[string]string{"msg": r.Message}
+	m := map[string]string{"msg": r.Message, "level": r.Level.String()}
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Value.Kind() == slog.KindString {
 			m[a.Key] = a.Value.String() // the string itself, not a copy
@@ -811,7 +811,7 @@ func TestMetricsAndLogsKeepTheirLabels(t *testing.T) {
 	logs := &recordingHandler{}
 	reg := prometheus.NewRegistry()
 	app := fiber.New(fiber.Config{ErrorHandler: web.ErrorHandler(slog.New(logs)), DisableStartupMessage: true})
-	app.Use(web.RequestIDMiddleware(), web.Observe(slog.New(logs), web.NewMetrics(reg)))
+	app.Use(web.RequestIDMiddleware(), web.Observe(slog.New(logs), web.NewMetrics(reg), web.AccessLogAll))
 	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	ok := func(c *fiber.Ctx) error { return c.SendString("ok") }
 	app.Put("/things/:id", ok)
@@ -886,6 +886,63 @@ func TestMetricsAndLogsKeepTheirLabels(t *testing.T) {
 	for _, r := range logs.records {
 		if r["msg"] == "request failed" && (r["method"] != "DELETE" || r["path"] != "/things/delete-333") {
 			t.Errorf("error log reads %s %s, want DELETE /things/delete-333", r["method"], r["path"])
+		}
+	}
+}
+
+// TestAccessLogWritesWhatItsPolicyPicks: "all" writes every request,
+// "errors" only answers of 400 and up and slow requests, "sample:N" one
+// in N besides those; a readiness 503 is written at INFO, a 500 at ERROR.
+func TestAccessLogWritesWhatItsPolicyPicks(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		// want is the paths logged for 6 × /ok, /missing, /slow, /readyz
+		// and /boom, in that order.
+		want []string
+	}{
+		{"all", []string{"/ok", "/ok", "/ok", "/ok", "/ok", "/ok", "/missing", "/slow", "/readyz", "/boom"}},
+		{"errors", []string{"/missing", "/slow", "/readyz", "/boom"}},
+		{"sample:3", []string{"/ok", "/ok", "/missing", "/slow", "/readyz", "/boom"}},
+	} {
+		t.Run(tc.setting, func(t *testing.T) {
+			policy, err := web.ParseAccessLog(tc.setting)
+			if err != nil || policy.String() != tc.setting {
+				t.Fatalf("ParseAccessLog(%q) = %v, %v", tc.setting, policy, err)
+			}
+			logs := &recordingHandler{}
+			app := fiber.New(fiber.Config{ErrorHandler: web.ErrorHandler(slog.New(logs)), DisableStartupMessage: true})
+			app.Use(web.Observe(slog.New(logs), nil, policy))
+			app.Get("/ok", func(c *fiber.Ctx) error { return c.SendString("ok") })
+			app.Get("/slow", func(c *fiber.Ctx) error { time.Sleep(web.SlowRequest); return c.SendString("ok") })
+			app.Get("/readyz", func(c *fiber.Ctx) error { return c.SendStatus(503) })
+			app.Get("/boom", func(*fiber.Ctx) error { return fmt.Errorf("boom") })
+			paths := []string{"/ok", "/ok", "/ok", "/ok", "/ok", "/ok", "/missing", "/slow", "/readyz", "/boom"}
+			for _, path := range paths {
+				resp, err := app.Test(httptest.NewRequest("GET", path, nil), -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			var logged []string
+			levels := map[string]string{}
+			for _, r := range logs.records {
+				if r["msg"] == "http request" {
+					logged = append(logged, r["path"])
+					levels[r["path"]] = r["level"]
+				}
+			}
+			if !slices.Equal(logged, tc.want) {
+				t.Fatalf("logged %v, want %v", logged, tc.want)
+			}
+			if levels["/readyz"] != "INFO" || levels["/boom"] != "ERROR" || levels["/missing"] != "INFO" {
+				t.Fatalf("levels %v: want the readiness 503 at INFO and the 500 at ERROR", levels)
+			}
+		})
+	}
+	for _, bad := range []string{"", "some", "sample:", "sample:0", "sample:-1", "sample:x", "ALL"} {
+		if _, err := web.ParseAccessLog(bad); err == nil {
+			t.Errorf("ParseAccessLog(%q) took it", bad)
 		}
 	}
 }

@@ -79,6 +79,11 @@ type Config struct {
 	// (OutboxYieldRateFor).
 	OutboxYieldRate *int `env:"SUITE_OUTBOX_YIELD_RATE"`
 
+	// AccessLog picks the requests the access log writes: all, errors
+	// (400 and up, and slow requests) or sample:N (one in N besides
+	// those); unset lets the mode choose (AccessLogFor).
+	AccessLog string `env:"SUITE_ACCESS_LOG"`
+
 	// Demo seeds the demo organization; defaults to true under `suite dev`.
 	Demo *bool `env:"SUITE_DEMO"`
 
@@ -220,6 +225,11 @@ func LoadConfig() (Config, error) {
 	if cfg.OutboxYieldRate != nil && *cfg.OutboxYieldRate < 0 {
 		return cfg, fmt.Errorf("configuration: SUITE_OUTBOX_YIELD_RATE must be at least 0 (0: the relay never yields)")
 	}
+	if cfg.AccessLog != "" {
+		if _, err := web.ParseAccessLog(cfg.AccessLog); err != nil {
+			return cfg, fmt.Errorf("configuration: SUITE_ACCESS_LOG: %w", err)
+		}
+	}
 	if cfg.DBMaxOpenConns < 1 {
 		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")
 	}
@@ -354,6 +364,27 @@ func (c Config) OutboxYieldRateFor(dev bool) int {
 		return devOutboxYieldRate
 	}
 	return 0
+}
+
+// clusterAccessLog is the access log of `suite api`: every error and slow
+// request, and one in ten of the rest. At production rates a line per
+// request costs more than it tells — the metrics count and time every
+// request, and what operators look up by request id is the request that
+// failed or was slow, which is always written; the sample keeps the
+// traffic's shape visible in the logs. `suite dev` writes every request.
+var clusterAccessLog = web.AccessLog{Every: 10}
+
+// AccessLogFor is the access-log policy: SUITE_ACCESS_LOG, else the mode's
+// default (dev: all).
+func (c Config) AccessLogFor(dev bool) web.AccessLog {
+	switch {
+	case c.AccessLog != "":
+		policy, _ := web.ParseAccessLog(c.AccessLog) // checked by LoadConfig
+		return policy
+	case dev:
+		return web.AccessLogAll
+	}
+	return clusterAccessLog
 }
 
 // DBMaxActiveFor is how many reads the process runs on the database at

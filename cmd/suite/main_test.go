@@ -18,6 +18,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/ports"
@@ -290,6 +291,23 @@ func TestOutboxYieldRateByMode(t *testing.T) {
 	t.Setenv("SUITE_OUTBOX_YIELD_RATE", "-1")
 	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "SUITE_OUTBOX_YIELD_RATE") {
 		t.Fatalf("a negative rate was accepted: %v", err)
+	}
+}
+
+func TestAccessLogByMode(t *testing.T) {
+	cfg := loadWithout(t, "SUITE_ACCESS_LOG")
+	if dev, cluster := cfg.AccessLogFor(true), cfg.AccessLogFor(false); dev != web.AccessLogAll || cluster != clusterAccessLog {
+		t.Fatalf("defaults: dev %s, cluster %s", dev, cluster)
+	}
+	for _, value := range []string{"all", "errors", "sample:100"} {
+		t.Setenv("SUITE_ACCESS_LOG", value)
+		if cfg, err := LoadConfig(); err != nil || cfg.AccessLogFor(true).String() != value || cfg.AccessLogFor(false).String() != value {
+			t.Fatalf("SUITE_ACCESS_LOG=%s: %v, %v", value, err, cfg.AccessLogFor(true))
+		}
+	}
+	t.Setenv("SUITE_ACCESS_LOG", "sample:0")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "SUITE_ACCESS_LOG") {
+		t.Fatalf("sample:0 was accepted: %v", err)
 	}
 }
 

@@ -129,7 +129,7 @@ func startAPI(ctx context.Context, cfg Config, side *apiSide, db *gorm.DB, tc cl
 	}
 	app := api.New(api.Deps{
 		DB: db, Temporal: tc, Starter: starter, Log: log, Metrics: reg,
-		Version: version, Proxies: cfg.Proxies(),
+		Version: version, Proxies: cfg.Proxies(), AccessLog: cfg.AccessLogFor(dev),
 		Identity: id.service, IdentityClient: id.client, Auth: id.auth,
 		VAPIDPublicKey:       vapid.PublicKey,
 		TicketAutoCloseAfter: cfg.TicketAutoCloseAfter,
@@ -162,7 +162,7 @@ func startAPI(ctx context.Context, cfg Config, side *apiSide, db *gorm.DB, tc cl
 	s := &apiServer{addr: ln.Addr().String(), done: make(chan error, 1)}
 	go func() {
 		serveErr := make(chan error, 1)
-		go func() { serveErr <- app.Listener(ln) }()
+		go func() { serveErr <- api.Serve(app, ln) }()
 		select {
 		case err := <-serveErr:
 			stopMail()
