@@ -39,6 +39,24 @@ func PendingStarts(db *gorm.DB) *gorm.DB {
 	return db.Where("status = '" + StartPending + "'")
 }
 
+// DueStarts reads up to limit rows due at now, taken in turns across
+// organizations and kinds: the oldest due row of every (organization,
+// kind), then the second oldest of each, and so on. One organization's
+// backlog, or one kind's, does not hold another's rows back behind it;
+// within an (organization, kind) the rows keep their order (a workflow's
+// start before its signals). A signal without a start has no organization
+// and takes its turns with the others of its kind. The turns are numbered
+// over the index workflow_starts_turns alone; only the rows picked are
+// read whole. Scan the statement into a []WorkflowStart.
+func DueStarts(db *gorm.DB, now time.Time, limit int) *gorm.DB {
+	return db.Raw(`SELECT w.* FROM workflow_starts w JOIN (
+	SELECT id, turn, next_attempt_at FROM (
+		SELECT id, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY org_id, kind ORDER BY next_attempt_at, id) AS turn
+		FROM workflow_starts WHERE status = '`+StartPending+`' AND next_attempt_at <= ?
+	) numbered WHERE turn <= ? ORDER BY turn, next_attempt_at, id LIMIT ?
+) due ON w.id = due.id ORDER BY due.turn, due.next_attempt_at, due.id`, now, limit, limit)
+}
+
 // WorkflowStart is a transactional-outbox row: the intent to start one
 // workflow, written in the same transaction as the domain change that needs
 // it. The relay (api/outbox) starts it and marks it started; the workflow ID

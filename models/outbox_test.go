@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -73,4 +74,50 @@ func TestRecordWithStartWritesEveryOutboxColumn(t *testing.T) {
 	if !slices.Equal(written, want) {
 		t.Fatalf("RecordWithStart writes %v, the model has %v", written, want)
 	}
+}
+
+// DueStarts takes the due rows in turns across organizations and kinds:
+// behind one organization's backlog of 50 lead intakes, another's two
+// intakes and the first one's SLA wake come in the first turns; each
+// (organization, kind) keeps its rows in order; rows not yet due and rows
+// dispatched already are left out.
+func TestDueStartsTakeTurnsAcrossOrganizationsAndKinds(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		now := models.Now()
+		at := now.Add(-time.Hour)
+		record := func(id, org, kind string, due time.Time, status string) {
+			t.Helper()
+			at = at.Add(time.Second)
+			row := &models.WorkflowStart{ID: models.NewID(), WorkflowID: id, WorkflowType: "probe", TaskQueue: "q", Input: "{}", OrgID: org, Kind: kind,
+				NextAttemptAt: due, Status: status, CreatedAt: at, UpdatedAt: at}
+			if ok, err := models.InsertWorkflowStart(db, row); err != nil || !ok {
+				t.Fatalf("record %s: %v %v", id, ok, err)
+			}
+		}
+		for i := range 50 {
+			record(fmt.Sprintf("a-lead-%02d", i), "a", "lead", at, models.StartPending)
+		}
+		record("b-lead-00", "b", "lead", at, models.StartPending)
+		record("a-sla-00", "a", "ticket-sla", at, models.StartPending)
+		record("b-lead-01", "b", "lead", at, models.StartPending)
+		record("b-lead-later", "b", "lead", now.Add(time.Hour), models.StartPending)
+		record("b-lead-done", "b", "lead", at, models.StartStarted)
+
+		var due []models.WorkflowStart
+		if err := models.DueStarts(db, now, 6).Scan(&due).Error; err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, row := range due {
+			ids = append(ids, row.WorkflowID)
+		}
+		// Turn 1 of each (organization, kind), oldest first, then turn 2.
+		want := []string{"a-lead-00", "b-lead-00", "a-sla-00", "a-lead-01", "b-lead-01", "a-lead-02"}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("due %v, want %v", ids, want)
+		}
+		if due[1].OrgID != "b" || due[1].Kind != "lead" || due[1].WorkflowType != "probe" {
+			t.Fatalf("the row reads %+v", due[1])
+		}
+	})
 }

@@ -33,10 +33,8 @@ func TestPartialIndexesServeGenericPlans(t *testing.T) {
 			var lead models.Lead
 			return tx.Select("id").Scopes(models.LeadWithEmail(models.NewID(), "a@example.com")).Take(&lead)
 		}},
-		{"the outbox's due starts", "workflow_starts_due", func(tx *gorm.DB) *gorm.DB {
-			var due []models.WorkflowStart
-			return tx.Scopes(models.PendingStarts).Where("next_attempt_at <= ?", models.Now()).
-				Order("next_attempt_at").Order("id").Limit(100).Find(&due)
+		{"the outbox's due starts", "workflow_starts_turns", func(tx *gorm.DB) *gorm.DB {
+			return models.DueStarts(tx, models.Now(), 100)
 		}},
 	}
 	for _, tc := range cases {

@@ -197,6 +197,9 @@ type Event struct {
 // records events: API handlers (outbox.Tx.Emit) and activities.
 const WebhookWakeSignal = "webhook-wake"
 
+// WebhookEndpointKind is the Kind of the endpoints' delivery workflows.
+const WebhookEndpointKind = "webhook-endpoint"
+
 // WebhookEndpointWorkflowID is the ID of endpoint endpointID's delivery
 // workflow: one per endpoint, ever.
 func WebhookEndpointWorkflowID(orgID, endpointID string) string {
@@ -204,9 +207,12 @@ func WebhookEndpointWorkflowID(orgID, endpointID string) string {
 }
 
 // WebhookWake is the outbox row (InsertWorkflowSignal) that wakes the
-// delivery workflow of the organization's endpoint endpointID.
+// delivery workflow of the organization's endpoint endpointID. It carries
+// the workflow's organization and kind, so that it takes its turn after
+// the workflow's start (DueStarts).
 func WebhookWake(orgID, endpointID string) *WorkflowStart {
-	return &WorkflowStart{WorkflowID: WebhookEndpointWorkflowID(orgID, endpointID), SignalName: WebhookWakeSignal, SignalInput: "null"}
+	return &WorkflowStart{WorkflowID: WebhookEndpointWorkflowID(orgID, endpointID), SignalName: WebhookWakeSignal, SignalInput: "null",
+		OrgID: orgID, Kind: WebhookEndpointKind}
 }
 
 // receivingEndpoints is the condition, on the organization's id, of the

@@ -31,6 +31,17 @@ func SearchAttributes(orgID, kind string) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(updates...)
 }
 
+// Priority is the Temporal priority of a workflow started for org: the
+// organization is its fairness key. Where the task queue has fairness on
+// (matching.enableFairness: the embedded server of `suite dev` and `suite
+// temporal` turn it on), the tasks of the workflow and of its activities
+// and children (which inherit its priority) are dispatched in turns across
+// organizations instead of first come, first served: one organization's
+// backlog of thousands of workflows does not queue another's behind it.
+func Priority(orgID string) temporal.Priority {
+	return temporal.Priority{FairnessKey: orgID}
+}
+
 // Workflow type names (registered under these names; started by name from
 // the outbox).
 const (
@@ -162,7 +173,7 @@ func EmailVerifyID(orgID, addressID string) string { return "email-verify/" + or
 // long as the endpoint exists (continuing as new).
 const (
 	WebhookEndpointWorkflow = "WebhookEndpoint"
-	KindWebhookEndpoint     = "webhook-endpoint"
+	KindWebhookEndpoint     = models.WebhookEndpointKind
 	// SignalWebhookWake tells it that deliveries were recorded.
 	SignalWebhookWake = models.WebhookWakeSignal
 )

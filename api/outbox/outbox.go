@@ -18,8 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,9 +94,12 @@ type Starter struct {
 	Concurrency int
 
 	// busy and yield pace the relay while the process has more pressing
-	// work (YieldTo).
-	busy  func() bool
-	yield *rate.Limiter
+	// work (YieldTo); floods tells which organizations' rows it paces;
+	// heldBack says that the last pass left rows for the next.
+	busy     func() bool
+	yield    *rate.Limiter
+	floods   *floods
+	heldBack atomic.Bool
 
 	results *prometheus.CounterVec
 	yields  prometheus.Counter
@@ -123,46 +128,119 @@ func New(db *gorm.DB, c client.Client, log *slog.Logger, reg prometheus.Register
 }
 
 // YieldTo makes the relay give way to the process's own requests: while
-// busy reports true, it dispatches at most perSecond rows a second, and at
-// full Concurrency again as soon as busy reports false. Call it before Run.
+// busy reports true, the rows of organizations that this process saw
+// record more than FloodRate rows a second (in the last second) are
+// dispatched at most perSecond a second together; every other row, and
+// every row once busy reports false, goes at full Concurrency. Call it
+// before Run.
 //
 // `suite dev` runs the API, the worker and the Temporal server on the same
 // cores, and every workflow the relay starts takes a share of them: under a
 // flood of submissions the pipeline behind the intake would slow the
 // intake's own accept. Accepting — the durable step the sender waits for —
-// comes first; the starts wait in the outbox, a floor of perSecond keeps
-// them moving, and the backlog drains at full speed once the load eases.
+// comes first; the flood's starts wait in the outbox, a floor of perSecond
+// keeps them moving, and the backlog drains at full speed once the load
+// eases. A light pipeline — another organization's intake beside the
+// flood, or a steady 50 leads a second while reads saturate the API — is
+// not held back: its workflows cost the API little, and its senders wait
+// for their leads.
+//
+// While it holds rows back, the relay passes once a second (each pass
+// dispatches up to a second's worth of the yield rate) and is not woken by
+// the flooding organizations' commits: a pass reads the due rows in turns
+// across organizations, which costs more the larger the backlog, and one a
+// commit would spend the cores the yield is there to free.
 func (s *Starter) YieldTo(busy func() bool, perSecond float64) {
-	s.busy, s.yield = busy, rate.NewLimiter(rate.Limit(perSecond), 1)
+	s.busy, s.yield = busy, rate.NewLimiter(rate.Limit(perSecond), max(1, int(math.Ceil(perSecond))))
+	s.floods = &floods{orgs: map[string]*floodMeter{}}
 }
 
-// giveWay waits for the relay's turn while the process is busy; it fails
-// only when ctx ends.
-func (s *Starter) giveWay(ctx context.Context) error {
-	if s.busy == nil || !s.busy() {
-		return nil
+// FloodRate is how many outbox rows a second an organization records
+// before the relay paces its rows while the process is busy (YieldTo):
+// twice the steady intake that `make bench` measures.
+const FloodRate = 100
+
+// mayDispatch tells whether row may be dispatched now: always, unless the
+// process is busy and row's organization floods, and then only within the
+// yield rate.
+func (s *Starter) mayDispatch(row *models.WorkflowStart) bool {
+	if s.busy == nil || !s.floods.flooding(row.OrgID, time.Now()) || !s.busy() || s.yield.Allow() {
+		return true
 	}
-	if r := s.yield.Reserve(); r.Delay() > 0 {
-		s.yields.Inc()
-		t := time.NewTimer(r.Delay())
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			r.Cancel()
-			return ctx.Err()
+	s.yields.Inc()
+	return false
+}
+
+// recorded notes that a row of orgID was recorded (YieldTo's flood meter)
+// and tells whether its commit should wake the relay: not while the relay
+// holds the flooding organization's rows back (YieldTo).
+func (s *Starter) recorded(orgID string) (wake bool) {
+	if s.floods == nil {
+		return true
+	}
+	now := time.Now()
+	s.floods.note(orgID, now)
+	return !s.heldBack.Load() || !s.floods.flooding(orgID, now)
+}
+
+// floods meters the rows each organization records in this process.
+type floods struct {
+	mu   sync.Mutex
+	orgs map[string]*floodMeter
+}
+
+// floodMeter is one organization's: a token bucket of FloodRate a second,
+// and until when the organization counts as flooding (a second after its
+// bucket last ran dry).
+type floodMeter struct {
+	bucket *rate.Limiter
+	until  time.Time
+}
+
+func (f *floods) note(orgID string, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.orgs[orgID]
+	if m == nil {
+		if len(f.orgs) >= maxMeteredOrgs {
+			f.prune(now)
+		}
+		m = &floodMeter{bucket: rate.NewLimiter(FloodRate, FloodRate)}
+		// The key outlives the request whose row it names.
+		f.orgs[strings.Clone(orgID)] = m
+	}
+	if !m.bucket.AllowN(now, 1) {
+		m.until = now.Add(time.Second)
+	}
+}
+
+func (f *floods) flooding(orgID string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.orgs[orgID]
+	return m != nil && now.Before(m.until)
+}
+
+// maxMeteredOrgs bounds the meters kept; past it, the meters of
+// organizations with a full bucket (quiet for a second) are dropped.
+const maxMeteredOrgs = 10_000
+
+func (f *floods) prune(now time.Time) {
+	for org, m := range f.orgs {
+		if m.bucket.TokensAt(now) >= FloodRate && !now.Before(m.until) {
+			delete(f.orgs, org)
 		}
 	}
-	return nil
 }
 
 // Tx is a database transaction that can also record workflow starts and
 // signals: they are dispatched once it commits, and never if it rolls back.
 type Tx struct {
 	*gorm.DB
-	// recorded is called after each row recorded: it arranges the relay's
-	// wake-up once the transaction commits.
-	recorded func()
+	// recorded is called after each row recorded, with the row's
+	// organization: it arranges the relay's wake-up once the transaction
+	// commits.
+	recorded func(orgID string)
 	// traceContext and requestID are the trace and the id of the request
 	// the transaction serves, stored with every row it records.
 	traceContext, requestID string
@@ -176,8 +254,8 @@ type Tx struct {
 func (s *Starter) In(c *fiber.Ctx, tx *gorm.DB) *Tx {
 	ctx := c.UserContext()
 	woken := false
-	return &Tx{DB: tx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx), recorded: func() {
-		if !woken {
+	return &Tx{DB: tx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx), recorded: func(orgID string) {
+		if s.recorded(orgID) && !woken {
 			woken = true
 			web.AfterCommit(c, s.Wake)
 		}
@@ -198,7 +276,7 @@ func (tx *Tx) Start(s Start) error {
 	if !ok {
 		return ErrDuplicate
 	}
-	tx.recorded()
+	tx.recorded(s.OrgID)
 	return nil
 }
 
@@ -232,7 +310,7 @@ func (tx *Tx) InsertWith(insert string, args []any, start Start, dest ...any) (b
 	}
 	written, err := models.RecordWithStart(tx.DB, insert, args, row, dest...)
 	if written && err == nil {
-		tx.recorded()
+		tx.recorded(start.OrgID)
 	}
 	return written, err
 }
@@ -245,8 +323,7 @@ func (tx *Tx) Signal(sig Signal) error {
 	if err != nil {
 		return fmt.Errorf("encode signal %s to %s: %w", sig.Name, sig.WorkflowID, err)
 	}
-	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: workflows.TaskQueue, SignalName: sig.Name, SignalInput: string(input),
-		TraceContext: tx.traceContext, RequestID: tx.requestID}
+	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: workflows.TaskQueue, SignalName: sig.Name, SignalInput: string(input)}
 	if sig.Start != nil {
 		startInput, err := json.Marshal(sig.Start.Input)
 		if err != nil {
@@ -254,10 +331,16 @@ func (tx *Tx) Signal(sig Signal) error {
 		}
 		row.WorkflowType, row.Input, row.OrgID, row.Kind = sig.Start.Workflow, string(startInput), sig.Start.OrgID, sig.Start.Kind
 	}
+	return tx.insertSignal(row)
+}
+
+// insertSignal records the signal row in the transaction.
+func (tx *Tx) insertSignal(row *models.WorkflowStart) error {
+	row.TraceContext, row.RequestID = tx.traceContext, tx.requestID
 	if err := models.InsertWorkflowSignal(tx.DB, row); err != nil {
 		return err
 	}
-	tx.recorded()
+	tx.recorded(row.OrgID)
 	return nil
 }
 
@@ -267,12 +350,12 @@ func (tx *Tx) Signal(sig Signal) error {
 // roll back with the domain writes; after the commit the relay is woken to
 // dispatch them at once.
 func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
-	recorded := false
+	wake := false
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
 		return fn(&Tx{DB: gtx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx),
-			recorded: func() { recorded = true }})
+			recorded: func(orgID string) { wake = s.recorded(orgID) || wake }})
 	})
-	if err == nil && recorded {
+	if err == nil && wake {
 		s.Wake()
 	}
 	return err
@@ -285,7 +368,12 @@ func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 // (docs/decisions.md, "Performance"). It reports whether the row was
 // written; when it was not, nothing was.
 func (s *Starter) RecordWithStart(ctx context.Context, insert string, args []any, start Start, dest ...any) (bool, error) {
-	tx := &Tx{DB: s.db.WithContext(ctx), traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx), recorded: s.Wake}
+	tx := &Tx{DB: s.db.WithContext(ctx), traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx),
+		recorded: func(orgID string) {
+			if s.recorded(orgID) {
+				s.Wake()
+			}
+		}}
 	return tx.InsertWith(insert, args, start, dest...)
 }
 
@@ -310,17 +398,30 @@ func (s *Starter) Run(ctx context.Context) {
 		if err == nil && n >= dispatchBatch {
 			continue // a full pass: more are likely due, go on at once
 		}
+		var yieldTurn <-chan time.Time
+		if s.heldBack.Load() {
+			// Held-back rows get the yield rate's next second.
+			yieldTurn = time.After(time.Second)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		case <-s.wake:
+		case <-yieldTurn:
 		}
 	}
 }
 
 // dispatchBatch is how many due rows one relay pass reads.
 const dispatchBatch = 100
+
+// passSlice is how long a pass goes on dispatching once rows have been
+// recorded after it began (Wake). A pass of 100 took 0.7 s under `suite
+// dev`, and another organization's intake waited for its end behind a
+// burst's backlog; a pass that reads the due rows costs 4 ms at a backlog
+// of 20,000 (workflow_starts_turns).
+const passSlice = 100 * time.Millisecond
 
 // DispatchDue starts every pending start that is due and reports how many
 // were started (or delivered, for signals). Several relays may run at once
@@ -333,9 +434,7 @@ const dispatchBatch = 100
 // holds back the ones after it until a later pass.
 func (s *Starter) DispatchDue(ctx context.Context) (int, error) {
 	var due []models.WorkflowStart
-	err := s.db.WithContext(ctx).
-		Scopes(models.PendingStarts).Where("next_attempt_at <= ?", models.Now()).
-		Order("next_attempt_at").Order("id").Limit(dispatchBatch).Find(&due).Error
+	err := models.DueStarts(s.db.WithContext(ctx), models.Now(), dispatchBatch).Scan(&due).Error
 	if err != nil {
 		return 0, err
 	}
@@ -355,15 +454,24 @@ func (s *Starter) DispatchDue(ctx context.Context) (int, error) {
 	var started atomic.Int64
 	var g errgroup.Group
 	g.SetLimit(max(1, s.Concurrency))
+	s.heldBack.Store(false)
+	began := time.Now()
 	for _, id := range order {
 		if ctx.Err() != nil {
+			break
+		}
+		if len(s.wake) > 0 && time.Since(began) > passSlice {
+			// Rows were recorded since the pass read its own: end it, so
+			// that the next takes them in their turn rather than after the
+			// rest of this one (the rows left here stay pending).
 			break
 		}
 		rows := byWorkflow[id]
 		g.Go(func() error {
 			for _, row := range rows {
-				if s.giveWay(ctx) != nil {
-					return nil // the relay is stopping; the rows stay pending
+				if !s.mayDispatch(row) {
+					s.heldBack.Store(true)
+					return nil // the rows stay pending for a later pass
 				}
 				status, err := s.dispatch(ctx, row)
 				if err != nil {
@@ -422,6 +530,7 @@ func (s *Starter) start(ctx context.Context, row *models.WorkflowStart) map[stri
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		TypedSearchAttributes:    workflows.SearchAttributes(row.OrgID, row.Kind),
+		Priority:                 workflows.Priority(row.OrgID),
 		// Where a worker on the same client has a free slot (`suite dev`
 		// runs one beside the relay), Temporal hands it the first workflow
 		// task in the start's answer instead of queueing it through
@@ -458,6 +567,7 @@ func (s *Starter) deliverSignal(ctx context.Context, row *models.WorkflowStart) 
 				TaskQueue:             row.TaskQueue,
 				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 				TypedSearchAttributes: workflows.SearchAttributes(row.OrgID, row.Kind),
+				Priority:              workflows.Priority(row.OrgID),
 			}, row.WorkflowType, json.RawMessage(row.Input))
 		if err == nil {
 			runID = run.GetRunID()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -160,6 +161,11 @@ func TestStartsRecordedWhileTemporalIsDownRunExactlyOnce(t *testing.T) {
 			}
 			if c := counter.count(id); c != 1 {
 				t.Fatalf("workflow %s ran %d times", id, c)
+			}
+			// Its organization is its fairness key (workflows.Priority).
+			desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+			if err != nil || desc.GetWorkflowExecutionInfo().GetPriority().GetFairnessKey() != "org-1" {
+				t.Fatalf("workflow %s: priority %v, %v; want the fairness key org-1", id, desc.GetWorkflowExecutionInfo().GetPriority(), err)
 			}
 		}
 
@@ -516,40 +522,60 @@ func TestRelayDispatchesWorkflowsConcurrentlyInOrderPerWorkflow(t *testing.T) {
 	})
 }
 
-// TestRelayGivesWayWhileTheProcessIsBusy: while busy, the relay dispatches
-// no faster than its yield rate (here one an hour: one start, from the
-// limiter's burst, and the pass waits); once the process is idle the
-// waiting starts go at once.
-func TestRelayGivesWayWhileTheProcessIsBusy(t *testing.T) {
+// TestRelayGivesWayToFloodsWhileTheProcessIsBusy: while busy, the rows
+// of an organization that records more than FloodRate a second are
+// dispatched no faster than the yield rate (here one an hour: one start,
+// from the limiter's burst), and another organization's rows are not held
+// back behind them; once the process is idle the waiting starts go at once.
+func TestRelayGivesWayToFloodsWhileTheProcessIsBusy(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		gate := &gateClient{release: make(chan struct{})}
 		close(gate.release) // every call fails at once: the calls are counted
 		starter := outbox.New(db, gate, quiet, nil)
+		starter.Concurrency = 4
 		var busy atomic.Bool
 		busy.Store(true)
 		starter.YieldTo(busy.Load, 1.0/3600)
-		for i := range 5 {
+		record := func(org string, n int) {
 			err := starter.Transact(t.Context(), func(tx *outbox.Tx) error {
-				return tx.Start(outbox.Start{WorkflowID: fmt.Sprintf("yield/%d", i), Workflow: "probeWorkflow", Input: probeInput{}})
+				for i := range n {
+					err := tx.Start(outbox.Start{WorkflowID: fmt.Sprintf("yield/%s/%d", org, i), Workflow: "probeWorkflow", Input: probeInput{}, OrgID: org, Kind: "lead"})
+					if err != nil {
+						return err
+					}
+				}
+				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
-		pass, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-		defer cancel()
-		if _, err := starter.DispatchDue(pass); err != nil {
-			t.Fatal(err)
-		}
-		if _, calls := gate.snapshot(); len(calls) != 1 {
-			t.Fatalf("busy: %d calls to Temporal, want 1: %v", len(calls), calls)
-		}
-		busy.Store(false)
+		record("flood", outbox.FloodRate+20)
+		record("light", 3)
 		if _, err := starter.DispatchDue(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if _, calls := gate.snapshot(); len(calls) != 5 {
-			t.Fatalf("idle again: %d calls to Temporal, want all 5: %v", len(calls), calls)
+		_, calls := gate.snapshot()
+		light, flood := 0, 0
+		for _, c := range calls {
+			if strings.Contains(c, "/light/") {
+				light++
+			} else {
+				flood++
+			}
+		}
+		if light != 3 || flood != 1 {
+			t.Fatalf("busy: %d calls for the light organization (want 3) and %d for the flooding one (want 1): %v", light, flood, calls)
+		}
+		busy.Store(false)
+		for range 3 {
+			if _, err := starter.DispatchDue(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, calls = gate.snapshot()
+		if called := len(slices.Compact(slices.Sorted(slices.Values(calls)))); called != outbox.FloodRate+20+3 {
+			t.Fatalf("idle again: %d workflows called, want all %d", called, outbox.FloodRate+20+3)
 		}
 	})
 }

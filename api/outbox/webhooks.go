@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
 )
 
 // Emit records events for the organization's webhook endpoints in the
@@ -41,7 +40,7 @@ func (tx *Tx) WakeWebhooks(orgID string, endpointIDs ...string) error {
 		if tx.woken[id] {
 			continue
 		}
-		if err := tx.Signal(Signal{WorkflowID: workflows.WebhookEndpointID(orgID, id), Name: workflows.SignalWebhookWake}); err != nil {
+		if err := tx.insertSignal(models.WebhookWake(orgID, id)); err != nil {
 			return err
 		}
 		if tx.woken == nil {
