@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/netip"
 	"os"
@@ -246,6 +247,24 @@ func TestGCPercentUnlessGOGCIsSet(t *testing.T) {
 	setGCPercent()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("GC percent %d with GOGC=100, want 100", got)
+	}
+}
+
+// And with a soft memory limit of defaultMemoryLimit unless GOMEMLIMIT
+// says otherwise.
+func TestMemoryLimitUnlessGOMEMLIMITIsSet(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOMEMLIMIT", "")
+	setGCPercent()
+	if got := debug.SetMemoryLimit(-1); got != defaultMemoryLimit {
+		t.Fatalf("memory limit %d without GOMEMLIMIT, want %d", got, defaultMemoryLimit)
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	t.Setenv("GOMEMLIMIT", "2GiB")
+	setGCPercent()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("memory limit %d with GOMEMLIMIT set, want the runtime's own (%d)", got, int64(math.MaxInt64))
 	}
 }
 

@@ -56,6 +56,11 @@ type Options struct {
 	LogFile string
 }
 
+// HistoryCacheSize is how many workflows' mutable state the embedded
+// server keeps in memory (history.hostLevelCacheMaxSize); a workflow not
+// in it is read from the SQLite file when its next task comes.
+const HistoryCacheSize = 4096
+
 // Server is a running embedded Temporal server.
 type Server struct {
 	temporal temporal.Server
@@ -173,6 +178,10 @@ func Start(opts Options) (*Server, error) {
 			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: !registered}},
 			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      []dynamicconfig.ConstrainedValue{{Value: 1}},
 			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     []dynamicconfig.ConstrainedValue{{Value: 1}},
+			// The history service keeps up to this many workflows' mutable
+			// state in memory (128,000 by default, sized for a host of its
+			// own): a backlog of 20,000 intakes took suite dev to 2 GB.
+			dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): []dynamicconfig.ConstrainedValue{{Value: HistoryCacheSize}},
 		}),
 	)
 	if err != nil {
