@@ -52,6 +52,7 @@ type config struct {
 	intakeRate int
 	intakeFor  time.Duration
 	burst      int
+	floodBurst int
 	keep       bool
 	out        string
 	only       *regexp.Regexp
@@ -68,6 +69,7 @@ func main() {
 	flag.IntVar(&cfg.intakeRate, "intake-rate", 50, "steady web-form intake rate (leads/s)")
 	flag.DurationVar(&cfg.intakeFor, "intake-for", time.Minute, "length of the steady intake run")
 	flag.IntVar(&cfg.burst, "burst", 5000, "size of the intake burst")
+	flag.IntVar(&cfg.floodBurst, "flood-burst", 20_000, "size of one organization's burst beside another's intake (mixed load)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the bench database and data directory")
 	flag.StringVar(&cfg.out, "out", "", "also write the table (Markdown) to this file")
 	only := flag.String("only", "", "run only the loads whose name matches this regular expression (e.g. 'GET', 'intake')")
@@ -130,10 +132,11 @@ func run(cfg config) error {
 		return err
 	}
 	defer db.Close()
-	org, key, token, err := setupOrg(s, cfg.binary, dbURL, dataDir)
+	bench, err := setupOrg(s, cfg.binary, dbURL, dataDir)
 	if err != nil {
 		return fmt.Errorf("set up the bench organization: %w", err)
 	}
+	org, key, token := bench.org, bench.key, bench.token
 	// Read only when the mail load runs: a binary from before the e-mail
 	// channel (a paired run's older side) has no address to read.
 	var mailbox string
@@ -168,9 +171,8 @@ func run(cfg config) error {
 		}
 		defer receiver.srv.Close()
 	}
-	var hdKey string
-	if cfg.only.MatchString(slaLoad) {
-		if hdKey, err = b.newHelpdeskKey(); err != nil {
+	if cfg.only.MatchString(slaLoad) || cfg.only.MatchString(ticketLoad) {
+		if b.hdKey, err = b.newHelpdeskKey(); err != nil {
 			return fmt.Errorf("the bench organization's hd_ key: %w", err)
 		}
 	}
@@ -189,21 +191,48 @@ func run(cfg config) error {
 	if err := pair("POST /crm/contacts", 16, postContact); err != nil {
 		return err
 	}
+	if err := pair(ticketLoad, 16, postTicket); err != nil {
+		return err
+	}
 	// The intake pipeline is measured before the webhook's accept run,
 	// whose ten thousand or so accepted intakes would otherwise still be
 	// queued ahead of the steady run's (the pipeline drains far slower
 	// than the API accepts); the SMTP run comes before it too, for the
 	// same reason (each round waits for what the last one accepted).
-	var steady, burst intakeResult
+	var notes []string
+	note := func(s fmt.Stringer) {
+		fmt.Println(s)
+		notes = append(notes, s.String())
+	}
 	if cfg.only.MatchString("web-form intake") {
-		if steady, err = b.steadyIntake(ctx, db); err != nil {
+		steady, err := b.steadyIntake(ctx, db)
+		if err != nil {
 			return err
 		}
-		fmt.Println(steady)
-		if burst, err = b.burstIntake(ctx, db); err != nil {
+		note(steady)
+		burst, err := b.burstIntake(ctx, db)
+		if err != nil {
 			return err
 		}
-		fmt.Println(burst)
+		note(burst)
+	}
+	if cfg.only.MatchString(readsLoad) {
+		reads, err := b.intakeBesideReads(ctx, db)
+		if err != nil {
+			return err
+		}
+		note(reads)
+	}
+	if cfg.only.MatchString(floodLoad) {
+		other, err := setupOrg(s, cfg.binary, dbURL, dataDir)
+		if err != nil {
+			return fmt.Errorf("set up the second organization: %w", err)
+		}
+		flood, err := b.intakeBesideFlood(ctx, db, tenant{org: other.org, key: other.key})
+		if err != nil {
+			return err
+		}
+		note(flood)
 	}
 	if err := pair(mailLoad, 4, inboundMail); err != nil {
 		return err
@@ -213,23 +242,31 @@ func run(cfg config) error {
 	}
 
 	// Webhook delivery last: it needs no drained pipeline, and leaves none.
-	var delivery deliveryResult
 	if receiver != nil {
-		if delivery, err = b.webhookDelivery(receiver); err != nil {
+		delivery, err := b.webhookDelivery(receiver)
+		if err != nil {
 			return err
 		}
-		fmt.Println(delivery)
+		note(delivery)
 	}
 	// The SLA timers after everything: its workflows stay open.
-	var slas slaResult
-	if hdKey != "" {
-		if slas, err = b.slaTimers(ctx, db, hdKey); err != nil {
+	if cfg.only.MatchString(slaLoad) {
+		slas, err := b.slaTimers(ctx, db, b.hdKey)
+		if err != nil {
 			return err
 		}
-		fmt.Println(slas)
+		note(slas)
+	}
+	if err := b.heapProfile(); err != nil {
+		return err
+	}
+	if rss, err := peakRSS(s.cmd.Process.Pid); err == nil {
+		note(stringer(fmt.Sprintf("suite dev's peak resident memory over the run: %d MiB", rss)))
+	} else {
+		return err
 	}
 
-	table := renderTable(rows, steady, burst, delivery, slas, cfg)
+	table := renderTable(rows, notes, cfg)
 	fmt.Println()
 	fmt.Println(table)
 	if cfg.out != "" {
@@ -333,38 +370,42 @@ func (s *suite) stop() {
 // setupOrg signs up an owner, creates an enterprise organization (no plan
 // limits get in the way) and a crm_ key, all through the real API and CLI;
 // it returns them with the owner's access token.
-func setupOrg(s *suite, binary, dbURL, dataDir string) (org, key, token string, err error) {
+// benchOrg is an organization setupOrg made, its crm_ key and its owner's
+// access token.
+type benchOrg struct{ org, key, token string }
+
+func setupOrg(s *suite, binary, dbURL, dataDir string) (benchOrg, error) {
 	email := fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano())
 	const password = "correct horse battery"
 	if err := call(s.base+"/identity/v1/users", "", map[string]string{"email": email, "password": password, "name": "Bench"}, nil); err != nil {
-		return "", "", "", err
+		return benchOrg{}, err
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}
 	if err := call(s.base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": email, "password": password}, &tok); err != nil {
-		return "", "", "", err
+		return benchOrg{}, err
 	}
 	var o struct{ ID, Status string }
 	if err := call(s.base+"/crm/organization", tok.AccessToken, map[string]string{"name": "Bench"}, &o); err != nil {
-		return "", "", "", err
+		return benchOrg{}, err
 	}
 	for o.Status != "active" {
 		time.Sleep(100 * time.Millisecond)
 		if err := getJSON(s.base+"/crm/organization/"+o.ID, tok.AccessToken, &o); err != nil {
-			return "", "", "", err
+			return benchOrg{}, err
 		}
 	}
 	admin := exec.Command(binary, "admin", "set-plan", o.ID, "enterprise")
 	admin.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "SUITE_DATA_DIR="+dataDir)
 	if out, err := admin.CombinedOutput(); err != nil {
-		return "", "", "", fmt.Errorf("suite admin set-plan: %v: %s", err, out)
+		return benchOrg{}, fmt.Errorf("suite admin set-plan: %v: %s", err, out)
 	}
 	var k struct{ Key string }
 	if err := call(s.base+"/crm/organization/"+o.ID+"/apikeys", tok.AccessToken, map[string]string{"name": "bench", "service": "crm"}, &k); err != nil {
-		return "", "", "", err
+		return benchOrg{}, err
 	}
-	return o.ID, k.Key, tok.AccessToken, nil
+	return benchOrg{org: o.ID, key: k.Key, token: tok.AccessToken}, nil
 }
 
 // mailboxOf is the organization's e-mail address, read through the API.
@@ -479,6 +520,21 @@ INSERT INTO contacts (id, org_id, name, email, phone, company, designation, type
 	},
 }
 
+var postTicket = workload{
+	wrkScript: func(b *bencher) string {
+		return strings.Replace(postScript(b, "/helpdesk/tickets", "X-Api-Key", b.hdKey,
+			`{"subject":"Printer on fire %d","email":"reporter-%d-%d@example.com","description":"It smokes."}`),
+			"wrk.method", fmt.Sprintf("wrk.headers[\"X-Workspace-Id\"] = %q\nwrk.method", b.org), 1)
+	},
+	pgScript: func(b *bencher) string {
+		// Ticket numbers are unique per organization: the baseline draws
+		// its own from a sequence far above the suite's.
+		_, _ = b.db.Exec(`CREATE SEQUENCE IF NOT EXISTS bench_ticket_numbers START 1000000000`)
+		return fmt.Sprintf(`INSERT INTO tickets (id, org_id, number, subject, description, status, priority, channel, requester_email, tags, created_at, updated_at) VALUES (gen_random_uuid(), '%s', nextval('bench_ticket_numbers'), 'Printer on fire', 'It smokes.', 'new', 'normal', 'api', 'reporter@example.com', '[]', now(), now());
+`, b.org)
+	},
+}
+
 var postWebhook = workload{
 	wrkScript: func(b *bencher) string {
 		return postScript(b, "/crm/leads/webhook", "x-api-key", b.key,
@@ -491,7 +547,12 @@ INSERT INTO lead_intakes (id, org_id, dedupe_key, lead_id, payload, status, dupl
 	},
 }
 
+// ticketLoad is the ticket create's row.
+const ticketLoad = "POST /helpdesk/tickets"
+
 type bencher struct {
+	// hdKey is the bench organization's hd_ key (for the Helpdesk loads).
+	hdKey string
 	cfg   config
 	dir   string
 	dbURL string
@@ -702,6 +763,26 @@ func (b *bencher) profile(name string, d time.Duration) (wait func() error) {
 	return func() error { return <-done }
 }
 
+// heapProfile writes the suite's heap profile at the end of the run (what
+// it holds with the SLA load's workflows open), when profiling.
+func (b *bencher) heapProfile() error {
+	if b.pprof == "" {
+		return nil
+	}
+	resp, err := http.Get("http://" + b.pprof + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(b.cfg.profileDir, "heap-at-end.pprof")
+	fmt.Printf("heap profile of the suite at the end: go tool pprof -sample_index=inuse_space %s\n", file)
+	return os.WriteFile(file, data, 0o644)
+}
+
 var (
 	pgbenchTPS  = regexp.MustCompile(`tps = ([0-9.]+)`)
 	notSlug     = regexp.MustCompile(`[^a-z0-9]+`) // runs of these become "-" in a profile's file name
@@ -780,13 +861,16 @@ func (r intakeResult) String() string {
 	return s
 }
 
+// tenant is an organization the bench sends work for, and its crm_ key.
+type tenant struct{ org, key string }
+
 // sendIntake posts one web-form submission with the organization's key.
-func (b *bencher) sendIntake(client *http.Client, source string, n int) bool {
+func (b *bencher) sendIntake(client *http.Client, t tenant, source string, n int) bool {
 	body := fmt.Sprintf(`{"name":"Lead %d","email":"%s-%d@acme-%d.example","phone":"+1 415 555 2671","company":"Acme","value":12000,"source":"%s"}`,
 		n, source, n, n%97, source)
 	req, _ := http.NewRequest("POST", b.base+"/crm/leads/webhook", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-api-key", b.key)
+	req.Header.Set("x-api-key", t.key)
 	resp, err := client.Do(req)
 	if err != nil {
 		return false
@@ -802,30 +886,39 @@ func (b *bencher) sendIntake(client *http.Client, source string, n int) bool {
 func (b *bencher) steadyIntake(ctx context.Context, db *sql.DB) (intakeResult, error) {
 	source := fmt.Sprintf("steady%d", time.Now().Unix())
 	res := intakeResult{label: fmt.Sprintf("web-form intake at %d/s for %s", b.cfg.intakeRate, b.cfg.intakeFor)}
-	client := &http.Client{Timeout: 10 * time.Second}
-	var accepted atomic.Int64
-	var wg sync.WaitGroup
 	profiled := b.profile("web-form intake steady", b.cfg.intakeFor)
-	tick := time.NewTicker(time.Second / time.Duration(b.cfg.intakeRate))
-	end := time.Now().Add(b.cfg.intakeFor)
-	for n := 0; time.Now().Before(end); n++ {
-		<-tick.C
-		res.sent++
-		wg.Add(1)
-		go func(n int) {
-			defer wg.Done()
-			if b.sendIntake(client, source, n) {
-				accepted.Add(1)
-			}
-		}(n)
-	}
-	tick.Stop()
-	wg.Wait()
-	res.accepted = int(accepted.Load())
-	if err := b.awaitLeads(ctx, db, source, &res); err != nil {
+	res.sent, res.accepted = b.sendSteadily(b.tenant(), source, b.cfg.intakeRate, b.cfg.intakeFor)
+	if err := b.awaitLeads(ctx, db, b.org, source, &res); err != nil {
 		return res, err
 	}
 	return res, profiled()
+}
+
+// tenant is the bench organization.
+func (b *bencher) tenant() tenant { return tenant{org: b.org, key: b.key} }
+
+// sendSteadily sends rate submissions a second of t's for d, each on its
+// own goroutine, and reports how many it sent and how many were accepted.
+func (b *bencher) sendSteadily(t tenant, source string, rate int, d time.Duration) (sent, accepted int) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	end := time.Now().Add(d)
+	for n := 0; time.Now().Before(end); n++ {
+		<-tick.C
+		sent++
+		wg.Add(1)
+		go func(n int) {
+			defer wg.Done()
+			if b.sendIntake(client, t, source, n) {
+				ok.Add(1)
+			}
+		}(n)
+	}
+	wg.Wait()
+	return sent, int(ok.Load())
 }
 
 // burst runs send(n) for n from 1 to total on conns goroutines, as fast as
@@ -855,10 +948,10 @@ func (b *bencher) burstIntake(ctx context.Context, db *sql.DB) (intakeResult, er
 	source := fmt.Sprintf("burst%d", time.Now().Unix())
 	res := intakeResult{label: fmt.Sprintf("web-form intake burst of %d", b.cfg.burst)}
 	client := &http.Client{Timeout: 10 * time.Second}
-	res.accepted, res.acceptTime = burst(b.cfg.burst, 16, func(n int) bool { return b.sendIntake(client, source, n) })
+	res.accepted, res.acceptTime = burst(b.cfg.burst, 16, func(n int) bool { return b.sendIntake(client, b.tenant(), source, n) })
 	res.sent = b.cfg.burst
 	profiled := b.profile("web-form intake burst drain", 20*time.Second)
-	if err := b.awaitLeads(ctx, db, source, &res); err != nil {
+	if err := b.awaitLeads(ctx, db, b.org, source, &res); err != nil {
 		return res, err
 	}
 	if err := profiled(); err != nil {
@@ -873,18 +966,18 @@ func (b *bencher) burstIntake(ctx context.Context, db *sql.DB) (intakeResult, er
 	return res, err
 }
 
-// awaitLeads waits until every accepted submission of source is a scored
-// lead (or nothing has moved for 30 s), then computes the latencies.
-func (b *bencher) awaitLeads(ctx context.Context, db *sql.DB, source string, res *intakeResult) error {
+// awaitLeads waits until every accepted submission of org's source is a
+// scored lead (or nothing has moved for 30 s), then computes the latencies.
+func (b *bencher) awaitLeads(ctx context.Context, db *sql.DB, org, source string, res *intakeResult) error {
 	visible, err := pollCount(ctx, db, func(n int) bool { return n >= res.accepted },
-		`SELECT count(*) FROM leads WHERE org_id = $1 AND source = $2 AND score > 0`, b.org, source)
+		`SELECT count(*) FROM leads WHERE org_id = $1 AND source = $2 AND score > 0`, org, source)
 	if err != nil {
 		return err
 	}
 	res.visible = visible
 	res.missing = res.accepted - res.visible
 	rows, err := db.QueryContext(ctx, `SELECT EXTRACT(EPOCH FROM (l.created_at - i.created_at)) FROM lead_intakes i JOIN leads l ON l.id = i.lead_id
-		WHERE i.org_id = $1 AND l.source = $2`, b.org, source)
+		WHERE i.org_id = $1 AND l.source = $2`, org, source)
 	if err != nil {
 		return err
 	}
@@ -912,7 +1005,7 @@ func p50p99(lat []time.Duration) (p50, p99 time.Duration) {
 	return pick(0.50), pick(0.99)
 }
 
-func renderTable(rows []row, steady, burst intakeResult, delivery deliveryResult, slas slaResult, cfg config) string {
+func renderTable(rows []row, notes []string, cfg config) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL; wrk and pgbench at the same concurrency, "+
@@ -925,16 +1018,8 @@ func renderTable(rows []row, steady, burst intakeResult, delivery deliveryResult
 			r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText())
 	}
 	b.WriteString("\n")
-	for _, r := range []intakeResult{steady, burst} {
-		if r.label != "" { // not skipped by -only
-			fmt.Fprintf(&b, "- %s\n", r)
-		}
-	}
-	if delivery.created > 0 {
-		fmt.Fprintf(&b, "- %s\n", delivery)
-	}
-	if slas.created > 0 {
-		fmt.Fprintf(&b, "- %s\n", slas)
+	for _, note := range notes {
+		fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(note, "\n", "\n  "))
 	}
 	return b.String()
 }

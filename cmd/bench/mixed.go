@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The mixed loads (issue 35): the intake pipeline beside other work.
+const (
+	// readsLoad: a steady intake while GETs saturate the API.
+	readsLoad = "mixed load: web-form intake beside GETs at saturation"
+	// floodLoad: one organization's burst beside another's steady intake.
+	floodLoad = "mixed load: one organization's burst beside another's intake"
+	// mixedFor is how long the steady intakes of the mixed loads send.
+	mixedFor = 30 * time.Second
+	// quietRate is the other organization's intake rate during the burst.
+	quietRate = 10
+	// readConns is how many connections the GETs keep busy.
+	readConns = 64
+)
+
+// readsResult is the intake at the steady rate while wrk keeps readConns
+// GETs in flight, and what the GETs got.
+type readsResult struct {
+	intake intakeResult
+	reads  row
+}
+
+func (r readsResult) String() string {
+	return fmt.Sprintf("%s\n%-42s GETs beside it: %.0f/s, p50 %.1f ms, p99 %.1f ms, %d errors", r.intake, "", r.reads.apiRPS, ms(r.reads.apiP50), ms(r.reads.apiP99), r.reads.errors)
+}
+
+// intakeBesideReads sends the steady intake rate for mixedFor while wrk
+// sends GET /crm/contacts on readConns connections, then measures accept →
+// scored per lead. Under `suite dev` the relay gives way to the API while
+// more requests are in flight than cores; a light pipeline must not starve.
+func (b *bencher) intakeBesideReads(ctx context.Context, db *sql.DB) (readsResult, error) {
+	source := fmt.Sprintf("beside%d", time.Now().Unix())
+	res := readsResult{intake: intakeResult{label: fmt.Sprintf("intake %d/s beside GETs c%d (%s)", b.cfg.intakeRate, readConns, mixedFor)}, reads: row{conns: readConns}}
+	luaFile := filepath.Join(b.dir, "wrk-mixed-reads.lua")
+	if err := os.WriteFile(luaFile, []byte(getContacts.wrkScript(b)), 0o644); err != nil {
+		return res, err
+	}
+	wrk := make(chan error, 1)
+	go func() {
+		// A second longer than the intake, so the GETs saturate the API
+		// from the first submission to the last.
+		out, err := exec.Command("wrk", "-t", "2", "-c", strconv.Itoa(readConns), "-d", (mixedFor + 2*time.Second).String(), "--latency",
+			"-s", luaFile, b.base).CombinedOutput()
+		if err == nil {
+			err = parseWrk(out, &res.reads)
+		} else {
+			err = fmt.Errorf("wrk: %v: %s", err, out)
+		}
+		wrk <- err
+	}()
+	time.Sleep(time.Second)
+	res.intake.sent, res.intake.accepted = b.sendSteadily(b.tenant(), source, b.cfg.intakeRate, mixedFor)
+	if err := <-wrk; err != nil {
+		return res, err
+	}
+	return res, b.awaitLeads(ctx, db, b.org, source, &res.intake)
+}
+
+// floodResult is the other organization's steady intake while the bench
+// organization's burst is accepted and drained, and the burst's own.
+type floodResult struct {
+	quiet, flood intakeResult
+}
+
+func (r floodResult) String() string { return r.quiet.String() + "\n" + r.flood.String() }
+
+// intakeBesideFlood sends a burst of cfg.floodBurst submissions for the
+// bench organization as fast as 16 connections go and, from the same
+// moment, quietRate a second for mixedFor for another organization; it
+// measures accept → scored for both. The relay takes starts in turns
+// across organizations, so the burst's backlog does not delay the other.
+func (b *bencher) intakeBesideFlood(ctx context.Context, db *sql.DB, other tenant) (floodResult, error) {
+	stamp := time.Now().Unix()
+	floodSource, quietSource := fmt.Sprintf("flood%d", stamp), fmt.Sprintf("quiet%d", stamp)
+	res := floodResult{
+		quiet: intakeResult{label: fmt.Sprintf("other organization's intake, %d/s (%s)", quietRate, mixedFor)},
+		flood: intakeResult{label: fmt.Sprintf("beside a burst of %d", b.cfg.floodBurst), sent: b.cfg.floodBurst},
+	}
+	flooded := make(chan struct{})
+	go func() {
+		defer close(flooded)
+		client := &http.Client{Timeout: 10 * time.Second}
+		res.flood.accepted, res.flood.acceptTime = burst(b.cfg.floodBurst, 16, func(n int) bool { return b.sendIntake(client, b.tenant(), floodSource, n) })
+	}()
+	res.quiet.sent, res.quiet.accepted = b.sendSteadily(other, quietSource, quietRate, mixedFor)
+	<-flooded
+	if err := b.awaitLeads(ctx, db, other.org, quietSource, &res.quiet); err != nil {
+		return res, err
+	}
+	if err := b.awaitLeads(ctx, db, b.org, floodSource, &res.flood); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// stringer is a note that is already text.
+type stringer string
+
+func (s stringer) String() string { return string(s) }
+
+// peakRSS is the process's peak resident set size (Linux: VmHWM), in MiB.
+func peakRSS(pid int) (int, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+}
