@@ -178,9 +178,8 @@ func (s *Starter) recorded(orgID string) (wake bool) {
 	if s.floods == nil {
 		return true
 	}
-	now := time.Now()
-	s.floods.note(orgID, now)
-	return !s.heldBack.Load() || !s.floods.flooding(orgID, now)
+	flooding := s.floods.note(orgID, time.Now())
+	return !s.heldBack.Load() || !flooding
 }
 
 // floods meters the rows each organization records in this process.
@@ -197,7 +196,8 @@ type floodMeter struct {
 	until  time.Time
 }
 
-func (f *floods) note(orgID string, now time.Time) {
+// note counts a row of orgID and tells whether the organization floods.
+func (f *floods) note(orgID string, now time.Time) (flooding bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	m := f.orgs[orgID]
@@ -212,6 +212,7 @@ func (f *floods) note(orgID string, now time.Time) {
 	if !m.bucket.AllowN(now, 1) {
 		m.until = now.Add(time.Second)
 	}
+	return now.Before(m.until)
 }
 
 func (f *floods) flooding(orgID string, now time.Time) bool {
