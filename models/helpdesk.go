@@ -222,8 +222,15 @@ func (VAPIDKey) TableName() string { return "vapid_keys" }
 // RecordCustomerEvent appends to a customer's activity feed; call it in the
 // transaction of the change it describes.
 func RecordCustomerEvent(tx *gorm.DB, orgID, customerID string, ticketID *string, typ, summary string, actor Actor) error {
-	return tx.Create(&CustomerEvent{ID: NewID(), OrgID: orgID, CustomerID: customerID, TicketID: ticketID,
-		Type: typ, Summary: summary, Actor: actor, CreatedAt: Now()}).Error
+	ev := NewCustomerEvent(orgID, customerID, ticketID, typ, summary, actor)
+	return tx.Create(&ev).Error
+}
+
+// NewCustomerEvent is an entry of a customer's activity feed, made now, to
+// record with others in one statement (RecordCustomerEvent records one).
+func NewCustomerEvent(orgID, customerID string, ticketID *string, typ, summary string, actor Actor) CustomerEvent {
+	return CustomerEvent{ID: NewID(), OrgID: orgID, CustomerID: customerID, TicketID: ticketID,
+		Type: typ, Summary: summary, Actor: actor, CreatedAt: Now()}
 }
 
 // Itoa formats a ticket number.

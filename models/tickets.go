@@ -7,6 +7,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/business-suite/suite/internal/database"
 )
 
 // The ticket operations below run in tx, the caller's transaction (a
@@ -17,8 +19,8 @@ import (
 // ticket number within the plan's seat and monthly ticket limits, finds or
 // creates the requester's customer (named requesterName, or after the
 // e-mail's local part), and records both on the customer's history, by
-// actor. Two creations can never both take the last slot: the check runs
-// under a lock on the workspace's ticket counter. It returns the customer
+// actor. Two creations can never both take the last slot of a limited
+// plan (takeTicketSlot). It returns the customer
 // when it created one (nil when the requester was one already).
 func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor) (*Customer, error) {
 	number, err := takeTicketSlot(tx, org, t.CreatedAt)
@@ -32,11 +34,10 @@ func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string,
 	}
 	t.CustomerID = &cust.ID
 	var newCustomer *Customer
+	var history []CustomerEvent // recorded together, after the ticket
 	if created {
 		newCustomer = cust
-		if err := RecordCustomerEvent(tx, org.ID, cust.ID, nil, "customer_created", "Customer created from a ticket", by); err != nil {
-			return nil, err
-		}
+		history = append(history, NewCustomerEvent(org.ID, cust.ID, nil, "customer_created", "Customer created from a ticket", by))
 	}
 	if err := planSLA(tx, nil, t, nil, t.CreatedAt); err != nil {
 		return nil, err
@@ -44,8 +45,9 @@ func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string,
 	if err := tx.Create(t).Error; err != nil {
 		return nil, err
 	}
-	return newCustomer, RecordCustomerEvent(tx, org.ID, cust.ID, &t.ID, "ticket_created",
-		"Ticket #"+Itoa(t.Number)+" opened: "+t.Subject, by)
+	history = append(history, NewCustomerEvent(org.ID, cust.ID, &t.ID, "ticket_created",
+		"Ticket #"+Itoa(t.Number)+" opened: "+t.Subject, by))
+	return newCustomer, tx.Create(&history).Error
 }
 
 // ErrTicketClosed refuses a change to a closed ticket.
@@ -241,21 +243,17 @@ func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
 
 func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
-// takeTicketSlot locks the workspace's counter, checks the plan's seat and
-// monthly ticket limits, and returns the next ticket number.
+// takeTicketSlot checks the plan's seat and monthly ticket limits and
+// returns the workspace's next ticket number.
+//
+// Only what a limit needs is serialized: the monthly allowance of a
+// limited plan is counted on the workspace's counter row, locked until
+// commit, so two creations can never both take the last ticket of the
+// month; an unlimited plan's creations take no lock at all. The month
+// counts the tickets opened on a limited plan: a workspace that moves to
+// one from an unlimited plan has the new plan's whole allowance for the
+// rest of the month.
 func takeTicketSlot(tx *gorm.DB, org *Organization, now time.Time) (int, error) {
-	month := now.In(org.Location()).Format("2006-01")
-	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&TicketCounter{
-		OrgID: org.ID, LastNumber: FirstTicketNumber - 1, Month: month, UpdatedAt: now}).Error; err != nil {
-		return 0, err
-	}
-	var counter TicketCounter
-	if err := LockForUpdate(tx).Take(&counter, "org_id = ?", org.ID).Error; err != nil {
-		return 0, err
-	}
-	if counter.Month != month {
-		counter.Month, counter.MonthCount = month, 0
-	}
 	plan, err := FindPlan(tx.Statement.Context, tx, org.Plan)
 	if err != nil {
 		return 0, err
@@ -270,14 +268,50 @@ func takeTicketSlot(tx *gorm.DB, org *Organization, now time.Time) (int, error) 
 				"%d seats are in use but the %s plan has %d; remove members or upgrade to open tickets.", used, plan.Name, *plan.Seats)
 		}
 	}
-	if plan.TicketsPerMonth != nil && counter.MonthCount >= *plan.TicketsPerMonth {
-		return 0, Err(ErrLimit, "ticket_limit_reached",
+	if plan.TicketsPerMonth != nil {
+		if err := takeMonthlyTicket(tx, org, plan, now); err != nil {
+			return 0, err
+		}
+	}
+	return nextTicketNumber(tx, org.ID, now)
+}
+
+// takeMonthlyTicket counts one more of the month's tickets on the
+// workspace's counter row, locked, or refuses with ticket_limit_reached.
+func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, now time.Time) error {
+	month := now.In(org.Location()).Format("2006-01")
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&TicketCounter{
+		OrgID: org.ID, LastNumber: FirstTicketNumber - 1, Month: month, UpdatedAt: now}).Error; err != nil {
+		return err
+	}
+	var counter TicketCounter
+	if err := LockForUpdate(tx).Take(&counter, "org_id = ?", org.ID).Error; err != nil {
+		return err
+	}
+	if counter.Month != month {
+		counter.Month, counter.MonthCount = month, 0
+	}
+	if counter.MonthCount >= *plan.TicketsPerMonth {
+		return Err(ErrLimit, "ticket_limit_reached",
 			"The %s plan allows %d tickets a month and they are used; upgrade for more.", plan.Name, *plan.TicketsPerMonth)
 	}
-	counter.LastNumber++
-	counter.MonthCount++
-	counter.UpdatedAt = now
-	return counter.LastNumber, tx.Save(&counter).Error
+	return tx.Model(&counter).Updates(map[string]any{"month": month, "month_count": counter.MonthCount + 1, "updated_at": now}).Error
+}
+
+// nextTicketNumber takes the workspace's next ticket number. On PostgreSQL
+// it is the workspace's own sequence (next_ticket_number, migration
+// 00022), which hands numbers out without a lock: creations in one
+// workspace run side by side, and one that rolls back leaves a gap. On
+// SQLite, whose writers take turns anyway, it is the counter row.
+func nextTicketNumber(tx *gorm.DB, orgID string, now time.Time) (int, error) {
+	var number int
+	if database.DialectFor(tx) == database.Postgres {
+		return number, tx.Raw("SELECT next_ticket_number(?)", orgID).Scan(&number).Error
+	}
+	err := tx.Raw(`INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (?, ?, '', 0, ?)
+ON CONFLICT (org_id) DO UPDATE SET last_number = ticket_counters.last_number + 1, updated_at = excluded.updated_at
+RETURNING last_number`, orgID, FirstTicketNumber, now).Scan(&number).Error
+	return number, err
 }
 
 // customerFor finds the workspace's customer with email, or creates one.

@@ -2,6 +2,9 @@ package models_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,3 +190,82 @@ func TestAddTicketCommentRules(t *testing.T) {
 // asks tells whether a change asks its caller for anything: a timer to
 // start or cancel, a member to tell.
 func asks(ch models.TicketChange) bool { return ch.Solved || ch.Unsolved || ch.Notify != nil }
+
+// openTickets opens n tickets at once in org, each in its own
+// transaction, and returns their numbers, or the codes of the refusals.
+func openTickets(t *testing.T, db *gorm.DB, org *models.Organization, n int) (numbers []int, refused []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			now := models.Now()
+			tk := &models.Ticket{ID: models.NewID(), OrgID: org.ID, Subject: "Printer", Status: models.TicketNew, Priority: "normal",
+				Channel: "web", RequesterEmail: fmt.Sprintf("c%d@acme.io", i), Tags: "[]", CreatedAt: now, UpdatedAt: now}
+			err := db.Transaction(func(tx *gorm.DB) error {
+				_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem)
+				return err
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				numbers = append(numbers, tk.Number)
+			case domainCode(err) != "":
+				refused = append(refused, domainCode(err))
+			default:
+				t.Errorf("open a ticket: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(numbers)
+	return numbers, refused
+}
+
+// Tickets opened at once in one workspace take consecutive numbers, each
+// once, continuing from the numbers the workspace used before PostgreSQL's
+// numbering moved to a sequence (the counter row): on PostgreSQL the
+// first of them race to create the workspace's sequence.
+func TestTicketNumbersAreUniqueAndContinue(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		org := newOrg(t, db, models.PlanEnterprise, "UTC")
+		if err := db.Create(&models.TicketCounter{OrgID: org.ID, LastNumber: 1499, Month: "2026-01", MonthCount: 7, UpdatedAt: models.Now()}).Error; err != nil {
+			t.Fatal(err)
+		}
+		numbers, refused := openTickets(t, db, org, 20)
+		want := make([]int, 20)
+		for i := range want {
+			want[i] = 1500 + i
+		}
+		if !slices.Equal(numbers, want) || len(refused) > 0 {
+			t.Fatalf("numbers %v (refused %v), want 1500…1519", numbers, refused)
+		}
+		fresh := newOrg(t, db, models.PlanEnterprise, "UTC")
+		if numbers, _ := openTickets(t, db, fresh, 3); !slices.Equal(numbers, []int{1001, 1002, 1003}) {
+			t.Fatalf("a new workspace's numbers %v, want 1001…1003", numbers)
+		}
+	})
+}
+
+// A limited plan's monthly allowance holds under concurrent creations; a
+// workspace that moves to it from an unlimited plan has its whole
+// allowance for the rest of the month (the month counts the tickets opened
+// on a limited plan).
+func TestMonthlyTicketAllowance(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		three := 3
+		if err := db.Create(&models.Plan{Name: "tiny", TicketsPerMonth: &three, CreatedAt: models.Now(), UpdatedAt: models.Now()}).Error; err != nil {
+			t.Fatal(err)
+		}
+		org := newOrg(t, db, models.PlanEnterprise, "UTC")
+		if numbers, refused := openTickets(t, db, org, 5); len(numbers) != 5 || len(refused) > 0 {
+			t.Fatalf("on enterprise: numbers %v, refused %v", numbers, refused)
+		}
+		org.Plan = "tiny"
+		numbers, refused := openTickets(t, db, org, 6)
+		if !slices.Equal(numbers, []int{1006, 1007, 1008}) || !slices.Equal(refused, []string{"ticket_limit_reached", "ticket_limit_reached", "ticket_limit_reached"}) {
+			t.Fatalf("on tiny: numbers %v, refused %v; want 1006…1008 and 3 × ticket_limit_reached", numbers, refused)
+		}
+	})
+}
