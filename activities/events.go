@@ -15,13 +15,13 @@ import (
 // of its own). A retried activity whose transaction rolled back records
 // them again with the change; one that committed does not run again.
 func emit(tx *gorm.DB, events ...models.Event) error {
+	reached, err := models.RecordEvents(tx, events, models.Now())
+	if err != nil {
+		return err
+	}
 	woken := map[string]bool{}
-	for _, ev := range events {
-		endpoints, err := models.RecordEvent(tx, ev, models.Now())
-		if err != nil {
-			return err
-		}
-		for _, id := range endpoints {
+	for i, ev := range events {
+		for _, id := range reached[i] {
 			if woken[id] {
 				continue
 			}

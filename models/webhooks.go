@@ -15,7 +15,7 @@ import (
 
 // Outbound webhooks: an organization's endpoints subscribe to event types;
 // an event is recorded in the transaction of the change it describes, with
-// one delivery per endpoint it matches (RecordEvent), so a rolled-back
+// one delivery per endpoint it matches (RecordEvents), so a rolled-back
 // change emits nothing and a committed one is never lost. Each endpoint's
 // WebhookEndpoint workflow delivers its deliveries in their order (Seq).
 
@@ -216,39 +216,48 @@ func WebhookWake(orgID, endpointID string) *WorkflowStart {
 }
 
 // receivingEndpoints is the condition, on the organization's id, of the
-// endpoints RecordEvent records events for.
+// endpoints RecordEvents records events for.
 const receivingEndpoints = "org_id = ? AND (status = '" + WebhookEnabled + "' OR disabled_by = '" + DisabledByDelivery + "')"
 
 // AnyReceivingEndpoint is a query, on the organization's id, that finds a
-// row when the organization has an endpoint RecordEvent may record an
+// row when the organization has an endpoint RecordEvents may record an
 // event for: a write guarded by it (database.InsertUnless) knows, in its
 // own statement, that no event of it can be recorded.
 const AnyReceivingEndpoint = "SELECT 1 FROM webhook_endpoints WHERE " + receivingEndpoints
 
-// RecordEvent records ev in tx, the transaction of the change it
-// describes, with one pending delivery to each endpoint of the
+// RecordEvents records events in tx, the transaction of the change they
+// describe, each with one pending delivery to each endpoint of its
 // organization that subscribes to its type: the enabled ones, and those
 // that delivery disabled (410 Gone, days of failures), whose events wait
-// for them to be enabled again; one its admins disabled gets nothing. It returns those endpoints'
-// ids, whose workflows are to be woken once tx commits; with none, nothing
-// is recorded.
-func RecordEvent(tx *gorm.DB, ev Event, now time.Time) ([]string, error) {
-	var endpoints []WebhookEndpoint
-	err := tx.Select("id", "events").Where(receivingEndpoints, ev.OrgID).Find(&endpoints).Error
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for i := range endpoints {
-		if EventMatches(endpoints[i].Patterns(), ev.Type) {
-			ids = append(ids, endpoints[i].ID)
+// for them to be enabled again; one its admins disabled gets nothing. An
+// event no endpoint subscribes to is not recorded. It returns, for each
+// event, the ids of the endpoints it reached, whose workflows are to be
+// woken once tx commits. An organization's endpoints are read once for all
+// its events.
+func RecordEvents(tx *gorm.DB, events []Event, now time.Time) ([][]string, error) {
+	receiving := map[string][]WebhookEndpoint{}
+	reached := make([][]string, len(events))
+	for i, ev := range events {
+		endpoints, read := receiving[ev.OrgID]
+		if !read {
+			if err := tx.Select("id", "events").Where(receivingEndpoints, ev.OrgID).Find(&endpoints).Error; err != nil {
+				return nil, err
+			}
+			receiving[ev.OrgID] = endpoints
+		}
+		for j := range endpoints {
+			if EventMatches(endpoints[j].Patterns(), ev.Type) {
+				reached[i] = append(reached[i], endpoints[j].ID)
+			}
+		}
+		if len(reached[i]) == 0 {
+			continue
+		}
+		if _, err := insertEvent(tx, ev, reached[i], now); err != nil {
+			return nil, err
 		}
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	_, err = insertEvent(tx, ev, ids, now)
-	return ids, err
+	return reached, nil
 }
 
 // RecordTestEvent records a webhook.test event for endpoint e alone.

@@ -5,16 +5,16 @@ import (
 )
 
 // Emit records events for the organization's webhook endpoints in the
-// transaction (models.RecordEvent) and wakes the delivery workflow of each
+// transaction (models.RecordEvents) and wakes the delivery workflow of each
 // endpoint they reach once the transaction commits: a change rolled back
 // emits nothing, a committed one is delivered.
 func (tx *Tx) Emit(events ...models.Event) error {
-	for _, ev := range events {
-		endpoints, err := models.RecordEvent(tx.DB, ev, models.Now())
-		if err != nil {
-			return err
-		}
-		if err := tx.WakeWebhooks(ev.OrgID, endpoints...); err != nil {
+	reached, err := models.RecordEvents(tx.DB, events, models.Now())
+	if err != nil {
+		return err
+	}
+	for i, ev := range events {
+		if err := tx.WakeWebhooks(ev.OrgID, reached[i]...); err != nil {
 			return err
 		}
 	}
