@@ -536,8 +536,9 @@ var postTicket = workload{
 	},
 	pgScript: func(b *bencher) string {
 		// Ticket numbers are unique per organization: the baseline draws
-		// its own from a sequence far above the suite's.
-		_, _ = b.db.Exec(`CREATE SEQUENCE IF NOT EXISTS bench_ticket_numbers START 1000000000`)
+		// its own, negative, from a sequence of its own (the suite's
+		// sequence starts past the workspace's highest number).
+		_, _ = b.db.Exec(`CREATE SEQUENCE IF NOT EXISTS bench_ticket_numbers START -1 INCREMENT -1`)
 		return fmt.Sprintf(`INSERT INTO tickets (id, org_id, number, subject, description, status, priority, channel, requester_email, tags, created_at, updated_at) VALUES (gen_random_uuid(), '%s', nextval('bench_ticket_numbers'), 'Printer on fire', 'It smokes.', 'new', 'normal', 'api', 'reporter@example.com', '[]', now(), now());
 `, b.org)
 	},
