@@ -61,8 +61,8 @@ type createTicketRequest struct {
 
 // createTicket opens a ticket for the requester's e-mail (linking or
 // creating the customer), numbered per workspace. The plan's limits are
-// checked in the same transaction, under a lock on the workspace's ticket
-// counter, so two creations can never both take the last slot.
+// checked in the same transaction (models.OpenTicket), so two creations
+// can never both take the last slot.
 func (h *handlers) createTicket(c *fiber.Ctx) error {
 	p := auth.From(c)
 	var req createTicketRequest
