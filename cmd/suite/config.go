@@ -38,7 +38,21 @@ type Config struct {
 	LogLevel       string   `env:"SUITE_LOG_LEVEL" envDefault:"info"`
 	TrustedProxies []string `env:"SUITE_TRUSTED_PROXIES" envSeparator:","`
 
-	TemporalAddress       string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
+	// TemporalAddress is the Temporal frontend clients dial; a list
+	// separated by commas names the frontends of a cluster's nodes, dialled
+	// in turn (a node that stops answering is left out until it answers).
+	// `suite temporal` listens on it (one address).
+	TemporalAddress string `env:"TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
+	// TemporalDBURL, for `suite temporal`, keeps its state in PostgreSQL:
+	// the process is then a node of a cluster on that database.
+	TemporalDBURL string `env:"TEMPORAL_DB_URL" secret:"url"`
+	// TemporalHistoryShards is the cluster's number of history shards,
+	// fixed when it is first created (TEMPORAL_DB_URL only).
+	TemporalHistoryShards int32 `env:"TEMPORAL_HISTORY_SHARDS" envDefault:"4"`
+	// TemporalDBMaxConns bounds each of a cluster node's connection pools
+	// to its database (TEMPORAL_DB_URL only; devserver.PostgresStore).
+	TemporalDBMaxConns int `env:"TEMPORAL_DB_MAX_CONNS" envDefault:"10"`
+
 	TemporalNamespace     string `env:"TEMPORAL_NAMESPACE" envDefault:"default"`
 	TemporalAPIKey        string `env:"TEMPORAL_API_KEY" secret:"true"`
 	TemporalTLSCert       string `env:"TEMPORAL_TLS_CERT"`
@@ -212,6 +226,15 @@ func LoadConfig() (Config, error) {
 	// (the env library would otherwise apply the default to "").
 	if v, ok := os.LookupEnv("SUITE_TEMPORAL_UI_ADDR"); ok && strings.TrimSpace(v) == "" {
 		cfg.TemporalUIAddr = ""
+	}
+	if cfg.TemporalDBURL != "" && strings.Contains(cfg.TemporalAddress, ",") {
+		return cfg, fmt.Errorf("configuration: a node of a Temporal cluster (TEMPORAL_DB_URL) listens on one TEMPORAL_ADDRESS, not a list")
+	}
+	if cfg.TemporalDBMaxConns < 1 {
+		return cfg, fmt.Errorf("configuration: TEMPORAL_DB_MAX_CONNS must be at least 1")
+	}
+	if cfg.TemporalHistoryShards < 1 {
+		return cfg, fmt.Errorf("configuration: TEMPORAL_HISTORY_SHARDS must be at least 1")
 	}
 	if cfg.OpenAIChunkTokens < 100 {
 		return cfg, fmt.Errorf("configuration: OPENAI_CHUNK_TOKENS must be at least 100")

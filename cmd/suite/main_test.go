@@ -219,18 +219,41 @@ func TestConfigMasksSecrets(t *testing.T) {
 	t.Setenv("DATABASE_URL", "postgres://app:hunter2@db:5432/suite")
 	t.Setenv("STRIPE_SECRET_KEY", "sk_test_123")
 	t.Setenv("TEMPORAL_API_KEY", "tmprl-secret")
+	t.Setenv("TEMPORAL_DB_URL", "postgres://temporal:tmprl-db-pw@db:5432/temporal")
 	cfg, err := LoadConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	logged := fmt.Sprint(cfg.LogAttrs()...)
-	for _, secret := range []string{"hunter2", "sk_test_123", "tmprl-secret", "smtp-hunter3"} {
+	for _, secret := range []string{"hunter2", "sk_test_123", "tmprl-secret", "smtp-hunter3", "tmprl-db-pw"} {
 		if strings.Contains(logged, secret) {
 			t.Fatalf("secret %q logged: %s", secret, logged)
 		}
 	}
 	if !strings.Contains(logged, "DATABASE_URL=postgres://app:xxxxx@db:5432/suite") {
 		t.Fatalf("database URL not shown redacted: %s", logged)
+	}
+}
+
+// A Temporal cluster node's settings: the node listens on one address, and
+// the shards and pool bounds are positive.
+func TestTemporalNodeConfig(t *testing.T) {
+	t.Setenv("TEMPORAL_DB_URL", "postgres://postgres@127.0.0.1:5432/temporal")
+	for env, bad := range map[string]string{
+		"TEMPORAL_ADDRESS":        "127.0.0.1:7233,127.0.0.1:7243",
+		"TEMPORAL_HISTORY_SHARDS": "0",
+		"TEMPORAL_DB_MAX_CONNS":   "0",
+	} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, bad)
+			if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), env) {
+				t.Fatalf("%s=%s: %v, want a configuration error naming it", env, bad, err)
+			}
+		})
+	}
+	cfg, err := LoadConfig()
+	if err != nil || cfg.TemporalHistoryShards != 4 || cfg.TemporalDBMaxConns != 10 {
+		t.Fatalf("defaults: shards %d, max conns %d, %v", cfg.TemporalHistoryShards, cfg.TemporalDBMaxConns, err)
 	}
 }
 

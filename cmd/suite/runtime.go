@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,9 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/identity"
@@ -85,6 +89,19 @@ func temporalOptions(cfg Config, log *slog.Logger, reg *prometheus.Registry) (cl
 		// The request id travels in the workflows' headers.
 		ContextPropagators: []workflow.ContextPropagator{telemetry.RequestIDPropagator()},
 		MetricsHandler:     sdkMetrics,
+	}
+	if frontends := strings.Split(cfg.TemporalAddress, ","); len(frontends) > 1 {
+		// A cluster's nodes with no balancer in front: a resolver that
+		// knows them all, and the SDK's round-robin balancing sends each
+		// call to a node whose connection is up.
+		nodes := manual.NewBuilderWithScheme("suite-temporal")
+		var state resolver.State
+		for _, addr := range frontends {
+			state.Addresses = append(state.Addresses, resolver.Address{Addr: strings.TrimSpace(addr)})
+		}
+		nodes.InitialState(state)
+		opts.HostPort = "suite-temporal:///cluster"
+		opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithResolvers(nodes))
 	}
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)

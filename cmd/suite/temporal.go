@@ -13,25 +13,37 @@ import (
 	"github.com/business-suite/suite/workflows"
 )
 
-// runTemporal is `suite temporal`: the embedded Temporal server (and its Web
-// UI at SUITE_TEMPORAL_UI_ADDR unless empty) on its own, listening on
-// TEMPORAL_ADDRESS with its state in SUITE_DATA_DIR/temporal.db, until
-// SIGINT or SIGTERM. It lets `suite api` and `suite worker` processes run
-// against a separate Temporal process on one machine (make e2e). It is for
-// development and tests: one SQLite file, one history shard, no replication.
-// Production uses a Temporal cluster or Temporal Cloud.
+// runTemporal is `suite temporal`: a Temporal server (and its Web UI at
+// SUITE_TEMPORAL_UI_ADDR unless empty) on its own, listening on
+// TEMPORAL_ADDRESS, until SIGINT or SIGTERM. With TEMPORAL_DB_URL it is a
+// node of a cluster whose state is in PostgreSQL: it installs or upgrades
+// the server's schema there and joins the nodes already running on it.
+// Without, it is the development server of `suite dev` on its own, its
+// state in SUITE_DATA_DIR/temporal.db (one SQLite file, one history shard,
+// one process): what make e2e's default topology runs.
 func runTemporal(ctx context.Context, cfg Config) error {
 	log := newLogger(cfg.LogLevel).With("process", "temporal")
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return fmt.Errorf("create SUITE_DATA_DIR: %w", err)
 	}
-	ts, err := startEmbeddedTemporal(cfg)
+	opts := embeddedTemporal(cfg)
+	if cfg.TemporalDBURL != "" {
+		opts.DBPath = ""
+		opts.Postgres = &devserver.PostgresStore{URL: cfg.TemporalDBURL, HistoryShards: cfg.TemporalHistoryShards, MaxConns: cfg.TemporalDBMaxConns}
+	}
+	ts, err := devserver.Start(opts)
 	if err != nil {
 		return err
 	}
-	log.Info("temporal server running (development and tests only, not for production)",
-		"frontend", ts.FrontendAddr(), "ui", ts.UIURL(), "namespace", cfg.TemporalNamespace,
-		"state", filepath.Join(cfg.DataDir, temporalDBFile), "server_log", filepath.Join(cfg.DataDir, temporalLogFile))
+	if opts.Postgres != nil {
+		members, err := devserver.Members(ctx, ts.FrontendAddr())
+		log.Info("temporal cluster node running", "frontend", ts.FrontendAddr(), "ui", ts.UIURL(), "namespace", cfg.TemporalNamespace,
+			"history_shards", cfg.TemporalHistoryShards, "members", members, "members_error", err, "server_log", opts.LogFile)
+	} else {
+		log.Info("temporal server running (development and tests only, not for production)",
+			"frontend", ts.FrontendAddr(), "ui", ts.UIURL(), "namespace", cfg.TemporalNamespace,
+			"state", opts.DBPath, "server_log", opts.LogFile)
+	}
 	<-ctx.Done()
 	log.Info("stopping")
 	if err := ts.Stop(5 * time.Second); err != nil {
@@ -47,21 +59,26 @@ const (
 	temporalLogFile = "temporal-server.log"
 )
 
-// startEmbeddedTemporal starts the embedded Temporal server of `suite dev`
-// and `suite temporal`: state in SUITE_DATA_DIR, the frontend on
-// TEMPORAL_ADDRESS, the namespace with the suite's search attributes, and
-// the Web UI unless SUITE_TEMPORAL_UI_ADDR is empty.
+// startEmbeddedTemporal starts the embedded Temporal server of `suite dev`.
 func startEmbeddedTemporal(cfg Config) (*devserver.Server, error) {
+	return devserver.Start(embeddedTemporal(cfg))
+}
+
+// embeddedTemporal is the embedded server's configuration: state in
+// SUITE_DATA_DIR, the frontend on TEMPORAL_ADDRESS, the namespace with the
+// suite's search attributes, and the Web UI unless SUITE_TEMPORAL_UI_ADDR
+// is empty.
+func embeddedTemporal(cfg Config) devserver.Options {
 	searchAttrs := map[string]enumspb.IndexedValueType{}
 	for _, name := range workflows.SearchAttributeNames {
 		searchAttrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
-	return devserver.Start(devserver.Options{
+	return devserver.Options{
 		DBPath:           filepath.Join(cfg.DataDir, temporalDBFile),
 		FrontendAddr:     cfg.TemporalAddress,
 		Namespace:        cfg.TemporalNamespace,
 		SearchAttributes: searchAttrs,
 		UIAddr:           cfg.TemporalUIAddr,
 		LogFile:          filepath.Join(cfg.DataDir, temporalLogFile),
-	})
+	}
 }

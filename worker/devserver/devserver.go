@@ -7,6 +7,7 @@
 package devserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -54,6 +55,9 @@ type Options struct {
 	LogLevel string
 	// LogFile receives the server's own log; "" discards it.
 	LogFile string
+	// Postgres, when set, keeps the state in PostgreSQL instead of the
+	// SQLite file DBPath: the server is then a node of a cluster.
+	Postgres *PostgresStore
 }
 
 // HistoryCacheSize is how many workflows' mutable state the embedded
@@ -95,6 +99,89 @@ func Start(opts Options) (*Server, error) {
 		}
 	}
 
+	var logger tlog.Logger = tlog.NewNoopLogger()
+	if opts.LogFile != "" {
+		logger = tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: opts.LogLevel, OutputFile: opts.LogFile}))
+	}
+	var (
+		cfg        *config.Config
+		registered bool // the namespace has its search attributes already
+	)
+	if opts.Postgres != nil {
+		cfg, err = startPostgres(opts, host, port, logger)
+	} else {
+		cfg, registered, err = startSQLite(opts, host, port)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// Search attributes registered while the server runs (the operator
+	// service: worker.EnsureSearchAttributes) reach the server's caches at
+	// their next refresh, seconds later; a workflow started with one
+	// before then is refused. Refreshing on every read closes that window
+	// but costs a cluster-metadata query and a namespace read per workflow
+	// start (6–7 % of `suite dev`'s CPU while the lead intake ran), so it
+	// is on only when the namespace does not have its search attributes
+	// from the start (a cluster node's namespace never has: the worker
+	// registers them).
+	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
+	if err != nil {
+		return nil, err
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
+	if err != nil {
+		return nil, err
+	}
+	serverOpts := []temporal.ServerOption{
+		temporal.WithConfig(cfg),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: !registered}},
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      []dynamicconfig.ConstrainedValue{{Value: 1}},
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     []dynamicconfig.ConstrainedValue{{Value: 1}},
+			// The history service keeps up to this many workflows' mutable
+			// state in memory (128,000 by default, sized for a host of its
+			// own): a backlog of 20,000 intakes took suite dev to 2 GB.
+			dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): []dynamicconfig.ConstrainedValue{{Value: HistoryCacheSize}},
+		}),
+	}
+	if opts.Postgres == nil {
+		serverOpts = append(serverOpts, temporal.WithStaticHosts(staticHosts(host, cfg)))
+	}
+	srv, err := temporal.NewServer(serverOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("create temporal server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start temporal server: %w", err)
+	}
+	if opts.Postgres != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := registerNamespace(ctx, opts.FrontendAddr, opts.Namespace, opts.Retention)
+		cancel()
+		if err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
+	s := &Server{temporal: srv, opts: opts}
+	if opts.UIAddr != "" {
+		if err := s.startUI(); err != nil {
+			_ = srv.Stop()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// startSQLite prepares the development server's state in the SQLite file
+// opts.DBPath (in memory when ""): the schema when the file is new, the
+// namespace with its search attributes. registered tells whether the
+// namespace had them already (see Start).
+func startSQLite(opts Options, host string, port int) (cfg *config.Config, registered bool, err error) {
 	sqlCfg := &config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
 	if opts.DBPath == "" {
 		sqlCfg.ConnectAttributes["mode"] = "memory"
@@ -115,89 +202,68 @@ func Start(opts Options) (*Server, error) {
 		sqlCfg.ConnectAttributes["busy_timeout"] = "10000"
 		sqlCfg.DatabaseName = opts.DBPath
 		if err := os.MkdirAll(filepath.Dir(opts.DBPath), 0o755); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	// The SQLite plugin creates the schema of an in-memory database itself;
 	// a database file gets it once, when the file is new.
 	if _, statErr := os.Stat(opts.DBPath); opts.DBPath != "" && errors.Is(statErr, os.ErrNotExist) {
 		if err := sqlite.SetupSchema(sqlCfg); err != nil {
-			return nil, fmt.Errorf("create temporal schema: %w", err)
+			return nil, false, fmt.Errorf("create temporal schema: %w", err)
 		}
 	}
 
-	cfg, err := serverConfig(host, port, sqlCfg)
+	cfg, err = serverConfig(host, port, config.Persistence{
+		DefaultStore:     sqliteplugin.PluginName,
+		VisibilityStore:  sqliteplugin.PluginName,
+		NumHistoryShards: 1,
+		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
+	}, false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ns, err := sqlite.NewNamespaceConfig(cfg.ClusterMetadata.CurrentClusterName, opts.Namespace, false, opts.SearchAttributes)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	ns.Detail.Config.Retention = durationpb.New(opts.Retention)
 	if err := sqlite.CreateNamespaces(sqlCfg, ns); err != nil {
-		return nil, fmt.Errorf("create namespace %s: %w", opts.Namespace, err)
+		return nil, false, fmt.Errorf("create namespace %s: %w", opts.Namespace, err)
 	}
-	// Search attributes registered while the server runs (the operator
-	// service: worker.EnsureSearchAttributes) reach the server's caches at
-	// their next refresh, seconds later; a workflow started with one
-	// before then is refused. Refreshing on every read closes that window
-	// but costs a cluster-metadata query and a namespace read per workflow
-	// start (6–7 % of `suite dev`'s CPU while the lead intake ran), so it
-	// is on only when the namespace does not have its search attributes
-	// from the start.
-	registered := len(opts.SearchAttributes) > 0
+	registered = len(opts.SearchAttributes) > 0
 	if opts.DBPath != "" {
 		aliases, err := prepareFile(opts.DBPath)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		registered = registered && hasSearchAttributes(aliases[opts.Namespace], opts.SearchAttributes)
 	}
+	return cfg, registered, nil
+}
 
-	var logger tlog.Logger = tlog.NewNoopLogger()
-	if opts.LogFile != "" {
-		logger = tlog.NewZapLogger(tlog.BuildZapLogger(tlog.Config{Level: opts.LogLevel, OutputFile: opts.LogFile}))
-	}
-	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
+// startPostgres installs or upgrades the server's schema in the store's
+// databases (PostgresStore.installSchema) and configures a node of the
+// cluster they hold: ringpop membership, each service on a port of its
+// own, the store's history shards.
+func startPostgres(opts Options, host string, port int, logger tlog.Logger) (*config.Config, error) {
+	persistence, visibility, err := opts.Postgres.sqlConfigs()
 	if err != nil {
 		return nil, err
 	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&cfg.Global.Authorization, logger)
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := opts.Postgres.installSchema(ctx, logger); err != nil {
 		return nil, err
 	}
-	srv, err := temporal.NewServer(
-		temporal.WithConfig(cfg),
-		temporal.ForServices(temporal.DefaultServices),
-		temporal.WithStaticHosts(staticHosts(host, cfg)),
-		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: !registered}},
-			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      []dynamicconfig.ConstrainedValue{{Value: 1}},
-			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     []dynamicconfig.ConstrainedValue{{Value: 1}},
-			// The history service keeps up to this many workflows' mutable
-			// state in memory (128,000 by default, sized for a host of its
-			// own): a backlog of 20,000 intakes took suite dev to 2 GB.
-			dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): []dynamicconfig.ConstrainedValue{{Value: HistoryCacheSize}},
-		}),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("create temporal server: %w", err)
-	}
-	if err := srv.Start(); err != nil {
-		return nil, fmt.Errorf("start temporal server: %w", err)
-	}
-	s := &Server{temporal: srv, opts: opts}
-	if opts.UIAddr != "" {
-		if err := s.startUI(); err != nil {
-			_ = srv.Stop()
-			return nil, err
-		}
-	}
-	return s, nil
+	return serverConfig(host, port, config.Persistence{
+		DefaultStore:     "default",
+		VisibilityStore:  "visibility",
+		NumHistoryShards: opts.Postgres.HistoryShards,
+		DataStores: map[string]config.DataStore{
+			"default":    {SQL: persistence},
+			"visibility": {SQL: visibility},
+		},
+	}, true)
 }
 
 func (s *Server) startUI() error {
@@ -258,16 +324,24 @@ func (s *Server) Stop(timeout time.Duration) error {
 	}
 }
 
-func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, error) {
-	// The frontend listens where clients dial; the other services and the
-	// server's own metrics take free ports. (Membership is static, so no
-	// membership ports: see staticHosts.)
-	free, err := ports.Free(host, 4)
+// serverConfig is the configuration of a server whose frontend listens on
+// host:port, with its state in persistence. With ringpop, the server's
+// services find the other nodes' through the database (a cluster node);
+// without it, the caller gives them a static membership (staticHosts).
+func serverConfig(host string, port int, persistence config.Persistence, ringpop bool) (*config.Config, error) {
+	// The frontend listens where clients dial; the other services, their
+	// membership listeners (ringpop only) and the server's own metrics
+	// take free ports.
+	free, err := ports.Free(host, 8)
 	if err != nil {
 		return nil, err
 	}
-	service := func(grpc int) config.Service {
-		return config.Service{RPC: config.RPC{GRPCPort: grpc, BindOnIP: host}}
+	service := func(grpc, membership int) config.Service {
+		rpc := config.RPC{GRPCPort: grpc, BindOnIP: host}
+		if ringpop {
+			rpc.MembershipPort = membership
+		}
+		return config.Service{RPC: rpc}
 	}
 	const clusterName = "active"
 	return &config.Config{
@@ -277,12 +351,7 @@ func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, er
 				ListenAddress: net.JoinHostPort(host, strconv.Itoa(free[3])), HandlerPath: "/metrics",
 			}},
 		},
-		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlCfg}},
-		},
+		Persistence: persistence,
 		ClusterMetadata: &cluster.Config{
 			EnableGlobalNamespace:    false,
 			FailoverVersionIncrement: 10,
@@ -294,10 +363,10 @@ func serverConfig(host string, port int, sqlCfg *config.SQL) (*config.Config, er
 		},
 		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
 		Services: map[string]config.Service{
-			"frontend": service(port),
-			"history":  service(free[0]),
-			"matching": service(free[1]),
-			"worker":   service(free[2]),
+			"frontend": service(port, free[4]),
+			"history":  service(free[0], free[5]),
+			"matching": service(free[1], free[6]),
+			"worker":   service(free[2], free[7]),
 		},
 		Archival: config.Archival{
 			History:    config.HistoryArchival{State: "disabled"},

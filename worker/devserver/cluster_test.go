@@ -1,0 +1,122 @@
+package devserver_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/business-suite/suite/models/dbtest"
+	"github.com/business-suite/suite/worker/devserver"
+	"github.com/business-suite/suite/workflows"
+)
+
+// clusterStore is a PostgreSQL store on fresh databases of the test's
+// server, dropped when the test ends.
+func clusterStore(t *testing.T) *devserver.PostgresStore {
+	t.Helper()
+	admin := dbtest.PostgresURL(t)
+	if admin == "" {
+		t.Skip("no PostgreSQL (TEST_DATABASE_URL)")
+	}
+	name := fmt.Sprintf("temporal_test_%d", rand.Uint32())
+	store := &devserver.PostgresStore{URL: admin, HistoryShards: 4}
+	store.URL = store.URLOf(name)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Log(err)
+			return
+		}
+		defer conn.Close(ctx)
+		for _, db := range []string{name, name + "_visibility"} {
+			if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+				t.Log(err)
+			}
+		}
+	})
+	return store
+}
+
+// Two nodes on one PostgreSQL store are one cluster: the first installs
+// the schema and the namespace, the second joins; workflows started through
+// either node's frontend run, and keep running on the second node once the
+// first is gone (its history shards move over). A node started again on
+// the same databases finds the schema current and its state there.
+func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
+	store := clusterStore(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := func() (*devserver.Server, string) {
+		addr := freeAddr(t)
+		srv, err := devserver.Start(devserver.Options{FrontendAddr: addr, Postgres: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, addr
+	}
+	first, firstAddr := start()
+	second, secondAddr := start()
+	defer func() { _ = second.Stop(10 * time.Second) }()
+	awaitMembers(ctx, t, firstAddr, 2)
+
+	// greetOn runs one greet through the frontend at addr, with a worker
+	// polling there.
+	greetOn := func(addr, id string) {
+		t.Helper()
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+		w.RegisterWorkflow(greet)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, greet, id)
+		if err != nil {
+			t.Fatalf("start %s through %s: %v", id, addr, err)
+		}
+		var out string
+		if err := run.Get(ctx, &out); err != nil || out != "hello "+id {
+			t.Fatalf("%s through %s: %q %v", id, addr, out, err)
+		}
+	}
+	for i := range 8 { // spread over the four shards, through both frontends
+		greetOn([]string{firstAddr, secondAddr}[i%2], fmt.Sprintf("greet-%d", i))
+	}
+	if err := first.Stop(10 * time.Second); err != nil {
+		t.Log(err)
+	}
+	awaitMembers(ctx, t, secondAddr, 1)
+	for i := range 8 {
+		greetOn(secondAddr, fmt.Sprintf("after-%d", i))
+	}
+	again, _ := start()
+	_ = again.Stop(10 * time.Second)
+}
+
+// awaitMembers waits until the node at frontend counts n hosts of every
+// service role.
+func awaitMembers(ctx context.Context, t *testing.T, frontend string, n int) {
+	t.Helper()
+	for {
+		members, err := devserver.Members(ctx, frontend)
+		if err == nil && len(members) == 4 && members["frontend"] == n && members["history"] == n && members["matching"] == n && members["worker"] == n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the node at %s sees %v (%v), want %d of each role", frontend, members, err, n)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
