@@ -89,7 +89,7 @@ bench: build ## Load benchmark: the API next to pgbench on the same statements (
 	$(GO) run ./cmd/bench -binary bin/suite $(BENCH_FLAGS)
 
 .PHONY: e2e
-e2e: build ## Production topology test: suite temporal, 2 api, 2 worker processes on PostgreSQL, with faults (needs PostgreSQL)
+e2e: build ## Production topology test: suite temporal (or a 2-node cluster: E2E_FLAGS='-temporal postgres'), 2 api, 2 worker processes on PostgreSQL, with faults (needs PostgreSQL)
 	$(GO) run ./cmd/e2e -binary bin/suite $(E2E_FLAGS)
 
 .PHONY: migrate

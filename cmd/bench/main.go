@@ -19,7 +19,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -260,7 +259,7 @@ func run(cfg config) error {
 	if err := b.heapProfile(); err != nil {
 		return err
 	}
-	if rss, err := peakRSS(s.cmd.Process.Pid); err == nil {
+	if rss, err := harness.PeakRSS(s.cmd.Process.Pid); err == nil {
 		note(stringer(fmt.Sprintf("suite dev's peak resident memory over the run: %d MiB", rss)))
 	} else {
 		return err
@@ -671,9 +670,9 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 	if profile {
 		profiled = b.profile(fmt.Sprintf("%s c%d", r.name, r.conns), b.cfg.duration-time.Second)
 	}
-	cpuBefore, _ := processCPU(b.pid)
+	cpuBefore, _ := harness.ProcessCPU(b.pid)
 	err = b.load(r, w, threads)
-	cpuAfter, _ := processCPU(b.pid)
+	cpuAfter, _ := harness.ProcessCPU(b.pid)
 	if perr := profiled(); err == nil {
 		err = perr
 	}
@@ -831,23 +830,6 @@ func parseWrk(out []byte, r *row) error {
 		}
 	}
 	return nil
-}
-
-// processCPU is the user+system CPU time a process has used (Linux).
-func processCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// Fields after the command name (which may hold spaces) start after ")".
-	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	if len(fields) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	const ticks = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / ticks, nil
 }
 
 // intakeResult summarises an intake run.

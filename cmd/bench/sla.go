@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/business-suite/suite/cmd/internal/harness"
 )
 
 // slaLoad is the SLA timers' name (-only matches it).
@@ -152,12 +154,12 @@ func (b *bencher) slaTimers(ctx context.Context, db *sql.DB, hdKey string) (slaR
 	}
 
 	time.Sleep(10 * time.Second) // the last breaches' workflow tasks
-	cpuBefore, err := processCPU(b.pid)
+	cpuBefore, err := harness.ProcessCPU(b.pid)
 	if err != nil {
 		return res, err
 	}
 	time.Sleep(slaIdle)
-	cpuAfter, err := processCPU(b.pid)
+	cpuAfter, err := harness.ProcessCPU(b.pid)
 	if err != nil {
 		return res, err
 	}

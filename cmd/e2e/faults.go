@@ -216,9 +216,11 @@ func (t *e2e) faultTemporalDown(ctx context.Context) error {
 
 	stopping := time.Now()
 	down.Store(true)
-	t.temporal.stop(30 * time.Second)
+	for _, p := range t.temporals {
+		p.stop(30 * time.Second)
+	}
 	stopped := time.Now()
-	t.step("suite temporal stopped (SIGTERM) in %s; %d intakes accepted so far", stopped.Sub(stopping).Round(100*time.Millisecond), s.ok.Load())
+	t.step("%s stopped (SIGTERM) in %s; %d intakes accepted so far", t.temporalTopology(), stopped.Sub(stopping).Round(100*time.Millisecond), s.ok.Load())
 
 	// Every /readyz turns not ready (answers are cached up to 2 s).
 	probes := []*proc{t.apis[0], t.apis[1], t.workers[0], t.workers[1]}
@@ -268,15 +270,17 @@ func (t *e2e) faultTemporalDown(ctx context.Context) error {
 		return fmt.Errorf("the APIs' /readyz answered 200 %d of %d times while Temporal was down", readyWhileDown, samples)
 	}
 
-	if err := t.temporal.start(); err != nil {
-		return err
-	}
 	restarted := time.Now()
+	for i, p := range t.temporals {
+		if err := p.start(); err != nil {
+			return err
+		}
+		if err := awaitListening(ctx, p, t.temporalAddrs[i], time.Minute); err != nil {
+			return err
+		}
+	}
 	down.Store(false)
 	downFor := restarted.Sub(stopping)
-	if err := awaitListening(ctx, t.temporal, t.temporalAddr, time.Minute); err != nil {
-		return err
-	}
 	listening := time.Since(restarted)
 	var readyAfter []string
 	var allReady time.Duration
@@ -287,7 +291,7 @@ func (t *e2e) faultTemporalDown(ctx context.Context) error {
 		allReady = time.Since(restarted)
 		readyAfter = append(readyAfter, fmt.Sprintf("%s %s", p.name, allReady.Round(100*time.Millisecond)))
 	}
-	t.step("suite temporal restarted on its file, listening after %s; ready again after: %s", listening.Round(100*time.Millisecond), strings.Join(readyAfter, ", "))
+	t.step("%s restarted on its state, listening after %s; ready again after: %s", t.temporalTopology(), listening.Round(100*time.Millisecond), strings.Join(readyAfter, ", "))
 	<-done
 	accepted := int(s.ok.Load())
 	c, err := t.awaitLeads(ctx, source, accepted)

@@ -1,13 +1,15 @@
 // Command e2e is `make e2e`: a process-level test of the production
 // topology on this machine. From the built binary it starts one standalone
-// Temporal server (`suite temporal`, on a file), runs `suite migrate`, and
+// Temporal server (`suite temporal`, on a file) — or, with -temporal
+// postgres, two nodes of a Temporal cluster on PostgreSQL —, runs `suite migrate`, and
 // starts two `suite api` and two `suite worker` processes on their own
 // ports with the environment the deploy manifests give them, against a
 // fresh PostgreSQL database. It then drives the suite through both APIs,
 // alternating between them (nothing may rely on per-process memory), and
 // injects faults — a worker killed during 1,000 intakes, the Temporal
 // server stopped for 30 s, an API process killed mid-request, every worker
-// down across an SLA due time — printing accepted, processed, duplicates,
+// down across an SLA due time, one Temporal node killed (-temporal
+// postgres) — printing accepted, processed, duplicates,
 // lost and recovery time for each.
 //
 // It exits 0 when every check passes, 1 when one fails, and 2 when
@@ -48,10 +50,14 @@ type options struct {
 	binary       string
 	postgres     string
 	intakes      int
+	capacity     int
 	temporalDown time.Duration
 	autoClose    time.Duration
 	keep         bool
 	faults       string
+	// temporal is the Temporal topology: "sqlite" (one `suite temporal` on
+	// its file) or "postgres" (two nodes of a cluster on PostgreSQL).
+	temporal string
 }
 
 func main() {
@@ -60,11 +66,24 @@ func main() {
 	flag.StringVar(&o.postgres, "postgres", harness.EnvOr("DATABASE_URL", defaultPostgres),
 		"PostgreSQL server to create the test database on (default: DATABASE_URL, else "+defaultPostgres+")")
 	flag.IntVar(&o.intakes, "intakes", 1000, "web-form intakes sent while a worker is killed")
+	flag.IntVar(&o.capacity, "capacity", 5000, "intakes of each burst of the capacity measurement (-faults capacity)")
 	flag.DurationVar(&o.temporalDown, "temporal-down", 30*time.Second, "how long the Temporal server stays stopped")
 	flag.DurationVar(&o.autoClose, "autoclose", 3*time.Second, "SUITE_TICKET_AUTOCLOSE_AFTER of the API and worker processes")
-	flag.StringVar(&o.faults, "faults", "api-kill,worker-kill,temporal-down,sla-workers", "the faults to inject, comma-separated (empty: none); pg-restart (restarts the machine's PostgreSQL cluster, so opt-in) is also known")
+	flag.StringVar(&o.faults, "faults", "", "the faults to inject, comma-separated (default: api-kill,worker-kill,temporal-down,sla-workers, and temporal-node-kill with -temporal postgres; none: -faults none); pg-restart (restarts the machine's PostgreSQL cluster, so opt-in) is also known, and capacity (not a fault: a measurement of CPU per intake per process and leads/s with 2 workers and with 1)")
+	flag.StringVar(&o.temporal, "temporal", "sqlite", "the Temporal topology: sqlite (one suite temporal on its file) or postgres (two nodes of a cluster on PostgreSQL)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run directory (logs, Temporal's file) even when every check passes")
 	flag.Parse()
+	switch {
+	case o.temporal != "sqlite" && o.temporal != "postgres":
+		fmt.Fprintf(os.Stderr, "e2e: -temporal is sqlite or postgres, not %q\n", o.temporal)
+		os.Exit(2)
+	case o.faults == "none":
+		o.faults = ""
+	case o.faults == "" && o.temporal == "postgres":
+		o.faults = "api-kill,worker-kill,temporal-down,temporal-node-kill,sla-workers"
+	case o.faults == "":
+		o.faults = "api-kill,worker-kill,temporal-down,sla-workers"
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, o)
@@ -125,16 +144,21 @@ type e2e struct {
 	dbName       string
 	dbURL        string
 	serviceToken string
-	temporalAddr string
 	stripe       *proc
 	stripeAddr   string
 
-	temporal *proc
-	apis     [2]*proc
-	apiBase  [2]string
-	workers  [2]*proc
-	procs    []*proc
-	turn     atomic.Int64
+	// The Temporal server's processes: one, or a cluster's two nodes
+	// (-temporal postgres), each listening on its own frontend address;
+	// temporalDB is the cluster's database.
+	temporals     []*proc
+	temporalAddrs []string
+	temporalDB    string
+
+	apis    [2]*proc
+	apiBase [2]string
+	workers [2]*proc
+	procs   []*proc
+	turn    atomic.Int64
 
 	// The session: the owner's token, organization and keys.
 	userToken string
@@ -180,12 +204,11 @@ func (t *e2e) setUp(ctx context.Context) error {
 	_, _ = rand.Read(raw)
 	t.serviceToken = hex.EncodeToString(raw)
 
-	free, err := ports.Free("127.0.0.1", 7)
+	free, err := ports.Free("127.0.0.1", 8)
 	if err != nil {
 		return err
 	}
 	addr := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(free[i])) }
-	t.temporalAddr = addr(0)
 	// Stripe's official mock server, at the version go.mod pins, stands in
 	// for Stripe (it keeps no state; the e2e plays Stripe's webhook).
 	mockBin, err := exec.CommandContext(ctx, "go", "tool", "-n", "stripe-mock").Output()
@@ -196,11 +219,9 @@ func (t *e2e) setUp(ctx context.Context) error {
 	t.stripe = &proc{name: "stripe-mock", binary: strings.TrimSpace(string(mockBin)),
 		args: []string{"-http-addr", t.stripeAddr, "-https-addr", addr(6)}, logPath: filepath.Join(t.dir, "stripe-mock.log")}
 	t.procs = append(t.procs, t.stripe)
-	t.temporal = t.newProc("temporal", "", "temporal",
-		"SUITE_DATA_DIR="+filepath.Join(t.dir, "temporal"),
-		"TEMPORAL_ADDRESS="+t.temporalAddr,
-		"SUITE_TEMPORAL_UI_ADDR=",
-	)
+	if err := t.temporalNodes(ctx, addr(0), addr(7)); err != nil {
+		return err
+	}
 	for i := range 2 {
 		t.apiBase[i] = "http://" + addr(1+i)
 		t.apis[i] = t.newProc(fmt.Sprintf("api%d", i+1), t.apiBase[i]+"/readyz", "api",
@@ -216,13 +237,17 @@ func (t *e2e) setUp(ctx context.Context) error {
 	if err := awaitListening(ctx, t.stripe, t.stripeAddr, time.Minute); err != nil {
 		return err
 	}
-	if err := t.temporal.start(); err != nil {
-		return err
+	// The nodes one after another: the first installs the cluster's
+	// schema and namespace.
+	for i, p := range t.temporals {
+		if err := p.start(); err != nil {
+			return err
+		}
+		if err := awaitListening(ctx, p, t.temporalAddrs[i], 2*time.Minute); err != nil {
+			return err
+		}
+		t.step("suite temporal as %s (pid %d) serves on %s after %s", p.name, p.pid(), t.temporalAddrs[i], time.Since(begun).Round(time.Millisecond))
 	}
-	if err := awaitListening(ctx, t.temporal, t.temporalAddr, 2*time.Minute); err != nil {
-		return err
-	}
-	t.step("suite temporal (pid %d) serves on %s after %s", t.temporal.pid(), t.temporalAddr, time.Since(begun).Round(time.Millisecond))
 
 	migrate := exec.CommandContext(ctx, t.o.binary, "migrate")
 	migrate.Env = append(os.Environ(), t.suiteEnv()...)
@@ -243,7 +268,7 @@ func (t *e2e) setUp(ctx context.Context) error {
 		}
 		t.step("suite %s as %s (pid %d) ready after %s", p.args[0], p.name, p.pid(), took.Round(time.Millisecond))
 	}
-	t.figure("topology: 1 temporal, 2 api, 2 worker processes ready %s after the start", time.Since(begun).Round(100*time.Millisecond))
+	t.figure("topology: %s, 2 api, 2 worker processes ready %s after the start", t.temporalTopology(), time.Since(begun).Round(100*time.Millisecond))
 	return nil
 }
 
@@ -252,7 +277,7 @@ func (t *e2e) setUp(ctx context.Context) error {
 func (t *e2e) suiteEnv() []string {
 	return []string{
 		"DATABASE_URL=" + t.dbURL,
-		"TEMPORAL_ADDRESS=" + t.temporalAddr,
+		"TEMPORAL_ADDRESS=" + strings.Join(t.temporalAddrs, ","),
 		"TEMPORAL_NAMESPACE=default",
 		"IDENTITY_URL=" + t.apiBase[0] + "/identity",
 		"IDENTITY_SERVICE_TOKEN=" + t.serviceToken,
@@ -307,7 +332,7 @@ func awaitListening(ctx context.Context, p *proc, addr string, timeout time.Dura
 func (t *e2e) tearDown(failed bool) {
 	fmt.Println()
 	t.step("stopping every process and dropping %s", t.dbName)
-	order := []*proc{t.workers[0], t.workers[1], t.apis[0], t.apis[1], t.temporal}
+	order := append([]*proc{t.workers[0], t.workers[1], t.apis[0], t.apis[1]}, t.temporals...)
 	for _, p := range order {
 		if p != nil {
 			p.stop(15 * time.Second)
@@ -319,10 +344,13 @@ func (t *e2e) tearDown(failed bool) {
 	if t.db != nil {
 		_ = t.db.Close()
 	}
-	if t.dbName != "" {
+	for _, db := range []string{t.dbName, t.temporalDB, t.temporalDB + "_visibility"} {
+		if db == "" || db == "_visibility" {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if _, err := t.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+t.dbName+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: drop database %s: %v\n", t.dbName, err)
+		if _, err := t.admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: drop database %s: %v\n", db, err)
 		}
 		cancel()
 	}

@@ -29,11 +29,13 @@ func (t *e2e) scenario(ctx context.Context) error {
 		name string
 		run  func(context.Context) error
 	}{
-		"api-kill":      {"fault: an API process killed mid-request", t.faultAPIKill},
-		"worker-kill":   {"fault: a worker killed during intakes", t.faultWorkerKill},
-		"temporal-down": {"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
-		"pg-restart":    {"fault: PostgreSQL restarted during intakes and reads", t.faultPostgresRestart},
-		"sla-workers":   {"fault: every worker killed across an SLA due time", t.faultSLAWorkersDown},
+		"api-kill":           {"fault: an API process killed mid-request", t.faultAPIKill},
+		"worker-kill":        {"fault: a worker killed during intakes", t.faultWorkerKill},
+		"temporal-down":      {"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
+		"temporal-node-kill": {"fault: a Temporal node killed during intakes", t.faultTemporalNodeKill},
+		"capacity":           {"capacity: CPU per intake in each process, leads/s with 2 workers and with 1", t.measureCapacity},
+		"pg-restart":         {"fault: PostgreSQL restarted during intakes and reads", t.faultPostgresRestart},
+		"sla-workers":        {"fault: every worker killed across an SLA due time", t.faultSLAWorkersDown},
 	}
 	walkthrough := len(steps)
 	for _, name := range strings.Split(t.o.faults, ",") {
@@ -42,7 +44,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		}
 		f, ok := faults[name]
 		if !ok {
-			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down, sla-workers, pg-restart)", name)
+			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down, temporal-node-kill, sla-workers, pg-restart, capacity)", name)
 		}
 		steps = append(steps, f)
 	}
@@ -69,7 +71,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 
 // intact tells whether every process of the topology runs.
 func (t *e2e) intact() bool {
-	for _, p := range []*proc{t.temporal, t.apis[0], t.apis[1], t.workers[0], t.workers[1]} {
+	for _, p := range append([]*proc{t.apis[0], t.apis[1], t.workers[0], t.workers[1]}, t.temporals...) {
 		if !p.alive() {
 			return false
 		}

@@ -4,8 +4,14 @@
 package harness
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // EnvOr is the environment variable name, or def when it is unset or empty.
@@ -25,4 +31,36 @@ func WithDatabase(raw, name string) string {
 	}
 	u.Path = "/" + name
 	return u.String()
+}
+
+// ProcessCPU is the user+system CPU time process pid has used (Linux).
+func ProcessCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command name (which may hold spaces) start after ")".
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	if len(fields) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	const ticks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
+
+// PeakRSS is process pid's peak resident set size (Linux: VmHWM), in MiB.
+func PeakRSS(pid int) (int, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
