@@ -305,12 +305,14 @@ func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, now time.Time
 // SQLite, whose writers take turns anyway, it is the counter row.
 func nextTicketNumber(tx *gorm.DB, orgID string, now time.Time) (int, error) {
 	var number int
+	var err error
 	if database.DialectFor(tx) == database.Postgres {
-		return number, tx.Raw("SELECT next_ticket_number(?)", orgID).Scan(&number).Error
-	}
-	err := tx.Raw(`INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (?, ?, '', 0, ?)
+		err = tx.Raw("SELECT next_ticket_number(?)", orgID).Scan(&number).Error
+	} else {
+		err = tx.Raw(`INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (?, ?, '', 0, ?)
 ON CONFLICT (org_id) DO UPDATE SET last_number = ticket_counters.last_number + 1, updated_at = excluded.updated_at
 RETURNING last_number`, orgID, FirstTicketNumber, now).Scan(&number).Error
+	}
 	return number, err
 }
 

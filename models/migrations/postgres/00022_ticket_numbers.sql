@@ -33,4 +33,19 @@ END $$;
 -- +goose StatementEnd
 
 -- +goose Down
+-- Back to numbering on the counter row (an earlier release): each
+-- workspace's row continues past the highest number its tickets have, and
+-- the sequences go.
+INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at)
+    SELECT org_id, max(number), '', 0, now() FROM tickets GROUP BY org_id
+    ON CONFLICT (org_id) DO UPDATE SET last_number = GREATEST(ticket_counters.last_number, excluded.last_number);
+-- +goose StatementBegin
+DO $$
+DECLARE seq record;
+BEGIN
+    FOR seq IN SELECT sequencename FROM pg_sequences WHERE schemaname = current_schema() AND sequencename LIKE 'ticket\_numbers\_%' LOOP
+        EXECUTE format('DROP SEQUENCE %I', seq.sequencename);
+    END LOOP;
+END $$;
+-- +goose StatementEnd
 DROP FUNCTION next_ticket_number(uuid);
