@@ -47,7 +47,8 @@ type Config struct {
 	// the process is then a node of a cluster on that database.
 	TemporalDBURL string `env:"TEMPORAL_DB_URL" secret:"url"`
 	// TemporalHistoryShards is the cluster's number of history shards,
-	// fixed when it is first created (TEMPORAL_DB_URL only).
+	// fixed when it is first created (TEMPORAL_DB_URL only; a node given
+	// another number keeps the stored one).
 	TemporalHistoryShards int32 `env:"TEMPORAL_HISTORY_SHARDS" envDefault:"4"`
 	// TemporalDBMaxConns bounds each of a cluster node's connection pools
 	// to its database (TEMPORAL_DB_URL only; devserver.PostgresStore).

@@ -36,7 +36,9 @@ func runTemporal(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if opts.Postgres != nil {
-		members, err := devserver.Members(ctx, ts.FrontendAddr())
+		askCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		members, err := devserver.Members(askCtx, ts.FrontendAddr())
+		cancel()
 		log.Info("temporal cluster node running", "frontend", ts.FrontendAddr(), "ui", ts.UIURL(), "namespace", cfg.TemporalNamespace,
 			"history_shards", cfg.TemporalHistoryShards, "members", members, "members_error", err, "server_log", opts.LogFile)
 	} else {

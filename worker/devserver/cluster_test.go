@@ -53,17 +53,22 @@ func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 	store := clusterStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	start := func() (*devserver.Server, string) {
+	start := func() (*nodeStopper, string) {
 		addr := freeAddr(t)
 		srv, err := devserver.Start(devserver.Options{FrontendAddr: addr, Postgres: store})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return srv, addr
+		stopped := false
+		t.Cleanup(func() {
+			if !stopped {
+				_ = srv.Stop(10 * time.Second)
+			}
+		})
+		return &nodeStopper{srv, &stopped}, addr
 	}
 	first, firstAddr := start()
-	second, secondAddr := start()
-	defer func() { _ = second.Stop(10 * time.Second) }()
+	_, secondAddr := start()
 	awaitMembers(ctx, t, firstAddr, 2)
 
 	// greetOn runs one greet through the frontend at addr, with a worker
@@ -93,15 +98,35 @@ func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 	for i := range 8 { // spread over the four shards, through both frontends
 		greetOn([]string{firstAddr, secondAddr}[i%2], fmt.Sprintf("greet-%d", i))
 	}
-	if err := first.Stop(10 * time.Second); err != nil {
-		t.Log(err)
-	}
+	first.stop(t)
 	awaitMembers(ctx, t, secondAddr, 1)
 	for i := range 8 {
 		greetOn(secondAddr, fmt.Sprintf("after-%d", i))
 	}
-	again, _ := start()
-	_ = again.Stop(10 * time.Second)
+	// A node started again on the databases finds the workflows there.
+	again, againAddr := start()
+	c, err := client.DialContext(ctx, client.Options{HostPort: againAddr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.DescribeWorkflowExecution(ctx, "greet-0", ""); err != nil {
+		t.Fatalf("greet-0 through the node started again: %v", err)
+	}
+	again.stop(t)
+}
+
+// nodeStopper stops a node once, in the test or at its end.
+type nodeStopper struct {
+	srv     *devserver.Server
+	stopped *bool
+}
+
+func (n *nodeStopper) stop(t *testing.T) {
+	*n.stopped = true
+	if err := n.srv.Stop(10 * time.Second); err != nil {
+		t.Log(err)
+	}
 }
 
 // awaitMembers waits until the node at frontend counts n hosts of every

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
@@ -84,6 +85,9 @@ func Start(opts Options) (*Server, error) {
 	}
 	if opts.LogLevel == "" {
 		opts.LogLevel = "warn"
+	}
+	if strings.Contains(opts.FrontendAddr, ",") {
+		return nil, fmt.Errorf("temporal frontend address %q: a server listens on one address, not a list", opts.FrontendAddr)
 	}
 	host, portText, err := net.SplitHostPort(opts.FrontendAddr)
 	if err != nil {
@@ -308,7 +312,7 @@ func (s *Server) UIURL() string {
 // Stop stops the UI and the server; state in DBPath is kept. The server's
 // own shutdown can linger on internal RPCs to its already-stopped frontend;
 // after timeout Stop returns anyway — every committed write is already in
-// the SQLite file, so nothing is lost by not waiting.
+// the SQLite file or PostgreSQL, so nothing is lost by not waiting.
 func (s *Server) Stop(timeout time.Duration) error {
 	if s.ui != nil {
 		s.ui.Stop()

@@ -38,12 +38,13 @@ type PostgresStore struct {
 	URL string
 	// HistoryShards is the number of history shards: the unit the nodes
 	// share the workflows by. It is fixed when the cluster is first
-	// created; a node started with another number refuses to start.
+	// created; a node started with another number uses the stored one (the
+	// server logs a warning).
 	HistoryShards int32
 	// MaxConns bounds each of the node's connection pools to the
-	// persistence database (the node keeps a few, one per service that
-	// reads it: about 3×MaxConns connections in all, and a quarter of that
-	// to visibility); 0 means 10.
+	// persistence database (each of its four services keeps its own: up to
+	// 4×MaxConns connections, and 4×max(2, MaxConns/4) to visibility);
+	// 0 means 10.
 	MaxConns int
 }
 
