@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -164,21 +161,7 @@ func (b *bencher) slaTimers(ctx context.Context, db *sql.DB, hdKey string) (slaR
 		return res, err
 	}
 	res.idleCPU = (cpuAfter - cpuBefore).Seconds() / slaIdle.Seconds()
-	res.rssMB, err = processRSS(b.pid)
+	mib, err := harness.ResidentMiB(b.pid)
+	res.rssMB = float64(mib)
 	return res, err
-}
-
-// processRSS is the resident memory of process pid, in MB.
-func processRSS(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range bytes.Lines(b) {
-		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }

@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/business-suite/suite/cmd/internal/harness"
@@ -19,8 +23,13 @@ import (
 // first send to the last lead in place, with the CPU time every process
 // used meanwhile (/proc), the PostgreSQL server's processes included. It
 // checks what the faults check (every intake one lead) and reports the
-// figures deploy/README's capacity model is built from.
+// figures deploy/README's capacity model ("Capacity") is built from.
 func (t *e2e) measureCapacity(ctx context.Context) error {
+	// The crm_ key's intakes a minute are limited (SUITE_WEBHOOK_KEY_RATE,
+	// 6,000): let the faults' intakes age out of the window first.
+	if err := sleep(ctx, time.Minute); err != nil {
+		return err
+	}
 	for _, workers := range []int{2, 1} {
 		if workers == 1 {
 			t.workers[1].stop(30 * time.Second)
@@ -33,7 +42,10 @@ func (t *e2e) measureCapacity(ctx context.Context) error {
 	if err := t.workers[1].start(); err != nil {
 		return err
 	}
-	_, err := t.workers[1].awaitReady(ctx, t.http, time.Minute)
+	if _, err := t.workers[1].awaitReady(ctx, t.http, time.Minute); err != nil {
+		return err
+	}
+	err := t.openTickets(ctx)
 	var peaks []string
 	for _, p := range t.procs {
 		if mib, rerr := harness.PeakRSS(p.pid()); p.alive() && rerr == nil {
@@ -70,7 +82,7 @@ func (t *e2e) capacityRun(ctx context.Context, workers int) error {
 	}
 	var per []string
 	var total time.Duration
-	for _, role := range []string{"api", "worker", "temporal", "postgres"} {
+	for _, role := range roles {
 		used := (after[role] - before[role]) / time.Duration(max(accepted, 1))
 		total += used
 		per = append(per, fmt.Sprintf("%s %.2f ms", role, float64(used.Microseconds())/1000))
@@ -86,11 +98,16 @@ func (t *e2e) capacityRun(ctx context.Context, workers int) error {
 	return checkLeads(c, n)
 }
 
+// roles are what cpuByRole reports on, in order.
+var roles = []string{"api", "worker", "temporal", "postgres (suite)", "postgres (temporal)", "postgres (other)"}
+
 // cpuByRole is the CPU time used so far by the topology's processes, per
-// role (api, worker, temporal), and by the PostgreSQL server's processes
-// (postgres: every process of that name this user may read; a backend that
-// exited takes its time with it, so the pools' long-lived connections
-// count, a short-lived one may not).
+// role (api, worker, temporal), and by the PostgreSQL server's processes:
+// the backends of the suite's database, those of Temporal's two, and the
+// rest (the server's own: WAL writer, checkpointer, …). Every process of
+// that name this user may read counts; a backend that exited takes its
+// time with it, so the pools' long-lived connections count, a short-lived
+// one may not.
 func (t *e2e) cpuByRole() (map[string]time.Duration, error) {
 	used := map[string]time.Duration{}
 	for _, p := range t.procs {
@@ -116,9 +133,132 @@ func (t *e2e) cpuByRole() (map[string]time.Duration, error) {
 		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
 			continue
 		}
-		if cpu, err := harness.ProcessCPU(pid); err == nil {
-			used["postgres"] += cpu
+		cpu, err := harness.ProcessCPU(pid)
+		if err != nil {
+			continue
 		}
+		used[postgresRole(pid, t.dbName, t.temporalDB)] += cpu
 	}
 	return used, nil
+}
+
+// openTickets (part of measureCapacity) opens -capacity tickets under an
+// SLA policy that gives each a first-response and a resolution clock, each
+// ticket with its TicketSLA workflow waiting on its timers, and reports
+// what each open ticket costs: CPU per create in each process, and the
+// growth of the suite's and Temporal's databases and of the Temporal
+// processes' resident memory per open ticket.
+func (t *e2e) openTickets(ctx context.Context) error {
+	n := t.o.capacity
+	if t.temporalDB == "" {
+		return fmt.Errorf("the open-tickets measurement needs Temporal's databases: run with -temporal postgres")
+	}
+	// Enterprise: no monthly allowance, so creates take no lock (the
+	// walkthrough left the organization on Business).
+	setPlan := exec.CommandContext(ctx, t.o.binary, "admin", "set-plan", t.orgID, "enterprise")
+	setPlan.Env = append(os.Environ(), t.suiteEnv()...)
+	if out, err := setPlan.CombinedOutput(); err != nil {
+		return fmt.Errorf("suite admin set-plan: %v: %s", err, out)
+	}
+	hd := []string{"x-api-key", t.hdKey, "x-workspace-id", t.orgID}
+	policy := map[string]any{"businessHours": "24x7", "targets": map[string]any{"normal": map[string]any{"firstResponse": 480, "resolution": 2880}}}
+	if err := expect(ctx, t.http, http.StatusOK, nil, "PUT", t.base(t.next())+"/helpdesk/sla-policy", policy, hd...); err != nil {
+		return err
+	}
+	sizes := func() (suite, temporal int64, rss int, err error) {
+		if err = t.db.QueryRowContext(ctx, `SELECT pg_database_size($1), pg_database_size($2) + pg_database_size($3)`,
+			t.dbName, t.temporalDB, t.temporalDB+"_visibility").Scan(&suite, &temporal); err != nil {
+			return
+		}
+		for _, p := range t.temporals {
+			mib, rerr := harness.ResidentMiB(p.pid())
+			if rerr != nil {
+				return 0, 0, 0, rerr
+			}
+			rss += mib
+		}
+		return
+	}
+	suiteBefore, temporalBefore, rssBefore, err := sizes()
+	if err != nil {
+		return err
+	}
+	cpuBefore, err := t.cpuByRole()
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	var next, created atomic.Int64
+	var failure atomic.Value
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n) && ctx.Err() == nil; i = next.Add(1) {
+				r, err := request(ctx, t.http, "POST", t.base(int(i%2))+"/helpdesk/tickets",
+					map[string]string{"subject": fmt.Sprintf("Printer %d on fire", i), "email": fmt.Sprintf("requester-%d@example.com", i)}, hd...)
+				if err == nil && r.status == http.StatusCreated {
+					created.Add(1)
+				} else if err != nil {
+					failure.CompareAndSwap(nil, err.Error())
+				} else {
+					failure.CompareAndSwap(nil, fmt.Sprintf("%d %s", r.status, r.body))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	createdIn := time.Since(began)
+	if created.Load() != int64(n) {
+		return fmt.Errorf("%d of %d tickets created (first failure: %v)", created.Load(), n, failure.Load())
+	}
+	// Every ticket's TicketSLA workflow started (its outbox row done).
+	for {
+		var pending int
+		if err := t.db.QueryRowContext(ctx, `SELECT count(*) FROM workflow_starts WHERE workflow_id LIKE 'ticket-sla/%' AND status = 'pending'`).Scan(&pending); err != nil {
+			return err
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Since(began) > 10*time.Minute {
+			return fmt.Errorf("%d tickets' SLA workflows still not started after 10 minutes", pending)
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	started := time.Since(began)
+	cpuAfter, err := t.cpuByRole()
+	if err != nil {
+		return err
+	}
+	suiteAfter, temporalAfter, rssAfter, err := sizes()
+	if err != nil {
+		return err
+	}
+	var per []string
+	for _, role := range roles {
+		per = append(per, fmt.Sprintf("%s %.2f ms", role, float64(((cpuAfter[role]-cpuBefore[role])/time.Duration(n)).Microseconds())/1000))
+	}
+	t.figure("open tickets, %s: %d tickets under an SLA policy created in %s (%.0f/s), every SLA workflow started %s after the first; "+
+		"CPU per ticket: %s; per open ticket: suite database +%.1f KB, Temporal's databases +%.1f KB, Temporal processes' memory %+.1f KB",
+		t.temporalTopology(), n, createdIn.Round(100*time.Millisecond), float64(n)/createdIn.Seconds(), started.Round(100*time.Millisecond),
+		strings.Join(per, ", "), float64(suiteAfter-suiteBefore)/1024/float64(n), float64(temporalAfter-temporalBefore)/1024/float64(n),
+		float64(rssAfter-rssBefore)*1024/float64(n))
+	return nil
+}
+
+// postgresRole tells whose a PostgreSQL process is by its title
+// ("postgres: [cluster:] user database client state" for a backend).
+func postgresRole(pid int, suiteDB, temporalDB string) string {
+	title, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	for _, field := range strings.Fields(strings.ReplaceAll(string(title), "\x00", " ")) {
+		switch {
+		case field == suiteDB:
+			return "postgres (suite)"
+		case temporalDB != "" && (field == temporalDB || field == temporalDB+"_visibility"):
+			return "postgres (temporal)"
+		}
+	}
+	return "postgres (other)"
 }

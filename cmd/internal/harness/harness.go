@@ -51,16 +51,22 @@ func ProcessCPU(pid int) (time.Duration, error) {
 }
 
 // PeakRSS is process pid's peak resident set size (Linux: VmHWM), in MiB.
-func PeakRSS(pid int) (int, error) {
+func PeakRSS(pid int) (int, error) { return statusMiB(pid, "VmHWM:") }
+
+// ResidentMiB is process pid's resident set size now (Linux: VmRSS), in MiB.
+func ResidentMiB(pid int) (int, error) { return statusMiB(pid, "VmRSS:") }
+
+// statusMiB is the field of /proc/pid/status, in kB there, in MiB.
+func statusMiB(pid int, field string) (int, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range strings.Lines(string(status)) {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
 			return kb / 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
