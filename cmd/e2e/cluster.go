@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/business-suite/suite/cmd/internal/harness"
@@ -71,21 +70,9 @@ func (t *e2e) faultTemporalNodeKill(ctx context.Context) error {
 	}
 	n := t.o.intakes
 	source := fmt.Sprintf("e2e-node-kill-%d", time.Now().Unix())
-	trigger := make(chan struct{})
-	var once sync.Once
-	s := &sender{t: t, source: source, conc: 8, max: n, accepted: func(got int64) {
-		if got >= int64(n/4) {
-			once.Do(func() { close(trigger) })
-		}
-	}}
-	done := make(chan struct{})
-	began := time.Now()
-	var sentAt time.Time // when the last intake was answered
-	go func() { s.run(ctx); sentAt = time.Now(); close(done) }()
-	select {
-	case <-trigger:
-	case <-done:
-		return fmt.Errorf("the intakes ended before a quarter was accepted (%d of %d; first refusal: %s)", s.ok.Load(), n, s.sample)
+	s, done, began, err := t.quarterAccepted(ctx, source, n)
+	if err != nil {
+		return err
 	}
 	victim, survivor := t.temporals[0], t.temporalAddrs[1]
 	victim.kill()
@@ -97,6 +84,7 @@ func (t *e2e) faultTemporalNodeKill(ctx context.Context) error {
 	}
 	t.step("%s counts itself alone in the cluster %s after the kill", t.temporals[1].name, alone.Round(100*time.Millisecond))
 	<-done
+	sentAt := s.ended
 	sentFor := sentAt.Sub(began)
 	accepted := int(s.ok.Load())
 	c, err := t.awaitLeads(ctx, source, accepted)

@@ -29,7 +29,8 @@ type sender struct {
 
 	sent, ok, refused, retries atomic.Int64
 	mu                         sync.Mutex
-	sample                     string // the first refusal
+	sample                     string    // the first refusal
+	ended                      time.Time // when run returned: the last intake answered
 }
 
 func (s *sender) run(ctx context.Context) {
@@ -58,6 +59,7 @@ func (s *sender) run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	s.ended = time.Now()
 }
 
 // one sends intake n until it is accepted or refused for good.
@@ -142,20 +144,9 @@ func checkLeads(c leadCount, accepted int) error {
 func (t *e2e) faultWorkerKill(ctx context.Context) error {
 	n := t.o.intakes
 	source := fmt.Sprintf("e2e-kill-%d", time.Now().Unix())
-	trigger := make(chan struct{})
-	var once sync.Once
-	s := &sender{t: t, source: source, conc: 8, max: n, accepted: func(got int64) {
-		if got >= int64(n/4) {
-			once.Do(func() { close(trigger) })
-		}
-	}}
-	done := make(chan struct{})
-	began := time.Now()
-	go func() { s.run(ctx); close(done) }()
-	select {
-	case <-trigger:
-	case <-done:
-		return fmt.Errorf("the intakes ended before a quarter was accepted (%d of %d; first refusal: %s)", s.ok.Load(), n, s.sample)
+	s, done, began, err := t.quarterAccepted(ctx, source, n)
+	if err != nil {
+		return err
 	}
 	victim := t.workers[0]
 	victim.kill()
@@ -190,6 +181,28 @@ func (t *e2e) faultWorkerKill(ctx context.Context) error {
 		return fmt.Errorf("%d of %d intakes accepted (first refusal: %s)", accepted, n, s.sample)
 	}
 	return checkLeads(c, n)
+}
+
+// quarterAccepted starts sending n intakes of source (8 clients) and
+// returns once a quarter of them is accepted, the moment a fault strikes;
+// done closes when the last one is answered.
+func (t *e2e) quarterAccepted(ctx context.Context, source string, n int) (s *sender, done chan struct{}, began time.Time, err error) {
+	trigger := make(chan struct{})
+	var once sync.Once
+	s = &sender{t: t, source: source, conc: 8, max: n, accepted: func(got int64) {
+		if got >= int64(n/4) {
+			once.Do(func() { close(trigger) })
+		}
+	}}
+	done = make(chan struct{})
+	began = time.Now()
+	go func() { s.run(ctx); close(done) }()
+	select {
+	case <-trigger:
+		return s, done, began, nil
+	case <-done:
+		return nil, nil, began, fmt.Errorf("the intakes ended before a quarter was accepted (%d of %d; first refusal: %s)", s.ok.Load(), n, s.sample)
+	}
 }
 
 // faultTemporalDown: the Temporal server stopped (SIGTERM; its file is

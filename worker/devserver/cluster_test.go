@@ -9,11 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/worker/devserver"
-	"github.com/business-suite/suite/workflows"
 )
 
 // clusterStore is a PostgreSQL store on fresh databases of the test's
@@ -73,28 +71,7 @@ func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 
 	// greetOn runs one greet through the frontend at addr, with a worker
 	// polling there.
-	greetOn := func(addr, id string) {
-		t.Helper()
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
-		w.RegisterWorkflow(greet)
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, greet, id)
-		if err != nil {
-			t.Fatalf("start %s through %s: %v", id, addr, err)
-		}
-		var out string
-		if err := run.Get(ctx, &out); err != nil || out != "hello "+id {
-			t.Fatalf("%s through %s: %q %v", id, addr, out, err)
-		}
-	}
+	greetOn := func(addr, id string) { greetWithin(t, addr, id, time.Minute) }
 	for i := range 8 { // spread over the four shards, through both frontends
 		greetOn([]string{firstAddr, secondAddr}[i%2], fmt.Sprintf("greet-%d", i))
 	}

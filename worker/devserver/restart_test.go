@@ -46,9 +46,14 @@ const restartBound = 15 * time.Second
 
 // runGreeting starts a worker and one workflow on the server at addr and
 // waits, at most restartBound, for its result.
-func runGreeting(t *testing.T, addr, id string) {
+func runGreeting(t *testing.T, addr, id string) { greetWithin(t, addr, id, restartBound) }
+
+// greetWithin starts a worker and one workflow on the server at addr and
+// waits, at most within, for its result and for the worker to be listed as
+// the task queue's poller.
+func greetWithin(t *testing.T, addr, id string, within time.Duration) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), restartBound)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	c, err := client.DialContext(ctx, client.Options{HostPort: addr})
 	if err != nil {
@@ -67,7 +72,7 @@ func runGreeting(t *testing.T, addr, id string) {
 	}
 	var out string
 	if err := run.Get(ctx, &out); err != nil || out != "hello ada" {
-		t.Fatalf("workflow %s did not complete within %s of the start: %q %v", id, restartBound, out, err)
+		t.Fatalf("workflow %s did not complete within %s of the start: %q %v", id, within, out, err)
 	}
 	// Matching serves the task queue and lists this worker as a poller.
 	desc, err := c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
