@@ -1,9 +1,9 @@
 // Package devserver runs a complete Temporal server and the Temporal Web UI
-// inside the current process, backed by an SQLite file, for `suite dev` and
-// for tests that must stop and restart Temporal with its state intact.
-//
-// It is not for production: one history shard, no replication, one
-// process. Production points TEMPORAL_ADDRESS at a real cluster.
+// inside the current process: backed by an SQLite file, the development
+// server of `suite dev` and of tests that must stop and restart Temporal
+// with its state intact (one history shard, one process, not for
+// production); backed by PostgreSQL (PostgresStore), a node of a Temporal
+// cluster, as `suite temporal` runs it with TEMPORAL_DB_URL.
 package devserver
 
 import (
@@ -119,15 +119,6 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Search attributes registered while the server runs (the operator
-	// service: worker.EnsureSearchAttributes) reach the server's caches at
-	// their next refresh, seconds later; a workflow started with one
-	// before then is refused. Refreshing on every read closes that window
-	// but costs a cluster-metadata query and a namespace read per workflow
-	// start (6–7 % of `suite dev`'s CPU while the lead intake ran), so it
-	// is on only when the namespace does not have its search attributes
-	// from the start (a cluster node's namespace never has: the worker
-	// registers them).
 	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
 	if err != nil {
 		return nil, err
@@ -143,6 +134,15 @@ func Start(opts Options) (*Server, error) {
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			// Search attributes registered while the server runs (the operator
+			// service: worker.EnsureSearchAttributes) reach the server's caches at
+			// their next refresh, seconds later; a workflow started with one
+			// before then is refused. Refreshing on every read closes that window
+			// but costs a cluster-metadata query and a namespace read per workflow
+			// start (6–7 % of `suite dev`'s CPU while the lead intake ran), so it
+			// is on only when the namespace does not have its search attributes
+			// from the start (a cluster node's namespace never has: the worker
+			// registers them).
 			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: !registered}},
 			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      []dynamicconfig.ConstrainedValue{{Value: 1}},
 			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     []dynamicconfig.ConstrainedValue{{Value: 1}},
