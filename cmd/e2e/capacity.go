@@ -262,3 +262,66 @@ func postgresRole(pid int, suiteDB, temporalDB string) string {
 	}
 	return "postgres (other)"
 }
+
+// backlogRSS is the largest resident memory a process may reach with a
+// backlog of -backlog intakes (issue 35).
+const backlogRSS = 1024 // MiB
+
+// measureBacklog (-faults backlog, with -backlog N) sends N intakes as fast
+// as 16 clients are answered — far faster than the pipeline drains them —
+// and then samples every process's resident memory each second for two
+// minutes while the backlog (outbox rows, then workflows) is worked off.
+// It fails when a process's peak (VmHWM) passes backlogRSS. The crm_ key's
+// per-minute intake limit is lifted for this run (suiteEnv).
+func (t *e2e) measureBacklog(ctx context.Context) error {
+	n := t.o.backlog
+	source := fmt.Sprintf("e2e-backlog-%d", time.Now().Unix())
+	s := &sender{t: t, source: source, conc: 16, max: n}
+	began := time.Now()
+	s.run(ctx)
+	sentIn := time.Since(began)
+	if accepted := int(s.ok.Load()); accepted != n {
+		return fmt.Errorf("%d of %d intakes accepted (first refusal: %s)", accepted, n, s.sample)
+	}
+	var pending, processed int
+	backlog := func() error {
+		return t.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM workflow_starts WHERE status = 'pending'),
+			(SELECT count(processed_at) FROM lead_intakes WHERE payload::jsonb->>'source' = $1)`, source).Scan(&pending, &processed)
+	}
+	if err := backlog(); err != nil {
+		return err
+	}
+	t.step("%d intakes accepted in %s; %d workflow starts pending, %d intakes processed", n, sentIn.Round(100*time.Millisecond), pending, processed)
+	rss := map[string]int{}
+	for range 120 {
+		for _, p := range t.procs {
+			if mib, err := harness.ResidentMiB(p.pid()); p.alive() && err == nil {
+				rss[p.name] = max(rss[p.name], mib)
+			}
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+	}
+	if err := backlog(); err != nil {
+		return err
+	}
+	var peaks []string
+	var over []string
+	for _, p := range t.procs {
+		mib, err := harness.PeakRSS(p.pid())
+		if !p.alive() || err != nil {
+			continue
+		}
+		peaks = append(peaks, fmt.Sprintf("%s %d MiB (sampled %d)", p.name, mib, rss[p.name]))
+		if mib > backlogRSS {
+			over = append(over, p.name)
+		}
+	}
+	t.figure("backlog of %d intakes (sent in %s), 2 minutes later %d workflow starts pending and %d intakes processed; peak resident memory per process: %s",
+		n, sentIn.Round(100*time.Millisecond), pending, processed, strings.Join(peaks, ", "))
+	if len(over) > 0 {
+		return fmt.Errorf("over %d MiB resident with a backlog of %d: %s", backlogRSS, n, strings.Join(over, ", "))
+	}
+	return nil
+}

@@ -32,6 +32,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -51,6 +52,7 @@ type options struct {
 	postgres     string
 	intakes      int
 	capacity     int
+	backlog      int
 	temporalDown time.Duration
 	autoClose    time.Duration
 	keep         bool
@@ -67,9 +69,10 @@ func main() {
 		"PostgreSQL server to create the test database on (default: DATABASE_URL, else "+defaultPostgres+")")
 	flag.IntVar(&o.intakes, "intakes", 1000, "web-form intakes sent while a worker is killed")
 	flag.IntVar(&o.capacity, "capacity", 5000, "intakes of each burst of the capacity measurement (-faults capacity)")
+	flag.IntVar(&o.backlog, "backlog", 50000, "intakes of the backlog measurement (-faults backlog: every process's peak memory with that backlog; lifts the crm_ key's per-minute intake limit)")
 	flag.DurationVar(&o.temporalDown, "temporal-down", 30*time.Second, "how long the Temporal server stays stopped")
 	flag.DurationVar(&o.autoClose, "autoclose", 3*time.Second, "SUITE_TICKET_AUTOCLOSE_AFTER of the API and worker processes")
-	flag.StringVar(&o.faults, "faults", "", "the faults to inject, comma-separated (default: api-kill,worker-kill,temporal-down,sla-workers, and temporal-node-kill with -temporal postgres; none: -faults none); pg-restart (restarts the machine's PostgreSQL cluster, so opt-in) is also known, and capacity (not a fault: a measurement of CPU per intake per process and leads/s with 2 workers and with 1)")
+	flag.StringVar(&o.faults, "faults", "", "the faults to inject, comma-separated (default: api-kill,worker-kill,temporal-down,sla-workers, and temporal-node-kill with -temporal postgres; none: -faults none); pg-restart (restarts the machine's PostgreSQL cluster, so opt-in) is also known, and capacity and backlog (not faults: measurements of CPU per intake per process and leads/s with 2 workers and with 1, and of each process's memory with a backlog)")
 	flag.StringVar(&o.temporal, "temporal", "sqlite", "the Temporal topology: sqlite (one suite temporal on its file) or postgres (two nodes of a cluster on PostgreSQL)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run directory (logs, Temporal's file) even when every check passes")
 	flag.Parse()
@@ -275,7 +278,7 @@ func (t *e2e) setUp(ctx context.Context) error {
 // suiteEnv is what the deploy manifests set for migrate, api and worker
 // (deploy/docker-compose.yml's x-suite-env), pointed at this run.
 func (t *e2e) suiteEnv() []string {
-	return []string{
+	env := []string{
 		"DATABASE_URL=" + t.dbURL,
 		"TEMPORAL_ADDRESS=" + strings.Join(t.temporalAddrs, ","),
 		"TEMPORAL_NAMESPACE=default",
@@ -295,6 +298,12 @@ func (t *e2e) suiteEnv() []string {
 		"STRIPE_PRICE_BUSINESS=price_business",
 		"STRIPE_PRICE_ENTERPRISE=price_enterprise",
 	}
+	if slices.Contains(strings.Split(t.o.faults, ","), "backlog") {
+		// The backlog measurement sends its intakes with one crm_ key,
+		// faster than the default 6,000 a minute.
+		env = append(env, "SUITE_WEBHOOK_KEY_RATE="+strconv.Itoa(2*t.o.backlog))
+	}
+	return env
 }
 
 func (t *e2e) newProc(name, readyz, role string, env ...string) *proc {

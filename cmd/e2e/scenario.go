@@ -34,6 +34,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		"temporal-down":      {"fault: the Temporal server stopped during intakes", t.faultTemporalDown},
 		"temporal-node-kill": {"fault: a Temporal node killed during intakes", t.faultTemporalNodeKill},
 		"capacity":           {"capacity: CPU per intake in each process, leads/s with 2 workers and with 1", t.measureCapacity},
+		"backlog":            {"backlog: every process's memory with a backlog of intakes", t.measureBacklog},
 		"pg-restart":         {"fault: PostgreSQL restarted during intakes and reads", t.faultPostgresRestart},
 		"sla-workers":        {"fault: every worker killed across an SLA due time", t.faultSLAWorkersDown},
 	}
@@ -44,7 +45,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		}
 		f, ok := faults[name]
 		if !ok {
-			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down, temporal-node-kill, sla-workers, pg-restart, capacity)", name)
+			return fmt.Errorf("unknown fault %q (known: api-kill, worker-kill, temporal-down, temporal-node-kill, sla-workers, pg-restart, capacity, backlog)", name)
 		}
 		steps = append(steps, f)
 	}
