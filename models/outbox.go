@@ -148,6 +148,11 @@ func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, d
 	if s.SignalName != "" {
 		return false, errors.New("RecordWithStart: a signal row goes through InsertWorkflowSignal")
 	}
+	if db.Error != nil {
+		// A transaction whose BEGIN failed (the database went away) has no
+		// connection to run the statement on, only its error.
+		return false, db.Error
+	}
 	prepareOutboxRow(s)
 	now := Now()
 	s.CreatedAt, s.UpdatedAt = now, now

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -57,6 +58,28 @@ func TestRecordWithStartWritesBothOrNeither(t *testing.T) {
 			t.Fatalf("the row was written without its start")
 		}
 	})
+}
+
+// A request transaction whose BEGIN failed — the database went away —
+// hands RecordWithStart its error, not a connection: the intake is refused
+// with that error (503), never with a panic (seen as a 500 in make e2e's
+// PostgreSQL restart).
+func TestRecordWithStartOnAFailedBegin(t *testing.T) {
+	if dbtest.PostgresURL(t) == "" {
+		t.Skip("no PostgreSQL (TEST_DATABASE_URL)")
+	}
+	severable, sever := dbtest.Severable(t, dbtest.Open(t, database.Postgres))
+	sever()
+	tx := severable.Begin()
+	if tx.Error == nil {
+		t.Fatal("BEGIN on a severed connection succeeded")
+	}
+	var hits int
+	ok, err := models.RecordWithStart(tx, "INSERT INTO rate_counters (bucket, window_start, hits, expires_at) VALUES (?, ?, 1, ?) RETURNING hits",
+		[]any{"a", models.Now(), models.Now()}, &models.WorkflowStart{WorkflowID: "wf/1", WorkflowType: "probe", TaskQueue: "q", Input: "{}"}, &hits)
+	if ok || err == nil {
+		t.Fatalf("RecordWithStart on a failed BEGIN: %v %v, want its error", ok, err)
+	}
 }
 
 // RecordWithStart's PostgreSQL statement names the outbox columns itself:
