@@ -47,10 +47,8 @@ func (t *e2e) measureCapacity(ctx context.Context) error {
 	}
 	err := t.openTickets(ctx)
 	var peaks []string
-	for _, p := range t.procs {
-		if mib, rerr := harness.PeakRSS(p.pid()); p.alive() && rerr == nil {
-			peaks = append(peaks, fmt.Sprintf("%s %d MiB", p.name, mib))
-		}
+	for _, p := range t.peakRSS() {
+		peaks = append(peaks, fmt.Sprintf("%s %d MiB", p.name, p.mib))
 	}
 	t.figure("peak resident memory per process over the run: %s", strings.Join(peaks, ", "))
 	return err
@@ -80,13 +78,7 @@ func (t *e2e) capacityRun(ctx context.Context, workers int) error {
 	if err != nil {
 		return err
 	}
-	var per []string
-	var total time.Duration
-	for _, role := range roles {
-		used := (after[role] - before[role]) / time.Duration(max(accepted, 1))
-		total += used
-		per = append(per, fmt.Sprintf("%s %.2f ms", role, float64(used.Microseconds())/1000))
-	}
+	per, total := cpuPer(before, after, accepted)
 	t.figure("capacity, %s, %d worker(s): %d intakes accepted in %s (%.0f/s), every lead in place %s after the first send: %.0f leads/s end to end; "+
 		"CPU per intake: %s; %.2f ms in all (%.0f intakes per core-second)",
 		t.temporalTopology(), workers, accepted, acceptedIn.Round(100*time.Millisecond), float64(accepted)/acceptedIn.Seconds(),
@@ -96,6 +88,38 @@ func (t *e2e) capacityRun(ctx context.Context, workers int) error {
 		return fmt.Errorf("%d of %d intakes accepted (first refusal: %s)", accepted, n, s.sample)
 	}
 	return checkLeads(c, n)
+}
+
+// cpuPer is each role's CPU time between two cpuByRole readings, per one
+// of n (intakes, tickets), as "role 1.23 ms" in roles' order, and the sum.
+func cpuPer(before, after map[string]time.Duration, n int) (parts []string, total time.Duration) {
+	for _, role := range roles {
+		used := (after[role] - before[role]) / time.Duration(max(n, 1))
+		total += used
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", role, float64(used.Microseconds())/1000))
+	}
+	return parts, total
+}
+
+// procPeak is a process's peak resident memory.
+type procPeak struct {
+	name string
+	mib  int
+}
+
+// peakRSS is the peak resident memory (VmHWM) of every running process of
+// the run, in start order.
+func (t *e2e) peakRSS() []procPeak {
+	var peaks []procPeak
+	for _, p := range t.procs {
+		if !p.alive() {
+			continue
+		}
+		if mib, err := harness.PeakRSS(p.pid()); err == nil {
+			peaks = append(peaks, procPeak{p.name, mib})
+		}
+	}
+	return peaks
 }
 
 // roles are what cpuByRole reports on, in order.
@@ -236,10 +260,7 @@ func (t *e2e) openTickets(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var per []string
-	for _, role := range roles {
-		per = append(per, fmt.Sprintf("%s %.2f ms", role, float64(((cpuAfter[role]-cpuBefore[role])/time.Duration(n)).Microseconds())/1000))
-	}
+	per, _ := cpuPer(cpuBefore, cpuAfter, n)
 	t.figure("open tickets, %s: %d tickets under an SLA policy created in %s (%.0f/s), every SLA workflow started %s after the first; "+
 		"CPU per ticket: %s; per open ticket: suite database +%.1f KB, Temporal's databases +%.1f KB, Temporal processes' memory %+.1f KB",
 		t.temporalTopology(), n, createdIn.Round(100*time.Millisecond), float64(n)/createdIn.Seconds(), started.Round(100*time.Millisecond),
@@ -308,13 +329,9 @@ func (t *e2e) measureBacklog(ctx context.Context) error {
 	}
 	var peaks []string
 	var over []string
-	for _, p := range t.procs {
-		mib, err := harness.PeakRSS(p.pid())
-		if !p.alive() || err != nil {
-			continue
-		}
-		peaks = append(peaks, fmt.Sprintf("%s %d MiB (sampled %d)", p.name, mib, rss[p.name]))
-		if mib > backlogRSS {
+	for _, p := range t.peakRSS() {
+		peaks = append(peaks, fmt.Sprintf("%s %d MiB (sampled %d)", p.name, p.mib, rss[p.name]))
+		if p.mib > backlogRSS {
 			over = append(over, p.name)
 		}
 	}
