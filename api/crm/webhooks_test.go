@@ -122,9 +122,13 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 			t.Fatal("a tampered body verified")
 		}
 
-		// The log.
+		// The log. The receiver answers before the worker records its
+		// answer: the last delivery turns succeeded a moment later.
 		var log struct{ Data []delivery }
-		e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID + "/deliveries?status=succeeded", Headers: o.owner.Auth()}).Expect(200).JSON(&log)
+		e.Eventually(func() bool {
+			e.Do(apitest.Request{Method: "GET", Path: base + "/" + ep.ID + "/deliveries?status=succeeded", Headers: o.owner.Auth()}).Expect(200).JSON(&log)
+			return len(log.Data) >= len(want)
+		}, "%d succeeded deliveries", len(want))
 		if len(log.Data) != len(want) {
 			t.Fatalf("log: %+v", log.Data)
 		}
