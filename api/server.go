@@ -18,6 +18,7 @@ import (
 	"github.com/business-suite/suite/api/ai"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/billing"
+	"github.com/business-suite/suite/api/console"
 	"github.com/business-suite/suite/api/crm"
 	"github.com/business-suite/suite/api/helpdesk"
 	"github.com/business-suite/suite/api/identity"
@@ -105,6 +106,9 @@ type Deps struct {
 	// send mail, and so whether agents' public replies are e-mailed.
 	MailDomain   string
 	MailOutbound bool
+	// Console tunes billing staff's console (/ops/), which is served
+	// wherever this process serves the identity service.
+	Console console.Options
 }
 
 // Serve serves app on ln until app shuts down. Connections close
@@ -193,6 +197,11 @@ func New(d Deps) *fiber.App {
 	billing.PaymentRoutes(hd, bill)
 	// The operator API: billing staff, across organizations.
 	billing.OpsRoutes(app.Group("/ops/v1", d.Auth.Staff(), requests), bill)
+	// Their console in the browser: staff sign in with the identity service.
+	if d.Identity != nil {
+		console.Mount(app, console.Deps{DB: d.DB, Identity: d.Identity, Billing: bill, Temporal: d.Temporal, Namespace: d.TemporalNamespace,
+			TemporalUIURL: d.TemporalUIURL, Options: d.Console, Requests: requests, Log: d.Log})
+	}
 	ai.Routes(app.Group("/v1/ai", d.Auth.AI(), requests), ai.Deps{DB: d.DB, Starter: d.Starter, Temporal: d.Temporal, Log: d.Log,
 		TemporalUI: d.TemporalUIURL, Namespace: d.TemporalNamespace})
 	return app

@@ -52,5 +52,7 @@ func All() []any {
 		&InboundEmail{},
 		&EmailMessage{},
 		&TicketAttachment{},
+		&StaffSession{},
+		&StaffAuditEntry{},
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/api"
 	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/console"
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/api/outbox"
@@ -104,6 +105,18 @@ type options struct {
 	mailReject          func(rcpt string) *smtp.SMTPError
 	temporalLog         io.Writer
 	beforeCommit        func(c *fiber.Ctx, tx *gorm.DB) error
+	console             console.Options
+	temporalUI          string
+}
+
+// WithConsole tunes the staff console's sessions (a test moves its clock).
+func WithConsole(opts console.Options) Option {
+	return func(o *options) { o.console = opts }
+}
+
+// WithTemporalUI gives the app a Temporal Web UI address to link to.
+func WithTemporalUI(url string) Option {
+	return func(o *options) { o.temporalUI = url }
 }
 
 // WithBeforeCommit runs fn last in every request transaction that is about
@@ -288,7 +301,7 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
 		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL,
 		WebhookKeyRate: o.webhookKeyRate, WebhookEgress: o.webhookEgress(), Billing: o.billing, Requests: web.RequestOptions{BeforeCommit: o.beforeCommit},
-		MailDomain: MailDomain, MailOutbound: true})
+		MailDomain: MailDomain, MailOutbound: true, Console: o.console, TemporalUIURL: o.temporalUI})
 	smtpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
@@ -124,7 +126,12 @@ func (h *ops) retry(c *fiber.Ctx) error {
 	// Retry reads the change under a row lock, and a malformed or unknown
 	// id is not found there either.
 	tx := h.s.Starter.In(c, web.Tx(c))
-	change, _, err := h.s.Retry(tx, c.Params("id"), requester(auth.From(c)))
+	p := auth.From(c)
+	change, _, err := h.s.RetryAudited(tx, strings.Clone(c.Params("id")), models.StaffAuditEntry{
+		ActorID: p.UserID, Actor: requester(p), Channel: models.StaffViaAPI, ClientIP: web.ClientIP(c)})
+	if IsRefusal(err) {
+		web.KeepOnRefusal(c) // the audit entry of the refusal stays
+	}
 	if errors.Is(err, models.ErrNotFound) {
 		return models.NotFound("The subscription change")
 	}
@@ -137,4 +144,45 @@ func (h *ops) retry(c *fiber.Ctx) error {
 	}
 	c.Location("/ops/v1/billing/changes/" + change.ID)
 	return c.Status(fiber.StatusAccepted).JSON(out)
+}
+
+// RetryAudited is Retry for a staff member, written to the staff audit log
+// whatever its outcome (who fills in the actor, channel and address). The
+// retry runs in a savepoint of tx: a refusal (IsRefusal) undoes the retry's
+// writes and leaves the audit entry in tx, which the caller commits; any
+// other error leaves tx to be rolled back.
+func (s *Service) RetryAudited(tx *outbox.Tx, changeID string, who models.StaffAuditEntry) (*models.SubscriptionChange, *models.SubscriptionChangeRetry, error) {
+	var change *models.SubscriptionChange
+	var retry *models.SubscriptionChangeRetry
+	err := tx.Savepoint(func(sp *outbox.Tx) (err error) {
+		change, retry, err = s.Retry(sp, changeID, who.Actor)
+		return err
+	})
+	who.Action, who.Target = models.StaffRetryChange, changeID
+	var refusal *models.DomainError
+	switch {
+	case err == nil:
+		who.OrgID, who.Outcome = change.OrgID, models.StaffOutcomeDone
+		who.Detail = fmt.Sprintf("retry %d from step %s: workflow %s", retry.Number, retry.FromStep, change.WorkflowID())
+	case errors.As(err, &refusal):
+		who.Outcome, who.Detail = models.StaffOutcomeRefused, refusal.Code
+		if models.ValidID(changeID) {
+			if err := tx.Model(&models.SubscriptionChange{}).Where("id = ?", changeID).Pluck("org_id", &who.OrgID).Error; err != nil {
+				return nil, nil, err
+			}
+		}
+	default:
+		return nil, nil, err
+	}
+	if err := models.RecordStaffAction(tx.DB, &who); err != nil {
+		return nil, nil, err
+	}
+	return change, retry, err
+}
+
+// IsRefusal tells whether err is a refusal of the action (a domain error:
+// not found, conflict, invalid), not a failure to carry it out.
+func IsRefusal(err error) bool {
+	var refusal *models.DomainError
+	return errors.As(err, &refusal)
 }

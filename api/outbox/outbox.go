@@ -263,6 +263,18 @@ func (s *Starter) In(c *fiber.Ctx, tx *gorm.DB) *Tx {
 	}}
 }
 
+// Savepoint runs fn in a savepoint of the transaction (GORM's nested
+// Transaction): when fn fails, its writes and the starts it recorded are
+// undone and the transaction goes on, so that the caller can still write
+// why — an audit entry of a refused action.
+func (tx *Tx) Savepoint(fn func(sp *Tx) error) error {
+	return tx.DB.Transaction(func(db *gorm.DB) error {
+		sp := *tx
+		sp.DB = db
+		return fn(&sp)
+	})
+}
+
 // Start records s in the transaction. It is dispatched only if the
 // transaction commits.
 func (tx *Tx) Start(s Start) error {

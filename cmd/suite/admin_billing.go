@@ -107,10 +107,18 @@ func billingRetry(ctx context.Context, cfg Config, db *gorm.DB, changeID string)
 	svc := &billing.Service{DB: db, Starter: outbox.New(db, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), nil), Config: cfg.Billing()}
 	var change *models.SubscriptionChange
 	var retry *models.SubscriptionChangeRetry
+	// A refusal commits too: its audit entry stays (billing.RetryAudited).
+	var refused error
 	err := svc.Starter.Transact(ctx, func(tx *outbox.Tx) (err error) {
-		change, retry, err = svc.Retry(tx, changeID, shellRequester)
+		change, retry, err = svc.RetryAudited(tx, changeID, models.StaffAuditEntry{Actor: shellRequester, Channel: models.StaffViaShell})
+		if billing.IsRefusal(err) {
+			refused, err = err, nil
+		}
 		return err
 	})
+	if err == nil {
+		err = refused
+	}
 	var de *models.DomainError
 	switch {
 	case errors.Is(err, models.ErrNotFound):

@@ -74,6 +74,12 @@ type Config struct {
 	PprofAddr       string        `env:"SUITE_PPROF_ADDR"`
 	ShutdownTimeout time.Duration `env:"SUITE_SHUTDOWN_TIMEOUT" envDefault:"25s"`
 
+	// ConsoleIdleTimeout signs a staff console session (/ops/) out after
+	// this long without a request; ConsoleSessionLifetime ends it however
+	// busy.
+	ConsoleIdleTimeout     time.Duration `env:"SUITE_CONSOLE_IDLE_TIMEOUT" envDefault:"15m"`
+	ConsoleSessionLifetime time.Duration `env:"SUITE_CONSOLE_SESSION_LIFETIME" envDefault:"8h"`
+
 	// TicketAutoCloseAfter closes a solved ticket after this long.
 	TicketAutoCloseAfter time.Duration `env:"SUITE_TICKET_AUTOCLOSE_AFTER" envDefault:"96h"`
 	// Traces are exported over OTLP/gRPC when either endpoint is set (the
@@ -253,6 +259,9 @@ func LoadConfig() (Config, error) {
 		if _, err := web.ParseAccessLog(cfg.AccessLog); err != nil {
 			return cfg, fmt.Errorf("configuration: SUITE_ACCESS_LOG: %w", err)
 		}
+	}
+	if cfg.ConsoleIdleTimeout < time.Minute || cfg.ConsoleSessionLifetime < cfg.ConsoleIdleTimeout {
+		return cfg, fmt.Errorf("configuration: SUITE_CONSOLE_IDLE_TIMEOUT must be at least 1m, and SUITE_CONSOLE_SESSION_LIFETIME at least as long")
 	}
 	if cfg.DBMaxOpenConns < 1 {
 		return cfg, fmt.Errorf("configuration: SUITE_DB_MAX_OPEN_CONNS must be at least 1")

@@ -141,6 +141,7 @@ func printDevBanner(cfg Config, apiAddr, uiURL string, sink *mailsink.Sink, took
 	fmt.Fprintf(stdout, "  Identity       %s/identity\n", base)
 	fmt.Fprintf(stdout, "  API reference  %s/docs   (OpenAPI: %s/openapi.json, %s/openapi.yaml)\n", base, base, base)
 	fmt.Fprintf(stdout, "  Health         %s/healthz   %s/readyz   %s/metrics\n", base, base, base)
+	fmt.Fprintf(stdout, "  Staff console  %s/ops/   (billing staff: suite admin grant-staff <email>)\n", base)
 	if uiURL != "" {
 		fmt.Fprintf(stdout, "  Temporal UI    %s   (namespace %s)\n", uiURL, cfg.TemporalNamespace)
 	}

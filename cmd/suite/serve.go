@@ -16,6 +16,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api"
+	"github.com/business-suite/suite/api/console"
 	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
@@ -143,6 +144,7 @@ func startAPI(ctx context.Context, cfg Config, side *apiSide, db *gorm.DB, tc cl
 		InFlight:             inFlight,
 		MailDomain:           cfg.MailDomain,
 		MailOutbound:         cfg.SMTPURL != "",
+		Console:              console.Options{IdleTimeout: cfg.ConsoleIdleTimeout, Lifetime: cfg.ConsoleSessionLifetime},
 	})
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	runBackground(bgCtx, db, starter, log)

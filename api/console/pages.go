@@ -1,0 +1,369 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/api/billing"
+	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/models"
+)
+
+// pageSize is the rows of a list page.
+const pageSize = 50
+
+// temporalTimeout bounds each read from Temporal: a page shows what the
+// database has, and says so, when Temporal is slow or down.
+const temporalTimeout = 3 * time.Second
+
+// changesPage is the list of changes with its filter.
+type changesPage struct {
+	Filter             url.Values
+	Statuses, Plans    []string
+	Rows               []changeRow
+	NextPage, PrevPage string
+}
+
+type changeRow struct {
+	models.StaffChangeRow
+	Workflow string
+}
+
+// changeFilter reads the list's filter from the query: every value is
+// checked, and a bad one is a 422 naming the field.
+func (h *handler) changeFilter(c *fiber.Ctx, plans []string) (models.StaffChangeFilter, int, error) {
+	var f models.StaffChangeFilter
+	var bad []models.FieldError
+	f.Status, f.OrgID, f.Plan = strings.Clone(c.Query("status")), strings.TrimSpace(c.Query("org")), strings.Clone(c.Query("plan"))
+	if f.Status != "" && !slices.Contains(models.ChangeStatuses, f.Status) {
+		bad = append(bad, models.FieldError{Field: "status", Code: "oneof", Message: "Status must be one of " + strings.Join(models.ChangeStatuses, ", ") + "."})
+	}
+	if f.OrgID != "" && !models.ValidID(f.OrgID) {
+		bad = append(bad, models.FieldError{Field: "org", Code: "uuid", Message: "Organization must be an organization id."})
+	}
+	if f.Plan != "" && !slices.Contains(plans, f.Plan) {
+		bad = append(bad, models.FieldError{Field: "plan", Code: "oneof", Message: "Plan must be one of " + strings.Join(plans, ", ") + "."})
+	}
+	for _, d := range []struct {
+		field string
+		into  **time.Time
+		add   time.Duration
+	}{{"from", &f.From, 0}, {"to", &f.To, 24 * time.Hour}} {
+		v := c.Query(d.field)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			bad = append(bad, models.FieldError{Field: d.field, Code: "date", Message: "Dates are YYYY-MM-DD."})
+			continue
+		}
+		t = t.Add(d.add) // "to" includes its whole day
+		*d.into = &t
+	}
+	offset, err := strconv.Atoi(c.Query("offset", "0"))
+	if err != nil || offset < 0 || offset > 1_000_000 {
+		bad = append(bad, models.FieldError{Field: "offset", Code: "range", Message: "The page offset must be a whole number from 0."})
+	}
+	if len(bad) > 0 {
+		return f, 0, models.Invalid(bad...)
+	}
+	return f, offset, nil
+}
+
+func (h *handler) changes(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	var plans []string
+	if err := h.d.DB.WithContext(ctx).Model(&models.Plan{}).Order("name").Pluck("name", &plans).Error; err != nil {
+		return err
+	}
+	page := changesPage{Filter: url.Values{}, Statuses: models.ChangeStatuses, Plans: plans}
+	for _, k := range []string{"status", "org", "plan", "from", "to"} {
+		if v := c.Query(k); v != "" {
+			page.Filter.Set(k, strings.Clone(v))
+		}
+	}
+	f, offset, err := h.changeFilter(c, plans)
+	if err != nil {
+		// The form again, with what is wrong.
+		p := web.ToProblem(err)
+		return h.render(c, p.Status, "changes", view{Title: "Subscription changes", Problem: p, Data: page})
+	}
+	rows, err := models.StaffChanges(ctx, h.d.DB, f, pageSize+1, offset)
+	if err != nil {
+		return err
+	}
+	if len(rows) > pageSize {
+		rows = rows[:pageSize]
+		page.NextPage = pageLink("/ops/changes", page.Filter, offset+pageSize)
+	}
+	if offset > 0 {
+		page.PrevPage = pageLink("/ops/changes", page.Filter, max(offset-pageSize, 0))
+	}
+	for i := range rows {
+		page.Rows = append(page.Rows, changeRow{StaffChangeRow: rows[i], Workflow: h.workflowURL(rows[i].WorkflowID())})
+	}
+	return h.render(c, http.StatusOK, "changes", view{Title: "Subscription changes", Data: page})
+}
+
+// pageLink is path with the filter and an offset.
+func pageLink(path string, filter url.Values, offset int) string {
+	q := url.Values{}
+	for k, v := range filter {
+		q[k] = v
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}
+
+// changePage is one change: its organization, retries, timeline and
+// whether it may be re-run.
+type changePage struct {
+	Change    *models.SubscriptionChange
+	OrgName   string
+	Retries   []models.SubscriptionChangeRetry
+	Timeline  []event
+	Runs      []run
+	Retryable bool
+	// Open: the change is under way; the page reloads itself.
+	Open bool
+}
+
+// run is one workflow run of a change, with its Temporal UI link.
+type run struct {
+	Number     int
+	WorkflowID string
+	URL        string
+}
+
+// findChange loads the change named by the path, any organization's.
+func (h *handler) findChange(ctx context.Context, id string) (*models.SubscriptionChange, string, error) {
+	notFound := models.NotFound("The subscription change")
+	if !models.ValidID(id) {
+		return nil, "", notFound
+	}
+	var c models.SubscriptionChange
+	if err := h.d.DB.WithContext(ctx).Take(&c, "id = ?", id).Error; err != nil {
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, "", notFound
+		}
+		return nil, "", err
+	}
+	var name string
+	if err := h.d.DB.WithContext(ctx).Model(&models.Organization{}).Where("id = ?", c.OrgID).Pluck("name", &name).Error; err != nil {
+		return nil, "", err
+	}
+	return &c, name, nil
+}
+
+func (h *handler) change(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	ch, orgName, err := h.findChange(ctx, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	retries, err := models.SubscriptionChangeRetries(ctx, h.d.DB, ch.ID)
+	if err != nil {
+		return err
+	}
+	timeline, err := h.timeline(ctx, ch, retries)
+	if err != nil {
+		return err
+	}
+	page := changePage{Change: ch, OrgName: orgName, Retries: retries, Timeline: timeline,
+		Retryable: ch.Status == models.ChangeFailed, Open: ch.Status == models.ChangePending || ch.Status == models.ChangeAwaitingPayment}
+	for r := 0; r <= ch.Retry(); r++ {
+		id := models.SubscriptionChangeWorkflowID(ch.OrgID, ch.ID, r)
+		page.Runs = append(page.Runs, run{Number: r + 1, WorkflowID: id, URL: h.workflowURL(id)})
+	}
+	return h.render(c, http.StatusOK, "change", view{Title: "Change " + ch.ID, Notice: notice(c), Data: page})
+}
+
+// notice is the message of the action the page was reached from.
+func notice(c *fiber.Ctx) string {
+	switch c.Query("done") {
+	case "retry":
+		return "Re-run recorded: the change's new workflow run starts now. This page reloads until the change settles."
+	}
+	if code := c.Query("refused"); code != "" {
+		return "Not re-run (" + strings.Clone(code) + "): the change is shown as it is now."
+	}
+	return ""
+}
+
+// confirmRetry asks before a change is re-run: which step it resumes at,
+// and what it will and will not do.
+func (h *handler) confirmRetry(c *fiber.Ctx) error {
+	ch, orgName, err := h.findChange(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return err
+	}
+	if ch.Status != models.ChangeFailed {
+		return c.Redirect("/ops/changes/"+ch.ID, fiber.StatusSeeOther)
+	}
+	return h.render(c, http.StatusOK, "confirm", view{Title: "Re-run change " + ch.ID, Data: changePage{Change: ch, OrgName: orgName}})
+}
+
+// retry re-runs a failed change (billing.Service.RetryAudited: the same
+// rules and audit as the operator API) and goes back to the change.
+func (h *handler) retry(c *fiber.Ctx) error {
+	if c.FormValue("confirm") != "yes" {
+		return refused(http.StatusUnprocessableEntity, "confirmation_required", "Confirm the re-run on its confirmation page.")
+	}
+	if !h.d.Billing.Configured() {
+		return billing.ErrNotConfigured
+	}
+	s := sessionOf(c)
+	id := strings.Clone(c.Params("id"))
+	tx := h.d.Billing.Starter.In(c, web.Tx(c))
+	change, _, err := h.d.Billing.RetryAudited(tx, id, models.StaffAuditEntry{
+		ActorID: s.UserID, Actor: s.Email, Channel: models.StaffViaConsole, ClientIP: web.ClientIP(c)})
+	var refusal *models.DomainError
+	switch {
+	case errors.As(err, &refusal) && refusal.Code == "not_found":
+		web.KeepOnRefusal(c)
+		return err
+	case errors.As(err, &refusal):
+		// Recorded as refused; the change page says why.
+		return c.Redirect("/ops/changes/"+id+"?refused="+url.QueryEscape(refusal.Code), fiber.StatusSeeOther)
+	case err != nil:
+		return err
+	}
+	return c.Redirect("/ops/changes/"+change.ID+"?done=retry", fiber.StatusSeeOther)
+}
+
+// orgPage is an organization as billing staff see it.
+type orgPage struct {
+	Org                  *models.Organization
+	Plan                 *models.Plan
+	SeatsUsed, Members   int64
+	Account              *models.BillingAccount
+	Open                 *models.SubscriptionChange
+	Changes              []changeRow
+	Workflows            []workflowRow
+	TemporalError        string
+	WorkflowsSearchQuery string
+	WorkflowsURL         string
+}
+
+type workflowRow struct {
+	ID, Type, Status, URL string
+	Started, Closed       *time.Time
+}
+
+func (h *handler) organization(c *fiber.Ctx) error {
+	ctx := c.UserContext()
+	id := strings.Clone(c.Params("id"))
+	if !models.ValidID(id) {
+		return models.NotFound("The organization")
+	}
+	org, err := models.FindOrg(ctx, h.d.DB, id)
+	if err != nil {
+		return err
+	}
+	page := orgPage{Org: org}
+	if page.Plan, err = models.FindPlan(ctx, h.d.DB, org.Plan); err != nil {
+		return err
+	}
+	db := h.d.DB.WithContext(ctx)
+	if page.SeatsUsed, err = models.SeatsInUse(db, id); err != nil {
+		return err
+	}
+	if err := db.Model(&models.Member{}).Where("org_id = ? AND status = ?", id, models.MemberActive).Count(&page.Members).Error; err != nil {
+		return err
+	}
+	if page.Account, err = models.FindBillingAccount(ctx, h.d.DB, id); err != nil {
+		return err
+	}
+	if page.Open, err = models.OpenSubscriptionChangeOf(ctx, h.d.DB, id); err != nil {
+		return err
+	}
+	rows, err := models.StaffChanges(ctx, h.d.DB, models.StaffChangeFilter{OrgID: id}, 10, 0)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		page.Changes = append(page.Changes, changeRow{StaffChangeRow: rows[i], Workflow: h.workflowURL(rows[i].WorkflowID())})
+	}
+	page.WorkflowsSearchQuery = `OrgId = "` + id + `"`
+	if h.workflowLinks != "" {
+		page.WorkflowsURL = strings.TrimSuffix(h.workflowLinks, "/") + "?query=" + url.QueryEscape(page.WorkflowsSearchQuery)
+	}
+	page.Workflows, page.TemporalError = h.recentWorkflows(ctx, page.WorkflowsSearchQuery)
+	return h.render(c, http.StatusOK, "organization", view{Title: org.Name, Data: page})
+}
+
+// recentWorkflows lists the newest workflows query finds (the
+// organization's, by its OrgId search attribute), or says why it cannot.
+func (h *handler) recentWorkflows(ctx context.Context, query string) ([]workflowRow, string) {
+	if h.d.Temporal == nil {
+		return nil, "Temporal is not configured for this process."
+	}
+	ctx, cancel := context.WithTimeout(ctx, temporalTimeout)
+	defer cancel()
+	resp, err := h.d.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: h.d.Namespace, PageSize: 20, Query: query})
+	if err != nil {
+		return nil, "Temporal did not answer: " + err.Error()
+	}
+	var out []workflowRow
+	for _, w := range resp.GetExecutions() {
+		row := workflowRow{ID: w.GetExecution().GetWorkflowId(), Type: w.GetType().GetName(),
+			Status: strings.ToLower(strings.TrimPrefix(w.GetStatus().String(), "WorkflowExecutionStatus")), URL: h.workflowURL(w.GetExecution().GetWorkflowId())}
+		if w.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
+			row.Status = "unknown"
+		}
+		if t := w.GetStartTime(); t != nil {
+			st := t.AsTime()
+			row.Started = &st
+		}
+		if t := w.GetCloseTime(); t != nil && w.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			ct := t.AsTime()
+			row.Closed = &ct
+		}
+		out = append(out, row)
+	}
+	return out, ""
+}
+
+// auditPage is the audit log, newest first.
+type auditPage struct {
+	Entries            []models.StaffAuditEntry
+	NextPage, PrevPage string
+}
+
+func (h *handler) audit(c *fiber.Ctx) error {
+	offset, err := strconv.Atoi(c.Query("offset", "0"))
+	if err != nil || offset < 0 || offset > 1_000_000 {
+		return models.Invalid(models.FieldError{Field: "offset", Code: "range", Message: "The page offset must be a whole number from 0."})
+	}
+	entries, err := models.StaffAuditLog(c.UserContext(), h.d.DB, pageSize+1, offset)
+	if err != nil {
+		return err
+	}
+	page := auditPage{Entries: entries}
+	if len(entries) > pageSize {
+		page.Entries = entries[:pageSize]
+		page.NextPage = pageLink("/ops/audit", nil, offset+pageSize)
+	}
+	if offset > 0 {
+		page.PrevPage = pageLink("/ops/audit", nil, max(offset-pageSize, 0))
+	}
+	return h.render(c, http.StatusOK, "audit", view{Title: "Audit log", Data: page})
+}
