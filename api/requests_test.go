@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -109,8 +110,10 @@ var oneStatementRoutes = map[string]bool{
 // extras is what the requests of the routes outside the tenant probes need.
 type extras struct {
 	staff, invitee *apitest.User
-	invitation     string
-	queuedJob      string
+	// consoleSession and consoleToken are staff's session in the console.
+	consoleSession, consoleToken string
+	invitation                   string
+	queuedJob                    string
 }
 
 func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
@@ -120,6 +123,17 @@ func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
 		t.Fatal(err)
 	}
 	e.SignIn(x.staff)
+	var user models.IdentityUser
+	if err := e.DB.Take(&user, "id = ?", x.staff.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	// Seen in the future: no request of the test writes last_seen_at
+	// outside its transaction (the console does every 30 s).
+	secret, session, err := models.OpenStaffSession(e.DB, &user, "", models.Now().Add(time.Hour), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.consoleSession, x.consoleToken = secret, session.CSRFToken
 	x.invitation = e.Invite(a.owner, a.org, x.invitee.Email, models.RoleAgent).Token
 	e.Eventually(func() bool {
 		var queued int64
@@ -147,6 +161,15 @@ func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
 		t.Fatal(err)
 	}
 	return x
+}
+
+// console is a form of the staff console sent in staff's session.
+func (x *extras) console(method, path, form string) apitest.Request {
+	if form != "" {
+		form += "&"
+	}
+	return apitest.Request{Method: method, Path: path, Body: form + "csrf=" + url.QueryEscape(x.consoleToken),
+		Headers: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": "suite_ops_session=" + x.consoleSession}}
 }
 
 // ownRequest is a valid request of the route as tenant a itself: the tenant
@@ -190,6 +213,13 @@ func ownRequest(route string, a *tenant, x *extras, keyed bool) (apitest.Request
 			Headers: map[string]string{"Stripe-Signature": stripetest.Sign(payload, "whsec_tx", time.Now())}}, true
 	case "POST /ops/v1/billing/changes/:id/retry":
 		return apitest.Request{Method: method, Path: "/ops/v1/billing/changes/" + a.ids["subscriptionChange"] + "/retry", Headers: x.staff.Auth()}, true
+	case "POST /ops/sign-in":
+		return apitest.Request{Method: method, Path: tmpl, Body: "csrf=t0ken&email=" + url.QueryEscape(x.staff.Email) + "&password=" + url.QueryEscape(x.staff.Password),
+			Headers: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Cookie": "suite_ops_sign_in=t0ken"}}, true
+	case "POST /ops/changes/:id/retry":
+		return x.console(method, "/ops/changes/"+a.ids["subscriptionChange"]+"/retry", "confirm=yes"), true
+	case "POST /ops/sign-out":
+		return x.console(method, tmpl, ""), true
 	case "POST /helpdesk/inbound/email":
 		return apitest.Request{Method: method, Path: tmpl, Body: inboundMessage("new-mail@tenant-a.example", a.org),
 			Headers: map[string]string{"X-Api-Key": a.hdKey, "X-Workspace-Id": a.org, "Content-Type": "message/rfc822"}}, true

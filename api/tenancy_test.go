@@ -101,6 +101,10 @@ func hdFields(kv ...any) func(*tenant, string) map[string]any {
 	return func(a *tenant, _ string) map[string]any { return f(a, "") }
 }
 
+// staffConsole is why the console's pages are not tenant-scoped (see
+// api/console's tests for who gets in).
+const staffConsole = "the staff console: billing staff work across organizations (a staff session; others are sent to sign in)"
+
 var tenantProbes = map[string]probe{
 	// Not tenant-scoped.
 	"GET /healthz":                          {reason: "process health"},
@@ -133,6 +137,18 @@ var tenantProbes = map[string]probe{
 	"GET /ops/v1/billing/changes":                         {reason: "billing staff work across organizations (staff claim; others 403)"},
 	"GET /ops/v1/billing/changes/:id":                     {reason: "billing staff work across organizations (staff claim; others 403)"},
 	"POST /ops/v1/billing/changes/:id/retry":              {reason: "billing staff work across organizations (staff claim; others 403)"},
+	"GET /ops":                                            {reason: "redirect to the staff console"},
+	"GET /ops/static/console.css":                         {reason: "the staff console's stylesheet"},
+	"GET /ops/sign-in":                                    {reason: "the staff console's sign-in page"},
+	"POST /ops/sign-in":                                   {reason: "the staff console's sign-in (staff accounts only; others 403)"},
+	"GET /ops/":                                           {reason: staffConsole},
+	"GET /ops/changes":                                    {reason: staffConsole},
+	"GET /ops/changes/:id":                                {reason: staffConsole},
+	"GET /ops/changes/:id/retry":                          {reason: staffConsole},
+	"POST /ops/changes/:id/retry":                         {reason: staffConsole},
+	"GET /ops/organizations/:id":                          {reason: staffConsole},
+	"GET /ops/audit":                                      {reason: staffConsole},
+	"POST /ops/sign-out":                                  {reason: staffConsole},
 
 	// CRM data routes.
 	"GET /crm/contacts":             {kind: crmData},

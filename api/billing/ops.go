@@ -159,13 +159,12 @@ func (s *Service) RetryAudited(tx *outbox.Tx, changeID string, who models.StaffA
 		return err
 	})
 	who.Action, who.Target = models.StaffRetryChange, changeID
-	var refusal *models.DomainError
 	switch {
 	case err == nil:
 		who.OrgID, who.Outcome = change.OrgID, models.StaffOutcomeDone
 		who.Detail = fmt.Sprintf("retry %d from step %s: workflow %s", retry.Number, retry.FromStep, change.WorkflowID())
-	case errors.As(err, &refusal):
-		who.Outcome, who.Detail = models.StaffOutcomeRefused, refusal.Code
+	case IsRefusal(err):
+		who.Outcome, who.Detail = models.StaffOutcomeRefused, web.ToProblem(err).Code
 		if models.ValidID(changeID) {
 			if err := tx.Model(&models.SubscriptionChange{}).Where("id = ?", changeID).Pluck("org_id", &who.OrgID).Error; err != nil {
 				return nil, nil, err
@@ -180,9 +179,13 @@ func (s *Service) RetryAudited(tx *outbox.Tx, changeID string, who models.StaffA
 	return change, retry, err
 }
 
-// IsRefusal tells whether err is a refusal of the action (a domain error:
-// not found, conflict, invalid), not a failure to carry it out.
+// IsRefusal tells whether err refuses the action (its answer is a 4xx:
+// not found, conflict, invalid), rather than failing to carry it out or
+// finding billing off.
 func IsRefusal(err error) bool {
-	var refusal *models.DomainError
-	return errors.As(err, &refusal)
+	if err == nil {
+		return false
+	}
+	status := web.ToProblem(err).Status
+	return status >= 400 && status < 500
 }

@@ -71,6 +71,16 @@ func TestOpsBillingAPI(t *testing.T) {
 		if n := count(t, e.DB, &models.SubscriptionChangeRetry{}, "change_id = ?", applied); n != 0 {
 			t.Fatalf("a refused retry was recorded (%d)", n)
 		}
+		// Each refusal is in the staff audit log, and only the refusal.
+		var audited []models.StaffAuditEntry
+		if err := e.DB.Where("actor = ? AND action = ?", staff.Email, models.StaffRetryChange).Order("created_at, id").Find(&audited).Error; err != nil {
+			t.Fatal(err)
+		}
+		if len(audited) != 3 || audited[0].Target != applied || audited[0].OrgID != b.org || audited[0].Detail != "change_applied" ||
+			audited[0].Channel != models.StaffViaAPI || audited[0].Outcome != models.StaffOutcomeRefused || audited[0].ActorID != staff.ID ||
+			audited[1].Detail != "not_found" || audited[2].Target != "not-an-id" || audited[2].OrgID != "" {
+			t.Fatalf("audit %+v", audited)
+		}
 
 		// Revoked staff lose the API with their next token.
 		if _, err := models.SetUserStaff(t.Context(), e.DB, staff.Email, false); err != nil {

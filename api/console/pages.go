@@ -234,14 +234,13 @@ func (h *handler) retry(c *fiber.Ctx) error {
 	tx := h.d.Billing.Starter.In(c, web.Tx(c))
 	change, _, err := h.d.Billing.RetryAudited(tx, id, models.StaffAuditEntry{
 		ActorID: s.UserID, Actor: s.Email, Channel: models.StaffViaConsole, ClientIP: web.ClientIP(c)})
-	var refusal *models.DomainError
 	switch {
-	case errors.As(err, &refusal) && refusal.Code == "not_found":
-		web.KeepOnRefusal(c)
-		return err
-	case errors.As(err, &refusal):
+	case errors.Is(err, models.ErrNotFound):
+		web.KeepOnRefusal(c) // its audit entry stays
+		return models.NotFound("The subscription change")
+	case billing.IsRefusal(err):
 		// Recorded as refused; the change page says why.
-		return c.Redirect("/ops/changes/"+id+"?refused="+url.QueryEscape(refusal.Code), fiber.StatusSeeOther)
+		return c.Redirect("/ops/changes/"+id+"?refused="+url.QueryEscape(web.ToProblem(err).Code), fiber.StatusSeeOther)
 	case err != nil:
 		return err
 	}

@@ -94,4 +94,19 @@ func TestAdminBillingStaffAndRetries(t *testing.T) {
 	if err := run(ctx, []string{"admin", "billing"}); err == nil {
 		t.Fatal("billing without a task accepted")
 	}
+	// Every retry from the shell is in the staff audit log, refused or not
+	// (without billing configured nothing was tried).
+	var audited []models.StaffAuditEntry
+	if err := db.Where("channel = ?", models.StaffViaShell).Order("created_at, id").Find(&audited).Error; err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range audited {
+		got = append(got, a.Actor+" "+a.Outcome+" "+strings.SplitN(a.Detail, ":", 2)[0])
+	}
+	want := []string{"suite-admin done retry 1 from step payment",
+		"suite-admin refused change_applied", "suite-admin refused not_found"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit from the shell:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
