@@ -73,6 +73,11 @@ histories: ## Regenerate workflows/testdata/histories (replay tests) from real r
 	$(GO) test -count=1 -run 'TestSavedHistoriesReplay|TestEveryWorkflowTypeHasASavedHistory' ./workflows/
 	@ls -l workflows/testdata/histories/
 
+.PHONY: screenshots
+screenshots: ## Save docs/console-change.png from the staff console's browser test (needs Chromium)
+	SUITE_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestConsoleInABrowser$$' ./api/console/
+	@ls -l docs/console-change.png
+
 .PHONY: readme-check
 readme-check: ## Run README.md's shell blocks, as pasted, against a freshly started suite (CI runs it)
 	.ci/readme-check

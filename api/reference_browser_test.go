@@ -1,11 +1,7 @@
 package api_test
 
 import (
-	"bufio"
 	"context"
-	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -21,107 +17,14 @@ import (
 	"github.com/business-suite/suite/internal/database"
 )
 
-// chromium finds the browser for TestReferenceInABrowser: $CHROMIUM, else
-// Debian's chromium package (which .ci/run installs when missing).
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("browser test skipped: no Chromium found (install Debian's chromium package — " +
-		"`apt-get install chromium`, as .ci/run does — or set CHROMIUM to a Chromium or Chrome binary)")
-	return ""
-}
-
-// outsideWorld stands in for every address beyond this machine: Chromium
-// is told to use it as its proxy (loopback is not proxied), so any request
-// to another host ends here and is refused. Nothing leaves the machine
-// during the test, even when the page misbehaves; the test still fails on
-// such a page, because it checks every request the page itself made.
-type outsideWorld struct {
-	ln       net.Listener
-	mu       sync.Mutex
-	requests []string
-}
-
-func newOutsideWorld(t *testing.T) *outsideWorld {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &outsideWorld{ln: ln}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-				line, _ := bufio.NewReader(conn).ReadString('\n')
-				w.mu.Lock()
-				w.requests = append(w.requests, strings.TrimSpace(line))
-				w.mu.Unlock()
-				_, _ = conn.Write([]byte("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"))
-			}()
-		}
-	}()
-	return w
-}
-
-func (w *outsideWorld) seen() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.requests...)
-}
-
 // TestReferenceInABrowser loads /docs of a started suite in headless
 // Chromium, as an integrator would: the viewer renders the document's
 // Markdown, the request schema and examples of an operation, the
 // problem+json errors and the security schemes, a call can be tried from
 // the page, and no request goes anywhere but the suite itself.
 func TestReferenceInABrowser(t *testing.T) {
-	exe := chromium(t)
+	ctx, outside := apitest.Chromium(t)
 	e := apitest.New(t, database.SQLite)
-	outside := newOutsideWorld(t)
-
-	alloc, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-extensions", true),
-		// Chromium's own services (sign-in, autofill, optimization hints,
-		// updates) would still call Google; outsideWorld refuses what is left.
-		chromedp.Flag("disable-features", "OptimizationHints,OptimizationHintsFetching,OptimizationGuideModelDownloading,"+
-			"AutofillServerCommunication,Translate,MediaRouter,DialMediaRouteProvider,CertificateTransparencyComponentUpdater,"+
-			"NetworkTimeServiceQuerying"),
-		chromedp.Flag("allow-browser-signin", "false"),
-		chromedp.Flag("disable-client-side-phishing-detection", true),
-		chromedp.Flag("disable-default-apps", true),
-		chromedp.Flag("disable-domain-reliability", true),
-		chromedp.Flag("no-pings", true),
-		chromedp.Flag("password-store", "basic"),
-		chromedp.ProxyServer("http://"+outside.ln.Addr().String()),
-		chromedp.WindowSize(1280, 1024),
-	)
-	defer cancelAlloc()
-	ctx, cancelCtx := chromedp.NewContext(alloc)
-	defer cancelCtx()
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 
@@ -155,7 +58,7 @@ func TestReferenceInABrowser(t *testing.T) {
 		}
 	})
 	if err != nil {
-		t.Fatalf("start Chromium (%s): %v", exe, err)
+		t.Fatalf("start Chromium: %v", err)
 	}
 
 	const (
@@ -281,7 +184,7 @@ func TestReferenceInABrowser(t *testing.T) {
 	}
 	// Chromium's own services (updates, sign-in) may still try to call out;
 	// they are not the page's requests, and the stand-in refused them.
-	if seen := outside.seen(); len(seen) > 0 {
+	if seen := outside.Seen(); len(seen) > 0 {
 		t.Logf("refused Chromium's own calls to other hosts: %q", seen)
 	}
 	if len(pageErrors) > 0 {

@@ -137,7 +137,6 @@ var tenantProbes = map[string]probe{
 	"GET /ops/v1/billing/changes":                         {reason: "billing staff work across organizations (staff claim; others 403)"},
 	"GET /ops/v1/billing/changes/:id":                     {reason: "billing staff work across organizations (staff claim; others 403)"},
 	"POST /ops/v1/billing/changes/:id/retry":              {reason: "billing staff work across organizations (staff claim; others 403)"},
-	"GET /ops":                                            {reason: "redirect to the staff console"},
 	"GET /ops/static/console.css":                         {reason: "the staff console's stylesheet"},
 	"GET /ops/sign-in":                                    {reason: "the staff console's sign-in page"},
 	"POST /ops/sign-in":                                   {reason: "the staff console's sign-in (staff accounts only; others 403)"},

@@ -134,7 +134,6 @@ func Mount(app *fiber.App, d Deps) {
 
 	// Each route names its middleware: a group's would run for the
 	// operator API under /ops/v1 too.
-	app.Get("/ops", func(c *fiber.Ctx) error { return c.Redirect("/ops/", fiber.StatusSeeOther) })
 	app.Get("/ops/static/console.css", func(c *fiber.Ctx) error {
 		c.Set(fiber.HeaderCacheControl, "public, max-age=3600")
 		c.Type("css", "utf-8")
@@ -150,7 +149,7 @@ func Mount(app *fiber.App, d Deps) {
 	write := func(path string, fn fiber.Handler) {
 		app.Post("/ops"+path, securityHeaders, h.session, h.csrf, d.Requests, h.page(fn))
 	}
-	read("/", func(c *fiber.Ctx) error { return c.Redirect("/ops/changes", fiber.StatusSeeOther) })
+	read("/", func(c *fiber.Ctx) error { return c.Redirect("/ops/changes", fiber.StatusSeeOther) }) // and /ops
 	read("/changes", h.changes)
 	read("/changes/:id", h.change)
 	read("/changes/:id/retry", h.confirmRetry)
