@@ -3,7 +3,10 @@ package apitest
 import (
 	"fmt"
 	"sync/atomic"
+	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/models"
 )
@@ -157,4 +160,14 @@ func (e *Env) SetPlan(orgID, plan string) {
 	if err := models.SetOrgPlan(e.T.Context(), e.DB, orgID, plan); err != nil {
 		e.T.Fatal(err)
 	}
+}
+
+// Count counts model's rows in db matching where, failing the test on error.
+func Count(t testing.TB, db *gorm.DB, model any, where string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Model(model).Where(where, args...).Count(&n).Error; err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/stripetest"
+	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/internal/stripeconfig"
@@ -74,14 +75,8 @@ func outboxRows(t *testing.T, db *gorm.DB, orgID string) []models.WorkflowStart 
 	return rows
 }
 
-func count(t *testing.T, db *gorm.DB, model any, where string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := db.Model(model).Where(where, args...).Count(&n).Error; err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+// count counts model's rows matching where.
+var count = apitest.Count
 
 func TestOpenRecordsTheChangeWithItsWorkflowStart(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {

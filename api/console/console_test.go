@@ -36,14 +36,7 @@ func grant(t *testing.T, e *apitest.Env, u *apitest.User) *apitest.User {
 	return u
 }
 
-func count(t *testing.T, db *gorm.DB, model any, where string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := db.Model(model).Where(where, args...).Count(&n).Error; err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+var count = apitest.Count
 
 // audit is the newest audit entry of actor.
 func audit(t *testing.T, db *gorm.DB, actor string) models.StaffAuditEntry {
