@@ -2,8 +2,11 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -157,7 +160,12 @@ func New(d Deps) *fiber.App {
 	}
 	app.Use(telemetry.Middleware(web.RequestID))
 	app.Use(web.Observe(d.Log, web.NewMetrics(d.Metrics), d.AccessLog))
-	app.Use(recover.New())
+	// A panic is answered 500 and logged with its stack and request id:
+	// the message alone does not say where it happened.
+	app.Use(recover.New(recover.Config{EnableStackTrace: true, StackTraceHandler: func(c *fiber.Ctx, e any) {
+		d.Log.ErrorContext(c.UserContext(), "panic serving a request", "method", strings.Clone(c.Method()), "path", strings.Clone(c.Path()),
+			"requestId", web.RequestID(c), "panic", fmt.Sprint(e), "stack", string(debug.Stack()))
+	}}))
 
 	app.Get("/healthz", func(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"status": "ok", "version": d.Version})

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
@@ -184,3 +186,28 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A panic in a handler is a 500 problem, and the log has its stack.
+func TestPanicsAreLoggedWithTheirStack(t *testing.T) {
+	db := dbtest.Open(t, database.SQLite)
+	var logged bytes.Buffer
+	app := api.New(api.Deps{DB: db, Metrics: prometheus.NewRegistry(), Log: slog.New(slog.NewJSONHandler(&logged, nil)),
+		Auth: auth.New(db, nil)})
+	app.Get("/test/panic", func(*fiber.Ctx) error { panicInAHandler(); return nil })
+	e := &apitest.Env{T: t, App: app, DB: db}
+	r := e.Do(apitest.Request{Method: "GET", Path: "/test/panic", SkipSpec: true})
+	r.ExpectProblem(500, "internal_error")
+	var entry struct{ Msg, Panic, Stack, RequestID string }
+	for line := range strings.SplitSeq(logged.String(), "\n") {
+		if strings.Contains(line, "panic serving a request") {
+			if err := json.Unmarshal([]byte(line), &entry); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if entry.Panic != "the handler broke" || !strings.Contains(entry.Stack, "panicInAHandler") || entry.RequestID != r.Header.Get("X-Request-Id") {
+		t.Fatalf("the panic's log entry %+v\nlog:\n%s", entry, logged.String())
+	}
+}
+
+func panicInAHandler() { panic("the handler broke") }
