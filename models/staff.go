@@ -87,6 +87,14 @@ func EndStaffSession(tx *gorm.DB, id string, now time.Time) error {
 	return tx.Model(&StaffSession{}).Where("id = ? AND ended_at IS NULL", id).Update("ended_at", now).Error
 }
 
+// PurgeStaffSessions deletes the sessions that are over: signed out or
+// past their lifetime (an idle one goes at its lifetime's end). The API
+// runs it with its other purges.
+func PurgeStaffSessions(ctx context.Context, db *gorm.DB, now time.Time) (int64, error) {
+	res := db.WithContext(ctx).Where("ended_at IS NOT NULL OR expires_at <= ?", now).Delete(&StaffSession{})
+	return res.RowsAffected, res.Error
+}
+
 // Channels a staff action came through.
 const (
 	StaffViaConsole = "console"

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Browser visits the staff console (/ops/) as a browser does: it keeps
@@ -77,7 +78,7 @@ func (b *Browser) do(req Request) *Response {
 		if err != nil {
 			b.e.T.Fatalf("Set-Cookie %q: %v", line, err)
 		}
-		if c.MaxAge < 0 || c.Value == "" {
+		if c.MaxAge < 0 || (!c.Expires.IsZero() && c.Expires.Before(time.Now())) {
 			delete(b.Cookies, c.Name)
 		} else {
 			b.Cookies[c.Name] = c.Value

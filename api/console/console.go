@@ -97,9 +97,11 @@ var funcs = template.FuncMap{
 	"when": func(t any) string {
 		switch v := t.(type) {
 		case time.Time:
-			return v.UTC().Format("2006-01-02 15:04:05 UTC")
+			if !v.IsZero() {
+				return v.UTC().Format("2006-01-02 15:04:05 UTC")
+			}
 		case *time.Time:
-			if v != nil {
+			if v != nil && !v.IsZero() {
 				return v.UTC().Format("2006-01-02 15:04:05 UTC")
 			}
 		}
@@ -139,15 +141,21 @@ func Mount(app *fiber.App, d Deps) {
 		c.Type("css", "utf-8")
 		return c.Send(stylesheet)
 	})
-	app.Get("/ops/sign-in", securityHeaders, h.page(h.signInForm))
-	app.Post("/ops/sign-in", securityHeaders,
-		web.RateLimit(d.DB, "console-sign-in-ip", 30, time.Minute, nil),
-		web.RateLimitFailures(d.DB, "console-sign-in-email", 5, time.Minute, formEmail),
+	// securityHeaders first, then errorPages: a refusal by the middleware
+	// (a rate limit, a commit that failed) is a page too.
+	app.Get("/ops/sign-in", securityHeaders, h.errorPages, h.page(h.signInForm))
+	// The identity service's own sign-in limits, shared with its /token:
+	// the console is no second door for guessing passwords.
+	app.Post("/ops/sign-in", securityHeaders, h.errorPages,
+		web.RateLimit(d.DB, "login-ip", 30, time.Minute, nil),
+		web.RateLimitFailures(d.DB, "login-email", 5, time.Minute, formEmail),
 		d.Requests, h.page(h.signIn))
 
-	read := func(path string, fn fiber.Handler) { app.Get("/ops"+path, securityHeaders, h.session, h.page(fn)) }
+	read := func(path string, fn fiber.Handler) {
+		app.Get("/ops"+path, securityHeaders, h.errorPages, h.session, h.page(fn))
+	}
 	write := func(path string, fn fiber.Handler) {
-		app.Post("/ops"+path, securityHeaders, h.session, h.csrf, d.Requests, h.page(fn))
+		app.Post("/ops"+path, securityHeaders, h.errorPages, h.session, h.csrf, d.Requests, h.page(fn))
 	}
 	read("/", func(c *fiber.Ctx) error { return c.Redirect("/ops/changes", fiber.StatusSeeOther) }) // and /ops
 	read("/changes", h.changes)
@@ -203,7 +211,7 @@ func (h *handler) page(fn fiber.Handler) fiber.Handler {
 		if err == nil {
 			return nil
 		}
-		p := web.ToProblem(err)
+		p := *web.ToProblem(err) // a copy: shared problems are not to be changed
 		p.RequestID = web.RequestID(c)
 		if p.Status >= http.StatusInternalServerError {
 			h.d.Log.ErrorContext(c.UserContext(), "console request failed", "path", strings.Clone(c.Path()), "requestId", p.RequestID, "error", err)
@@ -211,8 +219,18 @@ func (h *handler) page(fn fiber.Handler) fiber.Handler {
 		if p.Status == fiber.StatusServiceUnavailable {
 			c.Set(fiber.HeaderRetryAfter, "5")
 		}
-		return h.render(c, p.Status, "error", view{Title: p.Title, Problem: p})
+		return h.render(c, p.Status, "error", view{Title: p.Title, Problem: &p})
 	}
+}
+
+// errorPages answers an error of the middleware after it (a rate limit, a
+// request transaction that failed to commit) as a page, as page does for
+// the handlers.
+func (h *handler) errorPages(c *fiber.Ctx) error {
+	if err := c.Next(); err != nil {
+		return h.page(func(*fiber.Ctx) error { return err })(c)
+	}
+	return nil
 }
 
 // workflowURL is the Temporal UI's page of a workflow, or "".

@@ -134,12 +134,15 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#confirm`)),
 		chromedp.WaitVisible(chromedp.CSS(`.notice`)))
 	expect("after the re-run", "Re-run recorded", "Re-run 1 requested")
+	// The page reloads itself while the run works; the test loads it
+	// again too, so as not to depend on a reload's timing.
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(page(), "Run 2 completed") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the change did not become applied on the page:\n%s", page())
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
+		do("load the change again", chromedp.Navigate(e.BaseURL+"/ops/changes/"+c.ID), chromedp.WaitVisible(chromedp.CSS(`#status`)))
 	}
 	status, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#status`)))
 	if err != nil || status != models.ChangeApplied {

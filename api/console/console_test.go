@@ -155,6 +155,14 @@ func TestConsoleSessions(t *testing.T) {
 		now.Advance(console.DefaultIdleTimeout + time.Second)
 		b.Get("/ops/changes").Expect(http.StatusSeeOther)
 
+		// However busy, a session ends after its lifetime.
+		b.SignIn(staff).Expect(http.StatusSeeOther)
+		for range int(console.DefaultLifetime / (console.DefaultIdleTimeout / 2)) {
+			now.Advance(console.DefaultIdleTimeout / 2)
+			b.Get("/ops/audit")
+		}
+		b.Get("/ops/changes").Expect(http.StatusSeeOther)
+
 		// A revoked grant ends the session at its next request.
 		b.SignIn(staff).Expect(http.StatusSeeOther)
 		b.Get("/ops/changes").Expect(http.StatusOK)
@@ -169,11 +177,17 @@ func TestConsoleSessions(t *testing.T) {
 		page := b.Get("/ops/changes")
 		cookie := b.Cookies["suite_ops_session"]
 		expectPage(t, b.Post("/ops/sign-out", url.Values{}, nil), http.StatusForbidden, "csrf_failed")
+		// The right token from another site's page.
+		expectPage(t, b.Post("/ops/sign-out", url.Values{"csrf": {b.Token}}, map[string]string{"Origin": "https://evil.example"}),
+			http.StatusForbidden, "csrf_failed")
 		b.Token = "x" + b.Token
 		expectPage(t, b.Form("/ops/sign-out", nil), http.StatusForbidden, "csrf_failed")
 		b.Token = string(formTokenOf(t, page.Body))
 		if r := b.Form("/ops/sign-out", nil); r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/ops/sign-in" {
 			t.Fatalf("sign-out: %d %s", r.Status, r.Body)
+		}
+		if _, ok := b.Cookies["suite_ops_session"]; ok {
+			t.Fatal("sign-out left the session cookie in the browser")
 		}
 		b.Cookies["suite_ops_session"] = cookie // a copy kept by someone
 		b.Get("/ops/changes").Expect(http.StatusSeeOther)
@@ -259,11 +273,12 @@ func TestConsoleReRunsAFailedChange(t *testing.T) {
 
 		expectPage(t, b.Get("/ops/changes?status=failed"), http.StatusOK, c.ID, "Acme &amp; &lt;Sons&gt;", c.LastErrorCode, c.StripeSubscriptionID)
 		expectPage(t, b.Get("/ops/changes?plan=starter&org="+org+"&from=2000-01-01"), http.StatusOK, c.ID)
-		if r := b.Get("/ops/changes?plan=enterprise&org=" + org); strings.Contains(string(r.Body), c.ID) {
+		if r := b.Get("/ops/changes?plan=enterprise&org=" + org).Expect(http.StatusOK); strings.Contains(string(r.Body), c.ID) {
 			t.Fatal("the plan filter let a starter change through")
 		}
 		expectPage(t, b.Get("/ops/changes?status=broken&org=nope&plan=gold&from=yesterday&offset=-1"), http.StatusUnprocessableEntity,
 			"Status must be one of", "Organization must be an organization id", "Plan must be one of", "Dates are YYYY-MM-DD", "page offset")
+		expectPage(t, b.Get("/ops/changes?from=2026-02-01&to=2026-01-01"), http.StatusUnprocessableEntity, "must not be before")
 
 		page := b.Get("/ops/changes/" + c.ID)
 		link := "http://temporal-ui.test/namespaces/" + url.PathEscape(e.Namespace()) + "/workflows/" + url.PathEscape(c.WorkflowID())
@@ -275,6 +290,9 @@ func TestConsoleReRunsAFailedChange(t *testing.T) {
 		expectPage(t, b.Form("/ops/changes/"+c.ID+"/retry", nil), http.StatusUnprocessableEntity, "confirmation_required")
 		if n := count(t, e.DB, &models.SubscriptionChangeRetry{}, "change_id = ?", c.ID); n != 0 {
 			t.Fatalf("%d retries without confirmation", n)
+		}
+		if a := audit(t, e.DB, staff.Email); a.Outcome != models.StaffOutcomeRefused || a.Detail != "confirmation_required" || a.Target != c.ID {
+			t.Fatalf("audit of the unconfirmed re-run %+v", a)
 		}
 		r := b.Form("/ops/changes/"+c.ID+"/retry", url.Values{"confirm": {"yes"}})
 		if r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/ops/changes/"+c.ID+"?done=retry" {
@@ -310,7 +328,15 @@ func TestConsoleReRunsAFailedChange(t *testing.T) {
 			"/ops/organizations/" + models.NewID(), "/ops/organizations/not-an-id"} {
 			expectPage(t, b.Get(path), http.StatusNotFound, "not_found")
 		}
-		expectPage(t, b.Form("/ops/changes/"+models.NewID()+"/retry", url.Values{"confirm": {"yes"}}), http.StatusNotFound, "not_found")
+		unknown := models.NewID()
+		expectPage(t, b.Form("/ops/changes/"+unknown+"/retry", url.Values{"confirm": {"yes"}}), http.StatusNotFound, "not_found")
+		if a := audit(t, e.DB, staff.Email); a.Target != unknown || a.Outcome != models.StaffOutcomeRefused || a.Detail != "not_found" {
+			t.Fatalf("audit of a re-run of an unknown change %+v", a)
+		}
+		// ?refused= shows a problem code, nothing else.
+		if r := b.Get("/ops/changes/" + c.ID + "?refused=" + url.QueryEscape("Call +1 555 for a refund")); strings.Contains(string(r.Body), "refund") {
+			t.Fatal("the page shows arbitrary text from its link")
+		}
 
 		// The organization: its plan, seats, changes and workflows.
 		expectPage(t, b.Get("/ops/organizations/"+org), http.StatusOK, "Acme &amp; &lt;Sons&gt;", "1 used of 5", "1 active",

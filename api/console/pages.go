@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,9 @@ func (h *handler) changeFilter(c *fiber.Ctx, plans []string) (models.StaffChange
 	if err != nil || offset < 0 || offset > 1_000_000 {
 		bad = append(bad, models.FieldError{Field: "offset", Code: "range", Message: "The page offset must be a whole number from 0."})
 	}
+	if f.From != nil && f.To != nil && !f.From.Before(*f.To) {
+		bad = append(bad, models.FieldError{Field: "to", Code: "range", Message: "The To date must not be before the From date."})
+	}
 	if len(bad) > 0 {
 		return f, 0, models.Invalid(bad...)
 	}
@@ -141,8 +145,9 @@ type changePage struct {
 	Timeline  []event
 	Runs      []run
 	Retryable bool
-	// Open: the change is under way; the page reloads itself.
-	Open bool
+	// ReloadURL is where the page reloads itself to while a run is at
+	// work ("": it does not).
+	ReloadURL string
 }
 
 // run is one workflow run of a change, with its Temporal UI link.
@@ -182,30 +187,59 @@ func (h *handler) change(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	timeline, err := h.timeline(ctx, ch, retries)
+	timeline, runOpen, err := h.timeline(ctx, ch, retries)
 	if err != nil {
 		return err
 	}
-	page := changePage{Change: ch, OrgName: orgName, Retries: retries, Timeline: timeline,
-		Retryable: ch.Status == models.ChangeFailed, Open: ch.Status == models.ChangePending || ch.Status == models.ChangeAwaitingPayment}
+	page := changePage{Change: ch, OrgName: orgName, Retries: retries, Timeline: timeline, Retryable: ch.Status == models.ChangeFailed}
+	page.ReloadURL = reloadURL(c, ch, runOpen)
 	for r := 0; r <= ch.Retry(); r++ {
 		id := models.SubscriptionChangeWorkflowID(ch.OrgID, ch.ID, r)
 		page.Runs = append(page.Runs, run{Number: r + 1, WorkflowID: id, URL: h.workflowURL(id)})
 	}
-	return h.render(c, http.StatusOK, "change", view{Title: "Change " + ch.ID, Notice: notice(c), Data: page})
+	return h.render(c, http.StatusOK, "change", view{Title: "Change " + ch.ID, Notice: notice(c, ch.Status, page.ReloadURL != ""), Data: page})
 }
 
-// notice is the message of the action the page was reached from.
-func notice(c *fiber.Ctx) string {
-	switch c.Query("done") {
-	case "retry":
-		return "Re-run recorded: the change's new workflow run starts now. This page reloads until the change settles."
+// maxReloads bounds how often a change page reloads itself (every 3 s:
+// three minutes), so that a forgotten tab neither keeps its session alive
+// nor reads Temporal for ever.
+const maxReloads = 60
+
+// reloadURL is where the change page reloads itself to, or "" when it
+// does not: only while a run is at work — the change pending, or settled
+// and its run about to end — not while it waits for the customer or the
+// period end.
+func reloadURL(c *fiber.Ctx, ch *models.SubscriptionChange, runOpen bool) string {
+	working := ch.Status == models.ChangePending || (!models.IsOpenChange(ch.Status) && runOpen)
+	n, _ := strconv.Atoi(c.Query("reload"))
+	if !working || n >= maxReloads {
+		return ""
 	}
-	if code := c.Query("refused"); code != "" {
-		return "Not re-run (" + strings.Clone(code) + "): the change is shown as it is now."
+	q := url.Values{"reload": {strconv.Itoa(n + 1)}}
+	if c.Query("done") == "retry" {
+		q.Set("done", "retry")
+	}
+	return "/ops/changes/" + ch.ID + "?" + q.Encode()
+}
+
+// notice is the message of the action the change's page was reached
+// from; status is the change's, and reloading says the page reloads
+// itself.
+func notice(c *fiber.Ctx, status string, reloading bool) string {
+	switch {
+	case c.Query("done") == "retry" && reloading:
+		return "Re-run recorded: the change's new workflow run has started. This page reloads until the change settles."
+	case c.Query("done") == "retry":
+		return "Re-run recorded; the change is " + status + " now."
+	}
+	if code := c.Query("refused"); refusalCode.MatchString(code) {
+		return "Not re-run (" + code + "): the change is shown as it is now."
 	}
 	return ""
 }
+
+// refusalCode is the shape of a problem code: what ?refused= may show.
+var refusalCode = regexp.MustCompile(`^[a-z_]{1,40}$`)
 
 // confirmRetry asks before a change is re-run: which step it resumes at,
 // and what it will and will not do.
@@ -223,14 +257,20 @@ func (h *handler) confirmRetry(c *fiber.Ctx) error {
 // retry re-runs a failed change (billing.Service.RetryAudited: the same
 // rules and audit as the operator API) and goes back to the change.
 func (h *handler) retry(c *fiber.Ctx) error {
+	s := sessionOf(c)
+	id := strings.Clone(c.Params("id"))
 	if c.FormValue("confirm") != "yes" {
+		// Refused, and written down with its reason.
+		if err := models.RecordStaffAction(web.Tx(c), &models.StaffAuditEntry{ActorID: s.UserID, Actor: s.Email, Channel: models.StaffViaConsole,
+			Action: models.StaffRetryChange, Target: id, Outcome: models.StaffOutcomeRefused, Detail: "confirmation_required", ClientIP: web.ClientIP(c)}); err != nil {
+			return err
+		}
+		web.KeepOnRefusal(c)
 		return refused(http.StatusUnprocessableEntity, "confirmation_required", "Confirm the re-run on its confirmation page.")
 	}
 	if !h.d.Billing.Configured() {
 		return billing.ErrNotConfigured
 	}
-	s := sessionOf(c)
-	id := strings.Clone(c.Params("id"))
 	tx := h.d.Billing.Starter.In(c, web.Tx(c))
 	change, _, err := h.d.Billing.RetryAudited(tx, id, models.StaffAuditEntry{
 		ActorID: s.UserID, Actor: s.Email, Channel: models.StaffViaConsole, ClientIP: web.ClientIP(c)})
@@ -269,10 +309,10 @@ type workflowRow struct {
 func (h *handler) organization(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	id := strings.Clone(c.Params("id"))
-	if !models.ValidID(id) {
+	org, err := models.FindOrg(ctx, h.d.DB, id)
+	if errors.Is(err, models.ErrNotFound) {
 		return models.NotFound("The organization")
 	}
-	org, err := models.FindOrg(ctx, h.d.DB, id)
 	if err != nil {
 		return err
 	}

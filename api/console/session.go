@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"strings"
 	"time"
@@ -46,13 +47,21 @@ func cookie(name, value string, maxAge int) *fiber.Cookie {
 	return &fiber.Cookie{Name: name, Value: value, Path: "/ops", MaxAge: maxAge, Secure: true, HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode}
 }
 
+// expired deletes the cookie name from the browser (an expiry in the past:
+// fasthttp writes no negative Max-Age).
+func expired(name string) *fiber.Cookie {
+	c := cookie(name, "", 0)
+	c.Expires = time.Unix(0, 0)
+	return c
+}
+
 // session admits a request with a live staff session; any other is sent
 // to the sign-in page (a GET, to come back after) or refused (a form).
 func (h *handler) session(c *fiber.Ctx) error {
 	now := h.d.Now()
 	s, err := models.FindStaffSession(c.UserContext(), h.d.DB, c.Cookies(sessionCookie), now, h.d.IdleTimeout)
 	if errors.Is(err, models.ErrStaffSessionEnded) {
-		c.Cookie(cookie(sessionCookie, "", -1))
+		c.Cookie(expired(sessionCookie))
 		if c.Method() != fiber.MethodGet {
 			return h.page(func(*fiber.Ctx) error {
 				return refused(http.StatusUnauthorized, "session_ended", "Your console session has ended (signed out, idle too long, or no longer staff). Sign in again.")
@@ -118,30 +127,40 @@ type signInPage struct {
 }
 
 func (h *handler) signInForm(c *fiber.Ctx) error {
-	token := rand.Text()
-	c.Cookie(cookie(signInCookie, token, 600))
-	return h.render(c, http.StatusOK, "sign-in", view{Title: "Sign in", CSRF: token,
+	return h.render(c, http.StatusOK, "sign-in", view{Title: "Sign in", CSRF: signInToken(c),
 		Data: signInPage{Next: safeNext(c.Query("next"))}})
+}
+
+// signInToken is the sign-in form's token: the browser's, so that two
+// sign-in tabs do not undo each other, or a new one. Either way its cookie
+// lives ten more minutes.
+func signInToken(c *fiber.Ctx) string {
+	token := strings.Clone(c.Cookies(signInCookie))
+	if len(token) < 26 {
+		token = rand.Text()
+	}
+	c.Cookie(cookie(signInCookie, token, 600))
+	return token
 }
 
 // formEmail keys the per-account sign-in limit.
 func formEmail(c *fiber.Ctx) string { return models.NormalizeEmail(c.FormValue("email")) }
 
-// signIn opens a session for a billing-staff account. A wrong password and
-// an account that is not staff are refused alike on the page, and both are
-// written to the audit log.
+// signIn opens a session for a billing-staff account. A wrong password
+// (401) and an account that is not staff (403, only once the password is
+// right) are refused on the page, and written to the audit log.
 func (h *handler) signIn(c *fiber.Ctx) error {
 	if !sameToken(c.FormValue(csrfField), c.Cookies(signInCookie)) || !sameOrigin(c) {
 		return errCSRF
 	}
 	email, next := strings.Clone(c.FormValue("email")), safeNext(c.FormValue("next"))
 	again := func(status int, code, message string) error {
-		token := rand.Text()
-		c.Cookie(cookie(signInCookie, token, 600))
-		return h.render(c, status, "sign-in", view{Title: "Sign in", CSRF: token, Problem: web.NewProblem(status, code, message),
+		return h.render(c, status, "sign-in", view{Title: "Sign in", CSRF: signInToken(c), Problem: web.NewProblem(status, code, message),
 			Data: signInPage{Email: email, Next: next}})
 	}
-	if strings.TrimSpace(email) == "" || c.FormValue("password") == "" {
+	if _, err := mail.ParseAddress(email); err != nil || len(email) > 254 || c.FormValue("password") == "" {
+		// Nothing is written for a form that names no account.
+		email = ""
 		return again(http.StatusUnprocessableEntity, "validation_failed", "Enter your e-mail address and your password.")
 	}
 	entry := models.StaffAuditEntry{Actor: models.NormalizeEmail(email), Channel: models.StaffViaConsole, Action: models.StaffSignIn,
@@ -178,7 +197,7 @@ func (h *handler) signIn(c *fiber.Ctx) error {
 		return err
 	}
 	c.Cookie(cookie(sessionCookie, secret, 0))
-	c.Cookie(cookie(signInCookie, "", -1))
+	c.Cookie(expired(signInCookie))
 	return c.Redirect(next, fiber.StatusSeeOther)
 }
 
@@ -192,6 +211,6 @@ func (h *handler) signOut(c *fiber.Ctx) error {
 		Action: models.StaffSignOut, Target: "session " + s.ID[:12], Outcome: models.StaffOutcomeDone, ClientIP: web.ClientIP(c)}); err != nil {
 		return err
 	}
-	c.Cookie(cookie(sessionCookie, "", -1))
+	c.Cookie(expired(sessionCookie))
 	return c.Redirect("/ops/sign-in", fiber.StatusSeeOther)
 }

@@ -30,9 +30,10 @@ type event struct {
 // events routed to it, the outcome), and each workflow run's history in
 // Temporal (the run, every Stripe call and database step as an activity,
 // the webhook events it was signalled). When Temporal cannot be read, the
-// timeline says so and shows the rest.
-func (h *handler) timeline(ctx context.Context, ch *models.SubscriptionChange, retries []models.SubscriptionChangeRetry) ([]event, error) {
-	out := []event{{At: ch.CreatedAt, What: "Requested",
+// timeline says so and shows the rest. runOpen tells whether the latest
+// run is still going, as far as its history says.
+func (h *handler) timeline(ctx context.Context, ch *models.SubscriptionChange, retries []models.SubscriptionChangeRetry) (out []event, runOpen bool, err error) {
+	out = []event{{At: ch.CreatedAt, What: "Requested",
 		Detail: fmt.Sprintf("%s from %s to %s (%s) by %s", ch.Kind, ch.FromPlan, ch.ToPlan, ch.Interval, ch.RequestedBy)}}
 	for _, r := range retries {
 		out = append(out, event{At: r.CreatedAt, What: fmt.Sprintf("Re-run %d requested", r.Number),
@@ -40,14 +41,19 @@ func (h *handler) timeline(ctx context.Context, ch *models.SubscriptionChange, r
 	}
 	var stripeEvents []models.StripeEvent
 	if err := h.d.DB.WithContext(ctx).Select("id", "type", "outcome", "received_at").
-		Where("change_id = ?", ch.ID).Order("received_at").Find(&stripeEvents).Error; err != nil {
-		return nil, err
+		Where("org_id = ? AND change_id = ?", ch.OrgID, ch.ID).Order("received_at").Find(&stripeEvents).Error; err != nil {
+		return nil, false, err
 	}
 	for _, e := range stripeEvents {
 		out = append(out, event{At: e.ReceivedAt, What: "Stripe webhook " + e.Type, Detail: "event " + e.ID + ": " + e.Outcome})
 	}
+	// One deadline for every run's history: a slow Temporal costs the page
+	// temporalTimeout, not that much per run.
+	tctx, cancel := context.WithTimeout(ctx, temporalTimeout)
+	defer cancel()
 	for r := 0; r <= ch.Retry(); r++ {
-		out = append(out, h.runEvents(ctx, models.SubscriptionChangeWorkflowID(ch.OrgID, ch.ID, r), r+1)...)
+		events, closed := h.runEvents(tctx, models.SubscriptionChangeWorkflowID(ch.OrgID, ch.ID, r), r+1)
+		out, runOpen = append(out, events...), !closed
 	}
 	switch {
 	case ch.Status == models.ChangeApplied && ch.CompletedAt != nil:
@@ -58,38 +64,49 @@ func (h *handler) timeline(ctx context.Context, ch *models.SubscriptionChange, r
 		out = append(out, event{At: ch.UpdatedAt, What: "Ended " + ch.Status, Detail: ch.LastErrorMessage})
 	}
 	slices.SortStableFunc(out, func(a, b event) int { return a.At.Compare(b.At) })
-	return out, nil
+	return out, runOpen, nil
 }
 
 // runEvents reads one workflow run's history: its start and end, each
-// activity's outcome (the Stripe calls), and the signals it received.
-func (h *handler) runEvents(ctx context.Context, workflowID string, number int) []event {
+// activity's outcome (the Stripe calls), and the signals it received;
+// closed tells whether the run has ended (or cannot be read: nothing to
+// wait for).
+func (h *handler) runEvents(ctx context.Context, workflowID string, number int) (out []event, closed bool) {
 	url := h.workflowURL(workflowID)
 	if h.d.Temporal == nil {
-		return []event{{At: time.Time{}, What: fmt.Sprintf("Run %d", number), Detail: "Temporal is not configured for this process", URL: url}}
+		return []event{{At: h.d.Now(), What: fmt.Sprintf("Run %d", number), Detail: "Temporal is not configured for this process", URL: url}}, true
 	}
-	ctx, cancel := context.WithTimeout(ctx, temporalTimeout)
-	defer cancel()
-	var out []event
 	activities := map[int64]string{} // scheduled event id → activity type
 	it := h.d.Temporal.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		e, err := it.Next()
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {
-			return append(out, event{At: h.d.Now(), What: fmt.Sprintf("Run %d not started yet", number),
-				Detail: "its start waits in the outbox until Temporal takes it", URL: url})
+			return append(out, event{At: h.d.Now(), What: fmt.Sprintf("Run %d not in Temporal", number),
+				Detail: "not started yet (its start waits in the outbox), or past the namespace's retention", URL: url}), true
 		}
 		if err != nil {
 			return append(out, event{At: h.d.Now(), What: fmt.Sprintf("Run %d: history not read", number),
-				Detail: "Temporal did not answer (" + err.Error() + "); the Temporal UI has it", URL: url})
+				Detail: "Temporal did not answer (" + err.Error() + "); the Temporal UI has it", URL: url}), true
 		}
 		if ev, ok := historyEvent(e, number, activities); ok {
 			ev.URL = url
 			out = append(out, ev)
 		}
+		closed = closed || isClose(e.GetEventType())
 	}
-	return out
+	return out, closed
+}
+
+// isClose tells whether an event ends its run.
+func isClose(t enumspb.EventType) bool {
+	switch t {
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		return true
+	}
+	return false
 }
 
 // historyEvent is the timeline's line for a history event, if it has one.

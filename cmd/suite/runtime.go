@@ -197,8 +197,8 @@ func newMetrics() *prometheus.Registry {
 
 // runBackground runs the API replica's background loops until ctx ends: the
 // outbox relay and the purge of expired idempotency keys, of revoked
-// sessions whose access tokens have all expired and of rate-limit counters
-// no limit reads any more.
+// sessions whose access tokens have all expired, of rate-limit counters
+// no limit reads any more and of staff console sessions that are over.
 func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, log *slog.Logger) {
 	go starter.Run(ctx)
 	go func() {
@@ -215,6 +215,9 @@ func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, lo
 			}
 			if _, err := models.PurgeRateCounters(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
 				log.Warn("purge rate-limit counters", "error", err)
+			}
+			if _, err := models.PurgeStaffSessions(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
+				log.Warn("purge staff console sessions", "error", err)
 			}
 			select {
 			case <-ctx.Done():
