@@ -57,24 +57,23 @@ func expired(name string) *fiber.Cookie {
 
 // session admits a request with a live staff session; any other is sent
 // to the sign-in page (a GET, to come back after) or refused (a form).
+// Its refusals are pages (errorPages runs before it).
 func (h *handler) session(c *fiber.Ctx) error {
 	now := h.d.Now()
 	s, err := models.FindStaffSession(c.UserContext(), h.d.DB, c.Cookies(sessionCookie), now, h.d.IdleTimeout)
 	if errors.Is(err, models.ErrStaffSessionEnded) {
 		c.Cookie(expired(sessionCookie))
 		if c.Method() != fiber.MethodGet {
-			return h.page(func(*fiber.Ctx) error {
-				return refused(http.StatusUnauthorized, "session_ended", "Your console session has ended (signed out, idle too long, or no longer staff). Sign in again.")
-			})(c)
+			return refused(http.StatusUnauthorized, "session_ended", "Your console session has ended (signed out, idle too long, or no longer staff). Sign in again.")
 		}
 		return c.Redirect("/ops/sign-in?next="+encodeNext(c), fiber.StatusSeeOther)
 	}
 	if err != nil {
-		return h.page(func(*fiber.Ctx) error { return err })(c)
+		return err
 	}
 	if now.Sub(s.LastSeenAt) >= touchEvery {
 		if err := models.TouchStaffSession(c.UserContext(), h.d.DB, s.ID, now); err != nil {
-			return h.page(func(*fiber.Ctx) error { return err })(c)
+			return err
 		}
 	}
 	c.Locals(localSession, s)
@@ -86,7 +85,7 @@ func (h *handler) session(c *fiber.Ctx) error {
 func (h *handler) csrf(c *fiber.Ctx) error {
 	s := sessionOf(c)
 	if s == nil || !sameToken(c.FormValue(csrfField), s.CSRFToken) || !sameOrigin(c) {
-		return h.page(func(*fiber.Ctx) error { return errCSRF })(c)
+		return errCSRF
 	}
 	return c.Next()
 }
@@ -99,7 +98,7 @@ func sameToken(got, want string) bool {
 }
 
 // sameOrigin: a browser's Origin header, when it sends one, names this
-// host.
+// host (a proxy in front must pass the Host header on).
 func sameOrigin(c *fiber.Ctx) bool {
 	origin := c.Get(fiber.HeaderOrigin)
 	if origin == "" {
