@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -222,8 +221,7 @@ func (h *handlers) cancelJob(c *fiber.Ctx) error {
 
 func (h *handlers) toJob(j *models.AIJob) views.AIJob {
 	out := views.ToAIJob(j)
-	if h.workflowLinks != "" {
-		u := h.workflowLinks + url.PathEscape(out.WorkflowID)
+	if u := h.temporalUI.Workflow(out.WorkflowID); u != "" {
 		out.WorkflowURL = &u
 	}
 	return out

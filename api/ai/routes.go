@@ -14,10 +14,7 @@
 package ai
 
 import (
-	"cmp"
 	"log/slog"
-	"net/url"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"go.temporal.io/sdk/client"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/views"
 )
 
 // Deps are the AI interface's dependencies.
@@ -44,9 +42,8 @@ type Deps struct {
 
 type handlers struct {
 	Deps
-	// workflowLinks is where a job's workflow id is appended to link to
-	// it in the Temporal Web UI ("" — no links).
-	workflowLinks string
+	// temporalUI links a job to its workflow in the Temporal Web UI.
+	temporalUI views.TemporalUI
 }
 
 // Routes mounts the AI interface on r (the /v1/ai group, behind the ai_
@@ -56,9 +53,7 @@ func Routes(r fiber.Router, d Deps) {
 		d.Log = slog.Default()
 	}
 	h := &handlers{Deps: d}
-	if d.TemporalUI != "" {
-		h.workflowLinks = strings.TrimRight(d.TemporalUI, "/") + "/namespaces/" + url.PathEscape(cmp.Or(d.Namespace, "default")) + "/workflows/"
-	}
+	h.temporalUI = views.NewTemporalUI(d.TemporalUI, d.Namespace)
 	r.Get("/documents", h.listDocuments)
 	r.Post("/documents", h.createDocument)
 	r.Get("/documents/:id", h.getDocument)

@@ -20,7 +20,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
 
@@ -113,9 +113,8 @@ var funcs = template.FuncMap{
 // handler serves the console.
 type handler struct {
 	d Deps
-	// workflowLinks is the Temporal UI's address of a workflow, without
-	// its id ("" when there is no UI).
-	workflowLinks string
+	// temporalUI links workflows to the Temporal Web UI.
+	temporalUI views.TemporalUI
 }
 
 // Mount serves the console under /ops/ on app. It needs the identity
@@ -129,10 +128,7 @@ func Mount(app *fiber.App, d Deps) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	h := &handler{d: d}
-	if d.TemporalUIURL != "" {
-		h.workflowLinks = strings.TrimRight(d.TemporalUIURL, "/") + "/namespaces/" + url.PathEscape(cmp.Or(d.Namespace, "default")) + "/workflows/"
-	}
+	h := &handler{d: d, temporalUI: views.NewTemporalUI(d.TemporalUIURL, d.Namespace)}
 
 	// Each route names its middleware: a group's would run for the
 	// operator API under /ops/v1 too.
@@ -231,19 +227,4 @@ func (h *handler) errorPages(c *fiber.Ctx) error {
 		return h.page(func(*fiber.Ctx) error { return err })(c)
 	}
 	return nil
-}
-
-// workflowURL is the Temporal UI's page of a workflow, or "".
-func (h *handler) workflowURL(workflowID string) string {
-	if h.workflowLinks == "" {
-		return ""
-	}
-	return h.workflowLinks + url.PathEscape(workflowID)
-}
-
-// refused is a console refusal of status with code and a message for the
-// page.
-func refused(status int, code, message string) error {
-	p := web.NewProblem(status, code, message)
-	return p
 }

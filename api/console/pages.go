@@ -14,7 +14,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
-	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/web"
@@ -116,7 +115,7 @@ func (h *handler) changes(c *fiber.Ctx) error {
 		page.PrevPage = pageLink("/ops/changes", page.Filter, max(offset-pageSize, 0))
 	}
 	for i := range rows {
-		page.Rows = append(page.Rows, changeRow{StaffChangeRow: rows[i], Workflow: h.workflowURL(rows[i].WorkflowID())})
+		page.Rows = append(page.Rows, changeRow{StaffChangeRow: rows[i], Workflow: h.temporalUI.Workflow(rows[i].WorkflowID())})
 	}
 	return h.render(c, http.StatusOK, "changes", view{Title: "Subscription changes", Data: page})
 }
@@ -159,22 +158,18 @@ type run struct {
 
 // findChange loads the change named by the path, any organization's.
 func (h *handler) findChange(ctx context.Context, id string) (*models.SubscriptionChange, string, error) {
-	notFound := models.NotFound("The subscription change")
-	if !models.ValidID(id) {
-		return nil, "", notFound
+	c, err := models.FindSubscriptionChange(ctx, h.d.DB, "", id) // any organization's
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, "", models.NotFound("The subscription change")
 	}
-	var c models.SubscriptionChange
-	if err := h.d.DB.WithContext(ctx).Take(&c, "id = ?", id).Error; err != nil {
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return nil, "", notFound
-		}
+	if err != nil {
 		return nil, "", err
 	}
 	var name string
 	if err := h.d.DB.WithContext(ctx).Model(&models.Organization{}).Where("id = ?", c.OrgID).Pluck("name", &name).Error; err != nil {
 		return nil, "", err
 	}
-	return &c, name, nil
+	return c, name, nil
 }
 
 func (h *handler) change(c *fiber.Ctx) error {
@@ -195,7 +190,7 @@ func (h *handler) change(c *fiber.Ctx) error {
 	page.ReloadURL = reloadURL(c, ch, runOpen)
 	for r := 0; r <= ch.Retry(); r++ {
 		id := models.SubscriptionChangeWorkflowID(ch.OrgID, ch.ID, r)
-		page.Runs = append(page.Runs, run{Number: r + 1, WorkflowID: id, URL: h.workflowURL(id)})
+		page.Runs = append(page.Runs, run{Number: r + 1, WorkflowID: id, URL: h.temporalUI.Workflow(id)})
 	}
 	return h.render(c, http.StatusOK, "change", view{Title: "Change " + ch.ID, Notice: notice(c, ch.Status, page.ReloadURL != ""), Data: page})
 }
@@ -266,7 +261,7 @@ func (h *handler) retry(c *fiber.Ctx) error {
 			return err
 		}
 		web.KeepOnRefusal(c)
-		return refused(http.StatusUnprocessableEntity, "confirmation_required", "Confirm the re-run on its confirmation page.")
+		return web.NewProblem(http.StatusUnprocessableEntity, "confirmation_required", "Confirm the re-run on its confirmation page.")
 	}
 	if !h.d.Billing.Configured() {
 		return billing.ErrNotConfigured
@@ -338,12 +333,10 @@ func (h *handler) organization(c *fiber.Ctx) error {
 		return err
 	}
 	for i := range rows {
-		page.Changes = append(page.Changes, changeRow{StaffChangeRow: rows[i], Workflow: h.workflowURL(rows[i].WorkflowID())})
+		page.Changes = append(page.Changes, changeRow{StaffChangeRow: rows[i], Workflow: h.temporalUI.Workflow(rows[i].WorkflowID())})
 	}
 	page.WorkflowsSearchQuery = `OrgId = "` + id + `"`
-	if h.workflowLinks != "" {
-		page.WorkflowsURL = strings.TrimSuffix(h.workflowLinks, "/") + "?query=" + url.QueryEscape(page.WorkflowsSearchQuery)
-	}
+	page.WorkflowsURL = h.temporalUI.Search(page.WorkflowsSearchQuery)
 	page.Workflows, page.TemporalError = h.recentWorkflows(ctx, page.WorkflowsSearchQuery)
 	return h.render(c, http.StatusOK, "organization", view{Title: org.Name, Data: page})
 }
@@ -364,7 +357,7 @@ func (h *handler) recentWorkflows(ctx context.Context, query string) ([]workflow
 	var out []workflowRow
 	for _, w := range resp.GetExecutions() {
 		row := workflowRow{ID: w.GetExecution().GetWorkflowId(), Type: w.GetType().GetName(),
-			Status: strings.ToLower(strings.TrimPrefix(w.GetStatus().String(), "WorkflowExecutionStatus")), URL: h.workflowURL(w.GetExecution().GetWorkflowId())}
+			Status: strings.ToLower(strings.TrimPrefix(w.GetStatus().String(), "WorkflowExecutionStatus")), URL: h.temporalUI.Workflow(w.GetExecution().GetWorkflowId())}
 		if w.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
 			row.Status = "unknown"
 		}

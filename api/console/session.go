@@ -64,7 +64,7 @@ func (h *handler) session(c *fiber.Ctx) error {
 	if errors.Is(err, models.ErrStaffSessionEnded) {
 		c.Cookie(expired(sessionCookie))
 		if c.Method() != fiber.MethodGet {
-			return refused(http.StatusUnauthorized, "session_ended", "Your console session has ended (signed out, idle too long, or no longer staff). Sign in again.")
+			return web.NewProblem(http.StatusUnauthorized, "session_ended", "Your console session has ended (signed out, idle too long, or no longer staff). Sign in again.")
 		}
 		return c.Redirect("/ops/sign-in?next="+encodeNext(c), fiber.StatusSeeOther)
 	}
@@ -90,7 +90,7 @@ func (h *handler) csrf(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-var errCSRF = refused(http.StatusForbidden, "csrf_failed",
+var errCSRF = web.NewProblem(http.StatusForbidden, "csrf_failed",
 	"The form did not carry this session's token (or came from another site): nothing was done. Reload the page and try again.")
 
 func sameToken(got, want string) bool {

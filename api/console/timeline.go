@@ -72,7 +72,7 @@ func (h *handler) timeline(ctx context.Context, ch *models.SubscriptionChange, r
 // closed tells whether the run has ended (or cannot be read: nothing to
 // wait for).
 func (h *handler) runEvents(ctx context.Context, workflowID string, number int) (out []event, closed bool) {
-	url := h.workflowURL(workflowID)
+	url := h.temporalUI.Workflow(workflowID)
 	if h.d.Temporal == nil {
 		return []event{{At: h.d.Now(), What: fmt.Sprintf("Run %d", number), Detail: "Temporal is not configured for this process", URL: url}}, true
 	}
