@@ -76,10 +76,7 @@ func TestReferenceInABrowser(t *testing.T) {
 	}
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		stepCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(stepCtx, steps...); err != nil {
-			shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText.slice(0, 1500)`))
+		if shown, err := apitest.BrowserStep(ctx, steps...); err != nil {
 			mu.Lock()
 			reported := append([]string(nil), pageErrors...)
 			mu.Unlock()

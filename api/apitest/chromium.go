@@ -125,3 +125,15 @@ func Chromium(t *testing.T) (context.Context, *OutsideWorld) {
 	}
 	return ctx, outside
 }
+
+// BrowserStep runs steps in the browser of ctx, each step given 30
+// seconds; when one fails it returns the error and what the page shows
+// (its address and the start of its text), for the test's message.
+func BrowserStep(ctx context.Context, steps ...chromedp.Action[chromedp.Void]) (shown string, err error) {
+	stepCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err = chromedp.Do(stepCtx, steps...); err != nil {
+		shown, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText.slice(0, 2000)`))
+	}
+	return shown, err
+}

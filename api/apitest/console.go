@@ -24,6 +24,14 @@ func (e *Env) Browser() *Browser { return &Browser{e: e, Cookies: map[string]str
 
 var formToken = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
+// FormToken is the CSRF token of the first form on page, or "".
+func FormToken(page []byte) string {
+	if m := formToken.FindSubmatch(page); m != nil {
+		return string(m[1])
+	}
+	return ""
+}
+
 // Get loads a page.
 func (b *Browser) Get(path string) *Response {
 	b.e.T.Helper()
@@ -84,8 +92,8 @@ func (b *Browser) do(req Request) *Response {
 			b.Cookies[c.Name] = c.Value
 		}
 	}
-	if m := formToken.FindSubmatch(resp.Body); m != nil {
-		b.Token = string(m[1])
+	if token := FormToken(resp.Body); token != "" {
+		b.Token = token
 	}
 	return resp
 }

@@ -48,10 +48,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		stepCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(stepCtx, steps...); err != nil {
-			shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText.slice(0, 2000)`))
+		if shown, err := apitest.BrowserStep(ctx, steps...); err != nil {
 			t.Fatalf("%s: %v\nthe page shows:\n%s", what, err, shown)
 		}
 	}

@@ -182,7 +182,9 @@ func TestConsoleSessions(t *testing.T) {
 			http.StatusForbidden, "csrf_failed")
 		b.Token = "x" + b.Token
 		expectPage(t, b.Form("/ops/sign-out", nil), http.StatusForbidden, "csrf_failed")
-		b.Token = string(formTokenOf(t, page.Body))
+		if b.Token = apitest.FormToken(page.Body); b.Token == "" {
+			t.Fatalf("no form token on the page:\n%s", page.Body)
+		}
 		if r := b.Form("/ops/sign-out", nil); r.Status != http.StatusSeeOther || r.Header.Get("Location") != "/ops/sign-in" {
 			t.Fatalf("sign-out: %d %s", r.Status, r.Body)
 		}
@@ -196,16 +198,6 @@ func TestConsoleSessions(t *testing.T) {
 			t.Fatalf("audit of the sign-out %+v", a)
 		}
 	}, withClock(&now))
-}
-
-func formTokenOf(t *testing.T, page []byte) string {
-	t.Helper()
-	_, after, ok := strings.Cut(string(page), `name="csrf" value="`)
-	token, _, ok2 := strings.Cut(after, `"`)
-	if !ok || !ok2 {
-		t.Fatalf("no form token on the page:\n%s", page)
-	}
-	return token
 }
 
 // order asks for plan through the API as the organization's owner, waiting
