@@ -51,19 +51,19 @@ func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 	store := clusterStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	start := func() (*nodeStopper, string) {
+	start := func() (*node, string) {
 		addr := freeAddr(t)
 		srv, err := devserver.Start(devserver.Options{FrontendAddr: addr, Postgres: store})
 		if err != nil {
 			t.Fatal(err)
 		}
-		stopped := false
+		n := &node{srv: srv}
 		t.Cleanup(func() {
-			if !stopped {
+			if !n.stopped {
 				_ = srv.Stop(10 * time.Second)
 			}
 		})
-		return &nodeStopper{srv, &stopped}, addr
+		return n, addr
 	}
 	first, firstAddr := start()
 	_, secondAddr := start()
@@ -93,14 +93,15 @@ func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 	again.stop(t)
 }
 
-// nodeStopper stops a node once, in the test or at its end.
-type nodeStopper struct {
+// node is a started cluster node, stopped once: in the test, or at its
+// end.
+type node struct {
 	srv     *devserver.Server
-	stopped *bool
+	stopped bool
 }
 
-func (n *nodeStopper) stop(t *testing.T) {
-	*n.stopped = true
+func (n *node) stop(t *testing.T) {
+	n.stopped = true
 	if err := n.srv.Stop(10 * time.Second); err != nil {
 		t.Log(err)
 	}
