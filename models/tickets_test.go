@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -266,6 +267,112 @@ func TestMonthlyTicketAllowance(t *testing.T) {
 		numbers, refused := openTickets(t, db, org, 6)
 		if !slices.Equal(numbers, []int{1006, 1007, 1008}) || !slices.Equal(refused, []string{"ticket_limit_reached", "ticket_limit_reached", "ticket_limit_reached"}) {
 			t.Fatalf("on tiny: numbers %v, refused %v; want 1006…1008 and 3 × ticket_limit_reached", numbers, refused)
+		}
+	})
+}
+
+// OpenTicketAtOnce writes what OpenTicket writes, in one statement, where
+// a workspace needs nothing else; anywhere else it writes nothing and
+// leaves the ticket to OpenTicket.
+func TestOpenTicketAtOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		newTicket := func(org, email string) *models.Ticket {
+			now := models.Now()
+			return &models.Ticket{ID: models.NewID(), OrgID: org, Subject: "Printer on fire", Description: "It smokes.",
+				Status: models.TicketNew, Priority: "high", Channel: "api", RequesterEmail: email, Tags: `["hw"]`, CreatedAt: now, UpdatedAt: now}
+		}
+		type event struct{ Type, Summary, Actor string }
+		history := func(customer string) []event {
+			var got []event
+			if err := db.Model(&models.CustomerEvent{}).Where("customer_id = ?", customer).Order("created_at, id").Find(&got).Error; err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		count := func(model any, orgID string) (n int64) {
+			if err := db.Model(model).Where("org_id = ?", orgID).Count(&n).Error; err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		writesNothing := func(name string, org *models.Organization) {
+			t.Helper()
+			tk := newTicket(org.ID, "nobody@acme.io")
+			opened, err := models.OpenTicketAtOnce(db, tk, "", models.ActorSystem)
+			if err != nil || opened || tk.Number != 0 || tk.CustomerID != nil {
+				t.Fatalf("%s: opened %v (%+v), %v", name, opened, tk, err)
+			}
+			for _, model := range []any{&models.Ticket{}, &models.Customer{}, &models.CustomerEvent{}} {
+				if n := count(model, org.ID); n != 0 {
+					t.Fatalf("%s: %d rows of %T written", name, n, model)
+				}
+			}
+		}
+
+		org := newOrg(t, db, models.PlanEnterprise, "UTC")
+		if database.DialectFor(db) != database.Postgres {
+			writesNothing("SQLite", org)
+			return
+		}
+		// A new requester: the customer is created, named after the
+		// e-mail, with both events of its history, as OpenTicket does.
+		first := newTicket(org.ID, "maria@acme.io")
+		if opened, err := models.OpenTicketAtOnce(db, first, "", models.Actor("key:k1")); err != nil || !opened {
+			t.Fatalf("opened %v, %v", opened, err)
+		}
+		var stored models.Ticket
+		if err := db.Take(&stored, "id = ?", first.ID).Error; err != nil {
+			t.Fatal(err)
+		}
+		if stored.Number != models.FirstTicketNumber || first.Number != stored.Number || first.CustomerID == nil || *stored.CustomerID != *first.CustomerID ||
+			stored.Subject != first.Subject || stored.Description != first.Description || stored.Priority != "high" || stored.Channel != "api" ||
+			stored.Tags != `["hw"]` || stored.Status != models.TicketNew || stored.SLAState != nil || !stored.CreatedAt.Equal(first.CreatedAt) {
+			t.Fatalf("stored %+v, returned %+v", stored, first)
+		}
+		var maria models.Customer
+		if err := db.Take(&maria, "id = ?", *first.CustomerID).Error; err != nil || maria.Name != "maria" || maria.Email != "maria@acme.io" || maria.OrgID != org.ID {
+			t.Fatalf("the customer: %+v %v", maria, err)
+		}
+		want := []event{{"customer_created", "Customer created from a ticket", "key:k1"},
+			{"ticket_created", fmt.Sprintf("Ticket #%d opened: Printer on fire", first.Number), "key:k1"}}
+		if got := history(maria.ID); !slices.Equal(got, want) {
+			t.Fatalf("history %+v, want %+v", got, want)
+		}
+		// OpenTicket tells the same story in the same words.
+		slow := newTicket(org.ID, "omar@acme.io")
+		if _, err := models.OpenTicket(db, org, slow, "", models.Actor("key:k1")); err != nil {
+			t.Fatal(err)
+		}
+		want = []event{want[0], {"ticket_created", fmt.Sprintf("Ticket #%d opened: Printer on fire", slow.Number), "key:k1"}}
+		if got := history(*slow.CustomerID); slow.Number != first.Number+1 || !slices.Equal(got, want) {
+			t.Fatalf("OpenTicket numbered %d and told %+v", slow.Number, got)
+		}
+
+		// A known requester keeps their customer (and name): one event.
+		again := newTicket(org.ID, "maria@acme.io")
+		if opened, err := models.OpenTicketAtOnce(db, again, "Maria Diaz", models.ActorSystem); err != nil || !opened {
+			t.Fatalf("opened %v, %v", opened, err)
+		}
+		if again.Number != first.Number+2 || *again.CustomerID != maria.ID || len(history(maria.ID)) != 3 || count(&models.Customer{}, org.ID) != 2 {
+			t.Fatalf("the second ticket %+v; history %+v", again, history(maria.ID))
+		}
+
+		// Where the ticket needs more than its rows, nothing is written.
+		writesNothing("a plan with limits", newOrg(t, db, models.PlanBusiness, "UTC"))
+		withPolicy := newOrg(t, db, models.PlanEnterprise, "UTC")
+		if _, err := models.SaveSLAPolicy(db, withPolicy.ID, policy(t, `{"businessHours": "24x7", "targets": {"urgent": {"firstResponse": 60}}}`),
+			"test", models.Now()); err != nil {
+			t.Fatal(err)
+		}
+		writesNothing("an SLA policy", withPolicy)
+		for _, status := range []struct{ status, by string }{{models.WebhookEnabled, ""}, {models.WebhookDisabled, models.DisabledByDelivery}} {
+			withEndpoint := newOrg(t, db, models.PlanEnterprise, "UTC")
+			now := models.Now()
+			if err := db.Create(&models.WebhookEndpoint{ID: models.NewID(), OrgID: withEndpoint.ID, URL: "https://hooks.acme.io/", Events: `["*"]`,
+				Secret: "whsec_x", Status: status.status, DisabledBy: status.by, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+				t.Fatal(err)
+			}
+			writesNothing("an endpoint "+status.status, withEndpoint)
 		}
 	})
 }

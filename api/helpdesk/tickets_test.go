@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	enumspb "go.temporal.io/api/enums/v1"
+	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/internal/database"
@@ -319,4 +322,63 @@ func TestLeavingSolvedCancelsTheAutoCloseTimer(t *testing.T) {
 	e.Eventually(func() bool {
 		return workflowStatus(e, workflows.TicketAutoCloseID(replied.ID, 2)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, "the second timer to run")
+}
+
+// A ticket of a workspace with nothing else to mind (no plan limit, SLA
+// policy or webhook endpoint) is opened in one statement on PostgreSQL
+// (models.OpenTicketAtOnce), outside any request transaction, and answers
+// and records what the transaction's way does; anywhere else the ticket
+// is opened in the request's transaction.
+func TestTicketsOpenInOneStatementWhereTheyCan(t *testing.T) {
+	var transactions atomic.Int32
+	countTransactions := apitest.WithBeforeCommit(func(c *fiber.Ctx, _ *gorm.DB) error {
+		if c.Path() == "/helpdesk/tickets" {
+			transactions.Add(1)
+		}
+		return nil
+	})
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newDesk(t, e)
+		open := func(email string) (ticket, int32) {
+			t.Helper()
+			transactions.Store(0)
+			tk := d.create(e, map[string]any{"subject": " Printer on fire ", "email": email, "priority": "high", "tags": []string{"HW"}})
+			return tk, transactions.Load()
+		}
+		oneStatement := database.DialectFor(e.DB) == database.Postgres && !e.Keyed
+		e.SetPlan(d.id, models.PlanEnterprise)
+		tk, txs := open("Maria@Acme.io")
+		if want := map[bool]int32{true: 0, false: 1}[oneStatement]; txs != want {
+			t.Fatalf("opened in %d request transactions, want %d", txs, want)
+		}
+		if tk.Number != models.FirstTicketNumber || tk.Email != "maria@acme.io" || tk.Priority != "high" || tk.Status != models.TicketNew ||
+			tk.CustomerID == nil || strings.Join(tk.Tags, ",") != "hw" || tk.Channel != "web" {
+			t.Fatalf("the ticket: %+v", tk)
+		}
+		var history struct {
+			Data []struct{ Type, Summary, Actor string }
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/customers/" + *tk.CustomerID + "/activity", Headers: d.headers}).Expect(200).JSON(&history)
+		if len(history.Data) != 2 || history.Data[0].Summary != fmt.Sprintf("Ticket #%d opened: Printer on fire", tk.Number) ||
+			history.Data[1].Type != "customer_created" || history.Data[0].Actor != history.Data[1].Actor || history.Data[0].Actor == "" {
+			t.Fatalf("the customer's history: %+v", history.Data)
+		}
+		if again, _ := open("maria@acme.io"); again.Number != tk.Number+1 || *again.CustomerID != *tk.CustomerID {
+			t.Fatalf("the requester's second ticket: %+v", again)
+		}
+
+		// A webhook endpoint's events are recorded with the ticket, in the
+		// request's transaction.
+		now := models.Now()
+		if err := e.DB.Create(&models.WebhookEndpoint{ID: models.NewID(), OrgID: d.id, URL: "https://hooks.acme.io/", Events: `["ticket.*"]`,
+			Secret: "whsec_x", Status: models.WebhookEnabled, CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		withHook, txs := open("omar@acme.io")
+		var events int64
+		e.DB.Model(&models.WebhookEvent{}).Where("org_id = ? AND type = ?", d.id, "ticket.created").Count(&events)
+		if txs != 1 || events != 1 || withHook.Number != tk.Number+2 {
+			t.Fatalf("with an endpoint: %d transactions, %d ticket.created events, %+v", txs, events, withHook)
+		}
+	}, countTransactions)
 }
