@@ -376,3 +376,101 @@ func TestOpenTicketAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// Requesters new to the workspace who open tickets at the same time get
+// one customer: a statement that finds the customer created by another
+// one, committed while it ran, writes nothing, and the transaction's way
+// opens the ticket.
+func TestOpenTicketAtOnceForOneNewRequesterAtATime(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		org := newOrg(t, db, models.PlanEnterprise, "UTC")
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Go(func() {
+				now := models.Now()
+				tk := &models.Ticket{ID: models.NewID(), OrgID: org.ID, Subject: "Printer", Status: models.TicketNew, Priority: "normal",
+					Channel: "web", RequesterEmail: "new@acme.io", Tags: "[]", CreatedAt: now, UpdatedAt: now}
+				opened, err := models.OpenTicketAtOnce(db, tk, "", models.ActorSystem)
+				if err == nil && !opened {
+					err = db.Transaction(func(tx *gorm.DB) error {
+						_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem)
+						return err
+					})
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		var customers []models.Customer
+		db.Find(&customers, "org_id = ?", org.ID)
+		var numbers []int
+		db.Model(&models.Ticket{}).Where("org_id = ?", org.ID).Order("number").Pluck("number", &numbers)
+		var created, opened int64
+		db.Model(&models.CustomerEvent{}).Where("org_id = ? AND type = ?", org.ID, "customer_created").Count(&created)
+		db.Model(&models.CustomerEvent{}).Where("org_id = ? AND type = ?", org.ID, "ticket_created").Count(&opened)
+		if len(customers) != 1 || len(numbers) != n || created != 1 || opened != n {
+			t.Fatalf("%d customers, tickets %v, %d customer_created and %d ticket_created events", len(customers), numbers, created, opened)
+		}
+		for i := 1; i < n; i++ {
+			if numbers[i] == numbers[i-1] {
+				t.Fatalf("a number twice: %v", numbers)
+			}
+		}
+		if database.DialectFor(db) != database.Postgres {
+			return
+		}
+
+		// The race itself, held open: another transaction has created the
+		// requester's customer; the statement waits for its commit, then
+		// cannot see the row and writes nothing.
+		hold := db.Begin()
+		defer hold.Rollback()
+		now := models.Now()
+		if err := hold.Create(&models.Customer{ID: models.NewID(), OrgID: org.ID, Name: "Late", Email: "late@acme.io", CreatedAt: now, UpdatedAt: now}).Error; err != nil {
+			t.Fatal(err)
+		}
+		tk := &models.Ticket{ID: models.NewID(), OrgID: org.ID, Subject: "Printer", Status: models.TicketNew, Priority: "normal",
+			Channel: "web", RequesterEmail: "late@acme.io", Tags: "[]", CreatedAt: now, UpdatedAt: now}
+		type result struct {
+			opened bool
+			err    error
+		}
+		done := make(chan result, 1)
+		go func() {
+			opened, err := models.OpenTicketAtOnce(db, tk, "", models.ActorSystem)
+			done <- result{opened, err}
+		}()
+		waiting := func() bool {
+			var n int64
+			db.Raw("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH open AS%'").Scan(&n)
+			return n == 1
+		}
+		for deadline := time.Now().Add(10 * time.Second); !waiting(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the statement never waited for the customer's transaction")
+			}
+		}
+		if err := hold.Commit().Error; err != nil {
+			t.Fatal(err)
+		}
+		if r := <-done; r.err != nil || r.opened {
+			t.Fatalf("opened %v, %v: the statement saw a customer its snapshot cannot hold", r.opened, r.err)
+		}
+		var tickets int64
+		db.Model(&models.Ticket{}).Where("id = ?", tk.ID).Count(&tickets)
+		if tickets != 0 {
+			t.Fatal("the statement that found no customer wrote its ticket")
+		}
+		if _, err := models.OpenTicket(db, org, tk, "", models.ActorSystem); err != nil || tk.CustomerID == nil {
+			t.Fatalf("the transaction's way: %+v %v", tk, err)
+		}
+	})
+}
