@@ -13,8 +13,8 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"

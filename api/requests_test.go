@@ -15,7 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/stripetest"
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"

@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/business-suite/suite/api"
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/auth"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models/dbtest"
 )

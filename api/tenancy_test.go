@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 )

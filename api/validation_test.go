@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 )

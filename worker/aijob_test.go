@@ -15,8 +15,8 @@ import (
 
 	"github.com/business-suite/suite/activities/ai/openaicompat"
 	"github.com/business-suite/suite/activities/ai/openaicompat/openaitest"
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )

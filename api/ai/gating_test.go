@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 )
 

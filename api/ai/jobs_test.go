@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/business-suite/suite/activities/ai"
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/business-suite/suite/activities/ai"
 	"github.com/business-suite/suite/activities/ai/openaicompat"
 	"github.com/business-suite/suite/activities/ai/openaicompat/openaitest"
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 )
 

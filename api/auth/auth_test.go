@@ -15,9 +15,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )

@@ -13,9 +13,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/stripetest"
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/activities/stripetest"
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/billing"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/business-suite/suite/activities/stripetest"
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 )
 

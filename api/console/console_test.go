@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/stripetest"
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/console"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 )
 

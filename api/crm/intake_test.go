@@ -10,7 +10,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/identity"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/identity"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 )
 

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/internal/netguard/dnstest"
 )

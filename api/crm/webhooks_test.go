@@ -22,7 +22,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"

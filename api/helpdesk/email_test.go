@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/business-suite/suite/activities"
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/mailin"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )

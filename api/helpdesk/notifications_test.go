@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/business-suite/suite/activities"
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/helpdesk"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )

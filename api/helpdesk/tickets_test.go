@@ -12,7 +12,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/business-suite/suite/api/apitest"
+	"github.com/business-suite/suite/cmd/apitest"
 )
 
 // Tickets, their comments and customers tell their changes, whether a

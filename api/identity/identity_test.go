@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/business-suite/suite/api/apitest"
 	"github.com/business-suite/suite/api/identity"
+	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )

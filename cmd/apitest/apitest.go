@@ -4,6 +4,10 @@
 // middleware, and a worker running the suite's workflows. Every request and
 // response made through Env.Do is validated against docs/openapi.yaml, so a
 // handler that drifts from the specification fails its test.
+//
+// It lives under cmd/ because it composes the whole suite, as the
+// binaries do: it imports the API and the worker, which the API's own
+// packages must not (internal/layers); only test files import it.
 package apitest
 
 import (
