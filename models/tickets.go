@@ -75,7 +75,7 @@ const (
 // the SLA policy, the ticket, the history, the webhook endpoints) and
 // BEGIN and COMMIT, each a round trip. As one statement,
 // `POST /helpdesk/tickets` went from 0.15 to 0.39–0.44 of the bare INSERT
-// in `make bench`, and the suite's CPU from 1.08 to 0.28–0.31 ms a
+// in `make bench`, and the suite's CPU from 0.90–1.08 to 0.27–0.36 ms a
 // request (docs/decisions.md, "Helpdesk").
 func OpenTicketAtOnce(db *gorm.DB, t *Ticket, requesterName string, by Actor) (bool, error) {
 	if db.Error != nil {
