@@ -137,6 +137,30 @@ func startValues(s *WorkflowStart) []any {
 		s.LastError, s.RunID, s.StartedAt, s.CreatedAt, s.UpdatedAt, s.SignalName, s.SignalInput, s.TraceContext, s.RequestID}
 }
 
+// queryRow runs query on db's connection (its transaction, or the pool)
+// and scans its first row into dest; it reports whether there was one.
+// Unlike GORM's Row, whose fallback in a transaction that could not begin
+// hands back a row failing with "context canceled", it returns the
+// statement's own error, which the request's error handler maps (a 503
+// while the database is away).
+func queryRow(db *gorm.DB, query string, args []any, dest ...any) (bool, error) {
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return false, err
+	}
+	if err := rows.Close(); err != nil { // as Row.Scan: the statement's own error
+		return false, err
+	}
+	return true, nil
+}
+
 // RecordWithStart runs insert — an INSERT … ON CONFLICT DO NOTHING
 // RETURNING of the caller's, whose one returned row is scanned into dest —
 // and records the workflow start s only if insert wrote its row; it
@@ -160,21 +184,8 @@ func RecordWithStart(db *gorm.DB, insert string, args []any, s *WorkflowStart, d
 		query := database.Numbered("WITH recorded AS (" + insert + "),\n" +
 			"started AS (INSERT INTO workflow_starts (" + startColumns + ") SELECT " + startPlaceholders + " FROM recorded RETURNING 1)\n" +
 			"SELECT recorded.* FROM recorded, started")
-		rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, query, slices.Concat(args, startValues(s))...)
-		if err != nil {
-			return false, err
-		}
-		defer rows.Close()
-		if !rows.Next() { // the intake was there already: nothing written
-			return false, rows.Err()
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return false, err
-		}
-		if err := rows.Close(); err != nil { // as Row.Scan: the statement's own error
-			return false, err
-		}
-		return true, nil
+		// No row: the intake was there already, and nothing was written.
+		return queryRow(db, query, slices.Concat(args, startValues(s)), dest...)
 	}
 	written := false
 	err := db.Transaction(func(tx *gorm.DB) error {

@@ -89,28 +89,19 @@ func OpenTicketAtOnce(db *gorm.DB, t *Ticket, requesterName string, by Actor) (b
 	// ticket.
 	customerEvent, customerEventAt := NewID(), Now()
 	ticketEvent, ticketEventAt := NewID(), Now()
-	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, openTicketStatement,
+	var number int
+	var customerID string
+	opened, err := queryRow(db, openTicketStatement, []any{
 		t.OrgID, t.OrgID,
 		customer.ID, customer.OrgID, customer.Name, customer.Email, customer.CreatedAt, customer.UpdatedAt,
 		t.OrgID, t.RequesterEmail,
 		t.ID, t.OrgID, t.OrgID, t.Subject, t.Description, t.Status, t.Priority, t.Channel, t.RequesterEmail, t.Tags, t.CreatedAt, t.UpdatedAt,
 		customerEvent, t.OrgID, customerFromTicket, string(by), customerEventAt,
-		ticketEvent, t.OrgID, ticketOpened, " opened: "+t.Subject, string(by), ticketEventAt)
-	if err != nil {
+		ticketEvent, t.OrgID, ticketOpened, " opened: " + t.Subject, string(by), ticketEventAt}, &number, &customerID)
+	if err != nil || !opened {
 		return false, err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		return false, rows.Err()
-	}
-	var customerID string
-	if err := rows.Scan(&t.Number, &customerID); err != nil {
-		return false, err
-	}
-	if err := rows.Close(); err != nil { // as Row.Scan: the statement's own error
-		return false, err
-	}
-	t.CustomerID = &customerID
+	t.Number, t.CustomerID = number, &customerID
 	return true, nil
 }
 
