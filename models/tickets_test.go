@@ -192,6 +192,14 @@ func TestAddTicketCommentRules(t *testing.T) {
 // start or cancel, a member to tell.
 func asks(ch models.TicketChange) bool { return ch.Solved || ch.Unsolved || ch.Notify != nil }
 
+// newTicket is a new normal-priority web ticket of org, requested by
+// email, to be opened.
+func newTicket(orgID, email string) *models.Ticket {
+	now := models.Now()
+	return &models.Ticket{ID: models.NewID(), OrgID: orgID, Subject: "Printer", Status: models.TicketNew, Priority: "normal",
+		Channel: "web", RequesterEmail: email, Tags: "[]", CreatedAt: now, UpdatedAt: now}
+}
+
 // openTickets opens n tickets at once in org, each in its own
 // transaction, and returns their numbers, or the codes of the refusals.
 func openTickets(t *testing.T, db *gorm.DB, org *models.Organization, n int) (numbers []int, refused []string) {
@@ -200,9 +208,7 @@ func openTickets(t *testing.T, db *gorm.DB, org *models.Organization, n int) (nu
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			now := models.Now()
-			tk := &models.Ticket{ID: models.NewID(), OrgID: org.ID, Subject: "Printer", Status: models.TicketNew, Priority: "normal",
-				Channel: "web", RequesterEmail: fmt.Sprintf("c%d@acme.io", i), Tags: "[]", CreatedAt: now, UpdatedAt: now}
+			tk := newTicket(org.ID, fmt.Sprintf("c%d@acme.io", i))
 			err := db.Transaction(func(tx *gorm.DB) error {
 				_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem)
 				return err
@@ -276,10 +282,11 @@ func TestMonthlyTicketAllowance(t *testing.T) {
 // leaves the ticket to OpenTicket.
 func TestOpenTicketAtOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
-		newTicket := func(org, email string) *models.Ticket {
-			now := models.Now()
-			return &models.Ticket{ID: models.NewID(), OrgID: org, Subject: "Printer on fire", Description: "It smokes.",
-				Status: models.TicketNew, Priority: "high", Channel: "api", RequesterEmail: email, Tags: `["hw"]`, CreatedAt: now, UpdatedAt: now}
+		// Every field the statement writes, set apart from the defaults.
+		fullTicket := func(org, email string) *models.Ticket {
+			tk := newTicket(org, email)
+			tk.Subject, tk.Description, tk.Priority, tk.Channel, tk.Tags = "Printer on fire", "It smokes.", "high", "api", `["hw"]`
+			return tk
 		}
 		type event struct{ Type, Summary, Actor string }
 		history := func(customer string) []event {
@@ -297,7 +304,7 @@ func TestOpenTicketAtOnce(t *testing.T) {
 		}
 		writesNothing := func(name string, org *models.Organization) {
 			t.Helper()
-			tk := newTicket(org.ID, "nobody@acme.io")
+			tk := fullTicket(org.ID, "nobody@acme.io")
 			opened, err := models.OpenTicketAtOnce(db, tk, "", models.ActorSystem)
 			if err != nil || opened || tk.Number != 0 || tk.CustomerID != nil {
 				t.Fatalf("%s: opened %v (%+v), %v", name, opened, tk, err)
@@ -316,7 +323,7 @@ func TestOpenTicketAtOnce(t *testing.T) {
 		}
 		// A new requester: the customer is created, named after the
 		// e-mail, with both events of its history, as OpenTicket does.
-		first := newTicket(org.ID, "maria@acme.io")
+		first := fullTicket(org.ID, "maria@acme.io")
 		if opened, err := models.OpenTicketAtOnce(db, first, "", models.Actor("key:k1")); err != nil || !opened {
 			t.Fatalf("opened %v, %v", opened, err)
 		}
@@ -339,7 +346,7 @@ func TestOpenTicketAtOnce(t *testing.T) {
 			t.Fatalf("history %+v, want %+v", got, want)
 		}
 		// OpenTicket tells the same story in the same words.
-		slow := newTicket(org.ID, "omar@acme.io")
+		slow := fullTicket(org.ID, "omar@acme.io")
 		if _, err := models.OpenTicket(db, org, slow, "", models.Actor("key:k1")); err != nil {
 			t.Fatal(err)
 		}
@@ -349,7 +356,7 @@ func TestOpenTicketAtOnce(t *testing.T) {
 		}
 
 		// A known requester keeps their customer (and name): one event.
-		again := newTicket(org.ID, "maria@acme.io")
+		again := fullTicket(org.ID, "maria@acme.io")
 		if opened, err := models.OpenTicketAtOnce(db, again, "Maria Diaz", models.ActorSystem); err != nil || !opened {
 			t.Fatalf("opened %v, %v", opened, err)
 		}
@@ -389,9 +396,7 @@ func TestOpenTicketAtOnceForOneNewRequesterAtATime(t *testing.T) {
 		errs := make(chan error, n)
 		for range n {
 			wg.Go(func() {
-				now := models.Now()
-				tk := &models.Ticket{ID: models.NewID(), OrgID: org.ID, Subject: "Printer", Status: models.TicketNew, Priority: "normal",
-					Channel: "web", RequesterEmail: "new@acme.io", Tags: "[]", CreatedAt: now, UpdatedAt: now}
+				tk := newTicket(org.ID, "new@acme.io")
 				opened, err := models.OpenTicketAtOnce(db, tk, "", models.ActorSystem)
 				if err == nil && !opened {
 					err = db.Transaction(func(tx *gorm.DB) error {
@@ -437,8 +442,7 @@ func TestOpenTicketAtOnceForOneNewRequesterAtATime(t *testing.T) {
 		if err := hold.Create(&models.Customer{ID: models.NewID(), OrgID: org.ID, Name: "Late", Email: "late@acme.io", CreatedAt: now, UpdatedAt: now}).Error; err != nil {
 			t.Fatal(err)
 		}
-		tk := &models.Ticket{ID: models.NewID(), OrgID: org.ID, Subject: "Printer", Status: models.TicketNew, Priority: "normal",
-			Channel: "web", RequesterEmail: "late@acme.io", Tags: "[]", CreatedAt: now, UpdatedAt: now}
+		tk := newTicket(org.ID, "late@acme.io")
 		type result struct {
 			opened bool
 			err    error
