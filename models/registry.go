@@ -54,5 +54,6 @@ func All() []any {
 		&TicketAttachment{},
 		&StaffSession{},
 		&StaffAuditEntry{},
+		&TicketAllowance{},
 	}
 }

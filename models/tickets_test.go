@@ -277,6 +277,93 @@ func TestMonthlyTicketAllowance(t *testing.T) {
 	})
 }
 
+// The allowance is counted on stripes, a share of it on each; it stays
+// exact when the plan changes in the month, its shares cut again from
+// what the month has used: on a smaller plan whose allowance the month has
+// already passed nothing more opens, and a larger plan after it still
+// counts every ticket of the month. The count left by the counter row
+// (stripe 0, sized for no allowance, as migration 00024 moves it) is kept,
+// and a stripe of an earlier month counts as empty.
+func TestMonthlyTicketAllowanceAcrossPlanChangesAndMonths(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		plan := func(name string, perMonth int) {
+			if err := db.Create(&models.Plan{Name: name, TicketsPerMonth: &perMonth, CreatedAt: models.Now(), UpdatedAt: models.Now()}).Error; err != nil {
+				t.Fatal(err)
+			}
+		}
+		plan("mid", 64)
+		plan("small", 10)
+		plan("large", 100)
+		org := newOrg(t, db, "mid", "UTC")
+		month := models.Now().Format("2006-01")
+		// 30 counted before the stripes, on the counter row.
+		if err := db.Create(&models.TicketAllowance{OrgID: org.ID, Stripe: 0, Month: month, Used: 30, UpdatedAt: models.Now()}).Error; err != nil {
+			t.Fatal(err)
+		}
+		opened := func(plan string, n, want int) {
+			t.Helper()
+			org.Plan = plan
+			numbers, refused := openTickets(t, db, org, n)
+			if len(numbers) != want || len(refused) != n-want {
+				t.Fatalf("on %s, %d creations: %d opened, refused %v; want %d opened", plan, n, len(numbers), refused, want)
+			}
+		}
+		opened("mid", 40, 34)
+		opened("small", 5, 0)
+		// A caller that goes on after the refusal commits the shares cut
+		// for the smaller plan: the month's count must survive them.
+		org.Plan = "small"
+		if err := db.Transaction(func(tx *gorm.DB) error {
+			if _, err := models.OpenTicket(tx, org, newTicket(org.ID, "late@acme.io"), "", models.ActorSystem); domainCode(err) != "ticket_limit_reached" {
+				t.Errorf("on small after 64: %v, want ticket_limit_reached", err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		opened("large", 40, 36)
+		opened("large", 1, 0)
+		var stripes []models.TicketAllowance
+		db.Where("org_id = ?", org.ID).Order("stripe").Find(&stripes)
+		total := 0
+		for _, s := range stripes {
+			total += s.Used
+		}
+		if len(stripes) != 32 || total != 100 {
+			t.Fatalf("%d stripes counting %d, want 32 counting 100", len(stripes), total)
+		}
+		db.Model(&models.TicketAllowance{}).Where("org_id = ?", org.ID).Update("month", "2000-01")
+		opened("small", 12, 10)
+	})
+}
+
+// Migration 00024 moves the month counted on the counter row to the
+// stripes, and the allowance goes on from it.
+func TestTicketAllowancesTakeTheCounterRowsMonth(t *testing.T) {
+	for _, d := range dbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			db := dbtest.OpenEmpty(t, d)
+			if err := models.MigrateTo(t.Context(), db, 23); err != nil {
+				t.Fatal(err)
+			}
+			three := 3
+			if err := db.Create(&models.Plan{Name: "tiny", TicketsPerMonth: &three, CreatedAt: models.Now(), UpdatedAt: models.Now()}).Error; err != nil {
+				t.Fatal(err)
+			}
+			org := newOrg(t, db, "tiny", "UTC")
+			month := models.Now().Format("2006-01")
+			dbtest.MustExec(t, db, "INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (?, 1001, ?, 2, ?)",
+				org.ID, month, models.Now())
+			if _, err := models.Migrate(t.Context(), db); err != nil {
+				t.Fatal(err)
+			}
+			if numbers, refused := openTickets(t, db, org, 3); len(numbers) != 1 || len(refused) != 2 {
+				t.Fatalf("with 2 of 3 counted before: opened %v, refused %v; want one opened", numbers, refused)
+			}
+		})
+	}
+}
+
 // OpenTicketAtOnce writes what OpenTicket writes, in one statement, where
 // a workspace needs nothing else; anywhere else it writes nothing and
 // leaves the ticket to OpenTicket.

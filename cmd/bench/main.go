@@ -161,7 +161,7 @@ func run(cfg config) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b := &bencher{cfg: cfg, dir: dir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof,
+	b := &bencher{cfg: cfg, dir: dir, dataDir: dataDir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof,
 		smtp: s.smtp, mailbox: mailbox, token: token}
 	var receiver *webhookReceiver
 	if cfg.only.MatchString(webhookLoad) {
@@ -170,7 +170,7 @@ func run(cfg config) error {
 		}
 		defer receiver.srv.Close()
 	}
-	if cfg.only.MatchString(slaLoad) || cfg.only.MatchString(ticketLoad) {
+	if cfg.only.MatchString(slaLoad) || cfg.only.MatchString(ticketLoad) || cfg.only.MatchString(limitedTicketLoad) {
 		if b.hdKey, err = b.newHelpdeskKey(); err != nil {
 			return fmt.Errorf("the bench organization's hd_ key: %w", err)
 		}
@@ -192,6 +192,11 @@ func run(cfg config) error {
 	}
 	if err := pair(ticketLoad, 16, postTicket); err != nil {
 		return err
+	}
+	if cfg.only.MatchString(limitedTicketLoad) {
+		if err := b.onLimitedPlan(func() error { return pair(limitedTicketLoad, 16, postTicket) }); err != nil {
+			return err
+		}
 	}
 	// The intake pipeline is measured before the webhook's accept run,
 	// whose ten thousand or so accepted intakes would otherwise still be
@@ -376,6 +381,16 @@ type benchOrg struct {
 	token string
 }
 
+// setPlan moves org to plan, as an operator does (suite admin set-plan).
+func setPlan(binary, dbURL, dataDir, org, plan string) error {
+	admin := exec.Command(binary, "admin", "set-plan", org, plan)
+	admin.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "SUITE_DATA_DIR="+dataDir)
+	if out, err := admin.CombinedOutput(); err != nil {
+		return fmt.Errorf("suite admin set-plan: %v: %s", err, out)
+	}
+	return nil
+}
+
 func setupOrg(s *suite, binary, dbURL, dataDir string) (benchOrg, error) {
 	email := fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano())
 	const password = "correct horse battery"
@@ -398,10 +413,8 @@ func setupOrg(s *suite, binary, dbURL, dataDir string) (benchOrg, error) {
 			return benchOrg{}, err
 		}
 	}
-	admin := exec.Command(binary, "admin", "set-plan", o.ID, "enterprise")
-	admin.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "SUITE_DATA_DIR="+dataDir)
-	if out, err := admin.CombinedOutput(); err != nil {
-		return benchOrg{}, fmt.Errorf("suite admin set-plan: %v: %s", err, out)
+	if err := setPlan(binary, dbURL, dataDir, o.ID, "enterprise"); err != nil {
+		return benchOrg{}, err
 	}
 	var k struct{ Key string }
 	if err := call(s.base+"/crm/organization/"+o.ID+"/apikeys", tok.AccessToken, map[string]string{"name": "bench", "service": "crm"}, &k); err != nil {
@@ -556,21 +569,48 @@ INSERT INTO lead_intakes (id, org_id, dedupe_key, lead_id, payload, status, dupl
 	},
 }
 
-// ticketLoad is the ticket create's row.
-const ticketLoad = "POST /helpdesk/tickets"
+// ticketLoad is the ticket create's row; limitedTicketLoad is the same
+// create in a workspace whose plan has a monthly ticket allowance, whose
+// creations count it (models.takeMonthlyTicket).
+const (
+	ticketLoad        = "POST /helpdesk/tickets"
+	limitedTicketLoad = "POST /helpdesk/tickets (business plan)"
+)
+
+// onLimitedPlan runs load with the bench organization on the business
+// plan (seats and a monthly ticket allowance), then moves it back to
+// enterprise. The plan's allowance is raised in the bench's database
+// first, past what the rounds open (10,000 a month would run out in the
+// second round, and the rest would be 402s, a fraction of a creation's
+// cost).
+func (b *bencher) onLimitedPlan(load func() error) error {
+	if _, err := b.db.Exec(`UPDATE plans SET tickets_per_month = 100000000 WHERE name = 'business'`); err != nil {
+		return err
+	}
+	if err := setPlan(b.cfg.binary, b.dbURL, b.dataDir, b.org, "business"); err != nil {
+		return err
+	}
+	err := load()
+	if perr := setPlan(b.cfg.binary, b.dbURL, b.dataDir, b.org, "enterprise"); err == nil {
+		err = perr
+	}
+	return err
+}
 
 type bencher struct {
 	// hdKey is the bench organization's hd_ key (for the Helpdesk loads).
 	hdKey string
 	cfg   config
 	dir   string
-	dbURL string
-	db    *sql.DB
-	base  string
-	org   string
-	key   string
-	pid   int
-	pprof string // the suite's SUITE_PPROF_ADDR, with -profile
+	// dataDir is the suite's SUITE_DATA_DIR.
+	dataDir string
+	dbURL   string
+	db      *sql.DB
+	base    string
+	org     string
+	key     string
+	pid     int
+	pprof   string // the suite's SUITE_PPROF_ADDR, with -profile
 	// smtp is the suite's SMTP listener, mailbox the organization's
 	// e-mail address.
 	smtp, mailbox string
