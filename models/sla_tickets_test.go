@@ -33,7 +33,10 @@ func openUrgent(t *testing.T, db *gorm.DB, org *models.Organization, at time.Tim
 	t.Helper()
 	tk := &models.Ticket{ID: models.NewID(), OrgID: org.ID, Subject: "Down", Status: models.TicketNew, Priority: "urgent",
 		Channel: "web", RequesterEmail: "maria@acme.io", Tags: "[]", CreatedAt: at, UpdatedAt: at}
-	if _, err := models.OpenTicket(db, org, tk, "", models.ActorSystem); err != nil {
+	if err := db.Transaction(func(tx *gorm.DB) error {
+		_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return tk
