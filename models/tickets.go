@@ -415,7 +415,7 @@ func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, now time.Time
 			return err
 		}
 		var stripes []TicketAllowance
-		if err := tx.Where("org_id = ?", org.ID).Order("stripe").Find(&stripes).Error; err != nil {
+		if err := tx.Where("org_id = ?", a.org).Order("stripe").Find(&stripes).Error; err != nil {
 			return err
 		}
 		if len(stripes) != allowanceStripes || slices.ContainsFunc(stripes, a.unsized) {
@@ -426,7 +426,7 @@ func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, now time.Time
 		}
 		var room []int
 		for _, s := range stripes {
-			if used(s, a.month) < allowanceShare(a.limit, s.Stripe) {
+			if a.hasRoom(s) {
 				room = append(room, s.Stripe)
 			}
 		}
@@ -459,9 +459,7 @@ func (a allowance) take(locked *gorm.DB, stripe int) (bool, error) {
 	if err := a.tx.SavePoint(allowanceSavepoint).Error; err != nil {
 		return false, err
 	}
-	q := locked.Where("org_id = @org AND sized_for = @limit AND (CASE WHEN month = @month THEN used ELSE 0 END) < "+
-		fmt.Sprintf("@limit / %d + CASE WHEN stripe < @limit %% %d THEN 1 ELSE 0 END", allowanceStripes, allowanceStripes),
-		map[string]any{"org": a.org, "month": a.month, "limit": a.limit})
+	q := locked.Where(stripeWithRoom, map[string]any{"org": a.org, "month": a.month, "limit": a.limit})
 	if stripe != anyStripe {
 		q = q.Where("stripe = ?", stripe)
 	}
@@ -473,6 +471,18 @@ func (a allowance) take(locked *gorm.DB, stripe int) (bool, error) {
 		return false, err
 	}
 	return false, a.tx.RollbackTo(allowanceSavepoint).Error
+}
+
+// stripeWithRoom finds the workspace's stripes (@org) that have room in
+// @month for an allowance of @limit: hasRoom in SQL.
+var stripeWithRoom = fmt.Sprintf(`org_id = @org AND sized_for = @limit
+  AND (CASE WHEN month = @month THEN used ELSE 0 END) < @limit / %d + CASE WHEN stripe < @limit %% %d THEN 1 ELSE 0 END`,
+	allowanceStripes, allowanceStripes)
+
+// hasRoom tells whether stripe, cut for a's allowance, counts less of the
+// month than its share (stripeWithRoom in SQL).
+func (a allowance) hasRoom(stripe TicketAllowance) bool {
+	return used(stripe, a.month) < allowanceShare(a.limit, stripe.Stripe)
 }
 
 // unsized tells whether stripe was cut from another allowance than a's.
@@ -506,7 +516,7 @@ func (a allowance) share(refused error) (done bool, err error) {
 		return false, err
 	}
 	for _, s := range stripes {
-		if used(s, a.month) < allowanceShare(a.limit, s.Stripe) {
+		if a.hasRoom(s) {
 			return true, a.countOn(s)
 		}
 	}
@@ -543,11 +553,10 @@ func unshared(orgID string, now time.Time) []TicketAllowance {
 }
 
 // shareAllowance cuts a monthly allowance of limit into the workspace's
-// stripes again (all of them, those missing made), keeping what the
-// stripes have counted of month: it fills each stripe up to its share, in
-// order, and counts what is over the allowance (after a move to a smaller
-// plan) on the last stripe, so that a later move to a larger plan still
-// knows it.
+// allowanceStripes stripes again, keeping what stripes have counted of
+// month: it fills each stripe up to its share, in order, and counts what
+// is over the allowance (after a move to a smaller plan) on the last
+// stripe, so that a later move to a larger plan still knows it.
 func shareAllowance(orgID string, stripes []TicketAllowance, month string, limit int, now time.Time) []TicketAllowance {
 	total := 0
 	for _, s := range stripes {
