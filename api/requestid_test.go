@@ -18,7 +18,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // lockedBuffer is a log sink the worker's goroutines write to while the
@@ -76,7 +76,7 @@ func TestWorkLogLinesCarryTheRequestID(t *testing.T) {
 	var org struct{ ID string }
 	r.JSON(&org)
 	var start models.WorkflowStart
-	if err := e.DB.Where("org_id = ? AND kind = ?", org.ID, workflows.KindOrgRegistration).Take(&start).Error; err != nil {
+	if err := e.DB.Where("org_id = ? AND kind = ?", org.ID, names.KindOrgRegistration).Take(&start).Error; err != nil {
 		t.Fatal(err)
 	}
 	if start.RequestID != "req-org-create-1" {

@@ -62,7 +62,7 @@ func TestOneTraceFromRequestToActivity(t *testing.T) {
 	chain := []sdktrace.ReadOnlySpan{root, spans["StartWorkflow:OrgRegistration"], spans["RunWorkflow:OrgRegistration"]}
 	for i, s := range chain {
 		if s == nil {
-			t.Fatalf("span %d of the chain is missing; have %v", i, names(recorder.Ended()))
+			t.Fatalf("span %d of the chain is missing; have %v", i, spanNames(recorder.Ended()))
 		}
 		if s.SpanContext().TraceID() != root.SpanContext().TraceID() {
 			t.Fatalf("%s is in trace %s, the request in %s", s.Name(), s.SpanContext().TraceID(), root.SpanContext().TraceID())
@@ -106,9 +106,9 @@ func nameOf(spans []sdktrace.ReadOnlySpan, sc trace.SpanContext) string {
 // ended lists the ended spans' names when printed (at failure time).
 type ended struct{ r *tracetest.SpanRecorder }
 
-func (e ended) String() string { return fmt.Sprint(names(e.r.Ended())) }
+func (e ended) String() string { return fmt.Sprint(spanNames(e.r.Ended())) }
 
-func names(spans []sdktrace.ReadOnlySpan) []string {
+func spanNames(spans []sdktrace.ReadOnlySpan) []string {
 	var out []string
 	for _, s := range spans {
 		out = append(out, s.Name())

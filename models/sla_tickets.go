@@ -164,7 +164,7 @@ func SLAOf(t *Ticket) (*TicketSLA, error) {
 }
 
 // TicketSLAWorkflowType, TicketSLAWakeSignal and TicketSLAWorkflowID name
-// a ticket's SLA workflow (workflows.TicketSLAWorkflow), which holds its
+// a ticket's SLA workflow (names.TicketSLAWorkflow), which holds its
 // warning and breach timers: here, below every layer that changes
 // tickets, which wake it through the outbox (signal-with-start) in the
 // transaction of the change.
@@ -173,7 +173,7 @@ const (
 	TicketSLAWakeSignal   = "sla-wake"
 	TicketSLAKind         = "ticket-sla"
 	// TaskQueue is the task queue of the suite's workflows
-	// (workflows.TaskQueue).
+	// (names.TaskQueue).
 	TaskQueue = "suite"
 )
 

@@ -191,7 +191,7 @@ type Event struct {
 	Previous map[string]any
 }
 
-// An endpoint's delivery workflow (workflows.WebhookEndpointWorkflow) is
+// An endpoint's delivery workflow (names.WebhookEndpointWorkflow) is
 // woken by a signal through the outbox whenever deliveries are recorded
 // for it. Its ID and the signal are named here, below every layer that
 // records events: API handlers (outbox.Tx.Emit) and activities.

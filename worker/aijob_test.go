@@ -19,6 +19,7 @@ import (
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // End-to-end: jobs are created and their AIJob workflows started through
@@ -55,8 +56,8 @@ func startJob(t *testing.T, e *apitest.Env, in models.NewAIJob) string {
 			return err
 		}
 		id = job.ID
-		return tx.Start(outbox.Start{WorkflowID: workflows.AIJobID(job.ID), Workflow: workflows.AIJobWorkflow,
-			Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: workflows.KindAIJob})
+		return tx.Start(outbox.Start{WorkflowID: names.AIJobID(job.ID), Workflow: names.AIJobWorkflow,
+			Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: names.KindAIJob})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +92,8 @@ func workflowStatus(t *testing.T, e *apitest.Env, jobID string) (enumspb.Workflo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	runErr := e.Temporal.GetWorkflow(ctx, workflows.AIJobID(jobID), "").Get(ctx, nil)
-	desc, err := e.Temporal.DescribeWorkflowExecution(ctx, workflows.AIJobID(jobID), "")
+	runErr := e.Temporal.GetWorkflow(ctx, names.AIJobID(jobID), "").Get(ctx, nil)
+	desc, err := e.Temporal.DescribeWorkflowExecution(ctx, names.AIJobID(jobID), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +207,7 @@ func TestAIJobCanceledInTemporal(t *testing.T) {
 		id := startJob(t, e, models.NewAIJob{OrgID: orgID, Kind: models.AIKindSummarize, DocumentID: document(t, e, orgID, "A short text to summarize slowly.")})
 		// Cancel once the model has the request.
 		waitJob(t, e, id, func(*models.AIJob) bool { return srv.Calls() > before })
-		if err := e.Temporal.CancelWorkflow(t.Context(), workflows.AIJobID(id), ""); err != nil {
+		if err := e.Temporal.CancelWorkflow(t.Context(), names.AIJobID(id), ""); err != nil {
 			t.Fatal(err)
 		}
 		j := waitJob(t, e, id, finished)

@@ -20,6 +20,7 @@ import (
 	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/internal/stripeconfig"
+	"github.com/business-suite/suite/workflows/names"
 
 	"github.com/business-suite/suite/workflows"
 )
@@ -56,33 +57,33 @@ type Deps struct {
 
 // Register registers every workflow and activity of the suite on r.
 func Register(r sdkworker.Registry, deps Deps) {
-	r.RegisterWorkflowWithOptions(workflows.OrgRegistration, workflow.RegisterOptions{Name: workflows.OrgRegistrationWorkflow})
-	r.RegisterWorkflowWithOptions(workflows.OrgSync, workflow.RegisterOptions{Name: workflows.OrgSyncWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.OrgRegistration, workflow.RegisterOptions{Name: names.OrgRegistrationWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.OrgSync, workflow.RegisterOptions{Name: names.OrgSyncWorkflow})
 	r.RegisterActivity(&activities.Orgs{DB: deps.DB, Identity: deps.Identity})
-	r.RegisterWorkflowWithOptions(workflows.LeadIntake, workflow.RegisterOptions{Name: workflows.LeadIntakeWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.LeadIntake, workflow.RegisterOptions{Name: names.LeadIntakeWorkflow})
 	r.RegisterActivity(&activities.Leads{DB: deps.DB})
-	r.RegisterWorkflowWithOptions(workflows.NotificationDelivery, workflow.RegisterOptions{Name: workflows.NotificationDeliveryWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.NotificationDelivery, workflow.RegisterOptions{Name: names.NotificationDeliveryWorkflow})
 	r.RegisterActivity(&activities.Push{DB: deps.DB, VAPID: deps.VAPID, Egress: deps.PushEgress})
-	r.RegisterWorkflowWithOptions(workflows.InvitationEmail, workflow.RegisterOptions{Name: workflows.InvitationEmailWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.InvitationEmail, workflow.RegisterOptions{Name: names.InvitationEmailWorkflow})
 	r.RegisterActivity(&activities.Invitations{DB: deps.DB, Mail: deps.Mail, PublicURL: deps.PublicURL, InviteURL: deps.InviteURL})
-	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: workflows.TicketAutoCloseWorkflow})
-	r.RegisterWorkflowWithOptions(workflows.TicketAutoCloseCancel, workflow.RegisterOptions{Name: workflows.TicketAutoCloseCancelWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.TicketAutoClose, workflow.RegisterOptions{Name: names.TicketAutoCloseWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.TicketAutoCloseCancel, workflow.RegisterOptions{Name: names.TicketAutoCloseCancelWorkflow})
 	r.RegisterActivity(&activities.Tickets{DB: deps.DB})
-	r.RegisterWorkflowWithOptions(workflows.TicketSLA, workflow.RegisterOptions{Name: workflows.TicketSLAWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.TicketSLA, workflow.RegisterOptions{Name: names.TicketSLAWorkflow})
 	r.RegisterActivity(&activities.SLA{DB: deps.DB})
 	provider := deps.AI
 	if provider == nil {
 		provider = ai.NewLocal()
 	}
-	r.RegisterWorkflowWithOptions(workflows.AIJob, workflow.RegisterOptions{Name: workflows.AIJobWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.AIJob, workflow.RegisterOptions{Name: names.AIJobWorkflow})
 	r.RegisterActivity(&activities.AIJobs{DB: deps.DB, Provider: provider})
-	r.RegisterWorkflowWithOptions(workflows.SubscriptionChange, workflow.RegisterOptions{Name: workflows.SubscriptionChangeWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.SubscriptionChange, workflow.RegisterOptions{Name: names.SubscriptionChangeWorkflow})
 	r.RegisterActivity(activities.NewBilling(deps.DB, deps.Billing))
-	r.RegisterWorkflowWithOptions(workflows.EmailIngest, workflow.RegisterOptions{Name: workflows.EmailIngestWorkflow})
-	r.RegisterWorkflowWithOptions(workflows.EmailSend, workflow.RegisterOptions{Name: workflows.EmailSendWorkflow})
-	r.RegisterWorkflowWithOptions(workflows.EmailAddressVerify, workflow.RegisterOptions{Name: workflows.EmailVerifyWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.EmailIngest, workflow.RegisterOptions{Name: names.EmailIngestWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.EmailSend, workflow.RegisterOptions{Name: names.EmailSendWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.EmailAddressVerify, workflow.RegisterOptions{Name: names.EmailVerifyWorkflow})
 	r.RegisterActivity(&activities.Email{DB: deps.DB, Mail: deps.Mail, Domain: deps.MailDomain})
-	r.RegisterWorkflowWithOptions(workflows.WebhookEndpoint, workflow.RegisterOptions{Name: workflows.WebhookEndpointWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.WebhookEndpoint, workflow.RegisterOptions{Name: names.WebhookEndpointWorkflow})
 	r.RegisterActivity(&activities.Webhooks{DB: deps.DB, Egress: deps.WebhookEgress, Metrics: activities.NewWebhookMetrics(deps.DB, deps.Metrics)})
 }
 
@@ -98,7 +99,7 @@ const StickyCacheSize = 2048
 // (StickyCacheSize).
 func New(c client.Client, deps Deps, opts sdkworker.Options) sdkworker.Worker {
 	sdkworker.SetStickyWorkflowCacheSize(StickyCacheSize)
-	w := sdkworker.New(c, workflows.TaskQueue, opts)
+	w := sdkworker.New(c, names.TaskQueue, opts)
 	Register(w, deps)
 	return w
 }
@@ -113,7 +114,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 		return fmt.Errorf("list search attributes of %s: %w", namespace, err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
-	for _, name := range workflows.SearchAttributeNames {
+	for _, name := range names.SearchAttributeNames {
 		if _, ok := have.GetCustomAttributes()[name]; !ok {
 			missing[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 		}
@@ -123,7 +124,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 	_, err = op.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: missing})
 	if err != nil {
-		return fmt.Errorf("register search attributes %v on %s (register them once with `temporal operator search-attribute create`): %w", workflows.SearchAttributeNames, namespace, err)
+		return fmt.Errorf("register search attributes %v on %s (register them once with `temporal operator search-attribute create`): %w", names.SearchAttributeNames, namespace, err)
 	}
 	return nil
 }

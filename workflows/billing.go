@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // Error types a SubscriptionChange run fails with (visible in the Temporal
@@ -116,8 +117,8 @@ var failureDetailOptions = workflow.ActivityOptions{
 // resumes from the step that failed: steps whose Stripe objects the change
 // already records are skipped, the others send the same idempotency keys.
 func SubscriptionChange(ctx workflow.Context, in SubscriptionChangeInput) (res SubscriptionChangeResult, err error) {
-	r := &changeRun{in: in, step: "load", events: workflow.GetSignalChannel(ctx, SignalStripeEvent)}
-	if err := workflow.SetQueryHandler(ctx, QuerySubscriptionChangeStep, func() (string, error) { return r.step, nil }); err != nil {
+	r := &changeRun{in: in, step: "load", events: workflow.GetSignalChannel(ctx, names.SignalStripeEvent)}
+	if err := workflow.SetQueryHandler(ctx, names.QuerySubscriptionChangeStep, func() (string, error) { return r.step, nil }); err != nil {
 		return res, err
 	}
 	var a *activities.Billing

@@ -13,6 +13,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 const changeID = "01a1fec5-0000-7000-8000-0000000000c1"
@@ -38,7 +39,7 @@ func load(env *testsuite.TestWorkflowEnvironment, st activities.ChangeState) {
 
 // signalAfter delivers a Stripe event to the workflow after d of workflow time.
 func signalAfter(env *testsuite.TestWorkflowEnvironment, d time.Duration, ev workflows.StripeEventSignal) {
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalStripeEvent, ev) }, d)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(names.SignalStripeEvent, ev) }, d)
 }
 
 // closed records the CloseChange calls.
@@ -101,7 +102,7 @@ func TestSubscriptionChangeHappyPath(t *testing.T) {
 	signalAfter(env, time.Hour, workflows.StripeEventSignal{EventID: "evt_0", Type: "invoice.paid", SubscriptionID: "sub_other"})
 	signalAfter(env, 2*time.Hour, workflows.StripeEventSignal{EventID: "evt_1", Type: "invoice.paid", SubscriptionID: "sub_1", InvoiceID: "in_1"})
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(workflows.QuerySubscriptionChangeStep)
+		v, err := env.QueryWorkflow(names.QuerySubscriptionChangeStep)
 		var step string
 		if err != nil || v.Get(&step) != nil || step != "payment" {
 			t.Errorf("step while waiting: %q %v", step, err)
@@ -407,10 +408,10 @@ func TestSubscriptionChangeClosedChangeIsLeftAlone(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestSubscriptionChangeID(t *testing.T) {
-	if got := workflows.SubscriptionChangeID("o", "c", 0); got != "subscription/o/c" {
+	if got := names.SubscriptionChangeID("o", "c", 0); got != "subscription/o/c" {
 		t.Fatal(got)
 	}
-	if got := workflows.SubscriptionChangeID("o", "c", 2); got != "subscription/o/c/retry-2" {
+	if got := names.SubscriptionChangeID("o", "c", 2); got != "subscription/o/c/retry-2" {
 		t.Fatal(got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // EmailIngestInput names a stored inbound message.
@@ -58,12 +59,12 @@ func EmailIngest(ctx workflow.Context, in EmailIngestInput) (activities.IngestRe
 // outbox; one already started is fine.
 func cancelAutoCloseChild(ctx workflow.Context, orgID, ticketID string, solveCount int) error {
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            TicketAutoCloseCancelID(ticketID, solveCount),
+		WorkflowID:            names.TicketAutoCloseCancelID(ticketID, solveCount),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: SearchAttributes(orgID, KindTicketAutoCloseCancel),
+		TypedSearchAttributes: names.SearchAttributes(orgID, names.KindTicketAutoCloseCancel),
 	})
-	child := workflow.ExecuteChildWorkflow(cctx, TicketAutoCloseCancelWorkflow, TicketAutoCloseCancelInput{TicketID: ticketID, SolveCount: solveCount})
+	child := workflow.ExecuteChildWorkflow(cctx, names.TicketAutoCloseCancelWorkflow, TicketAutoCloseCancelInput{TicketID: ticketID, SolveCount: solveCount})
 	var started workflow.Execution
 	err := child.GetChildWorkflowExecution().Get(ctx, &started)
 	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {

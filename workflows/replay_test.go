@@ -57,7 +57,7 @@ func newReplayer(t *testing.T) *replayRegistry {
 	r := &replayRegistry{replayer: sdkworker.NewWorkflowReplayer()}
 	worker.Register(r, worker.Deps{})
 	if len(r.types) == 0 || slices.Contains(r.types, "") {
-		t.Fatalf("registered workflow types %q: each needs its name (workflows/names.go)", r.types)
+		t.Fatalf("registered workflow types %q: each needs its name (workflows/names/names.go)", r.types)
 	}
 	return r
 }

@@ -9,9 +9,14 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows/names"
 )
 
-// TicketSLAWorkflow holds one ticket's SLA timers: the warning and the
+// slaRoundsPerRun is how many times a run reads the timers before it
+// continues as new.
+const slaRoundsPerRun = 200
+
+// TicketSLA holds one ticket's SLA timers: the warning and the
 // breach of each running clock (models.SLATimers). Every change that moves
 // the ticket's clocks wakes it through the outbox, in the transaction of
 // the change (signal-with-start: a ticket without a running workflow gets
@@ -22,25 +27,12 @@ import (
 // it): a solved ticket may be reopened, and Temporal would not start a
 // finished workflow's ID again. It continues as new after a while, to keep
 // its history short.
-const (
-	TicketSLAWorkflow = models.TicketSLAWorkflowType
-	KindTicketSLA     = models.TicketSLAKind
-	// SignalTicketSLAWake tells the workflow that the clocks moved.
-	SignalTicketSLAWake = models.TicketSLAWakeSignal
-)
-
-// TicketSLAID is the ID of a ticket's SLA workflow: one per ticket.
-func TicketSLAID(ticketID string) string { return models.TicketSLAWorkflowID(ticketID) }
-
-// slaRoundsPerRun is how many times a run reads the timers before it
-// continues as new.
-const slaRoundsPerRun = 200
-
-// TicketSLA is the workflow (TicketSLAWorkflow).
+//
+// It runs as names.TicketSLAWorkflow.
 func TicketSLA(ctx workflow.Context, in models.TicketSLAInput) error {
 	var a *activities.SLA
 	dctx := workflow.WithActivityOptions(ctx, dbOptions)
-	wake := workflow.GetSignalChannel(ctx, SignalTicketSLAWake)
+	wake := workflow.GetSignalChannel(ctx, names.SignalTicketSLAWake)
 	var err error
 	var plan *activities.SLAPlan // the timers as the last firing left them
 	for range slaRoundsPerRun {
@@ -79,7 +71,7 @@ func TicketSLA(ctx workflow.Context, in models.TicketSLAInput) error {
 			return err
 		}
 	}
-	return workflow.NewContinueAsNewError(ctx, TicketSLAWorkflow, in)
+	return workflow.NewContinueAsNewError(ctx, names.TicketSLAWorkflow, in)
 }
 
 // fireSLATimer fires timer and starts the push of each notification it
@@ -94,12 +86,12 @@ func fireSLATimer(ctx workflow.Context, in models.TicketSLAInput, timer models.S
 	}
 	for _, id := range fired.Push {
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID:            NotificationDeliveryID(id),
+			WorkflowID:            names.NotificationDeliveryID(id),
 			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			TypedSearchAttributes: SearchAttributes(in.OrgID, KindNotificationDelivery),
+			TypedSearchAttributes: names.SearchAttributes(in.OrgID, names.KindNotificationDelivery),
 		})
-		child := workflow.ExecuteChildWorkflow(cctx, NotificationDeliveryWorkflow, NotificationDeliveryInput{NotificationID: id, OrgID: in.OrgID})
+		child := workflow.ExecuteChildWorkflow(cctx, names.NotificationDeliveryWorkflow, NotificationDeliveryInput{NotificationID: id, OrgID: in.OrgID})
 		var started workflow.Execution
 		if err := child.GetChildWorkflowExecution().Get(ctx, &started); err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
 			return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // slaEnv is a test environment (its clock skips ahead) in which the SLA
@@ -35,7 +36,7 @@ func newSLAEnv(t *testing.T) *slaEnv {
 	e.env.RegisterWorkflowWithOptions(func(_ workflow.Context, in workflows.NotificationDeliveryInput) (activities.DeliveryResult, error) {
 		e.pushed = append(e.pushed, in.NotificationID)
 		return activities.DeliveryResult{}, nil
-	}, workflow.RegisterOptions{Name: workflows.NotificationDeliveryWorkflow})
+	}, workflow.RegisterOptions{Name: names.NotificationDeliveryWorkflow})
 	var a *activities.SLA
 	reads := 0
 	next := func() activities.SLAPlan {
@@ -85,7 +86,7 @@ func TestTicketSLAFiresItsTimersInOrder(t *testing.T) {
 		{Live: true}, // breached, the resolution paused: it waits for a change
 		{Live: false},
 	}
-	e.env.RegisterDelayedCallback(func() { e.env.SignalWorkflow(workflows.SignalTicketSLAWake, nil) }, 5*time.Hour)
+	e.env.RegisterDelayedCallback(func() { e.env.SignalWorkflow(names.SignalTicketSLAWake, nil) }, 5*time.Hour)
 	e.run(t)
 	if len(e.fired) != 2 || e.fired[0].Fire != models.SLAWarningTimer || e.fired[1].Fire != models.SLABreachTimer {
 		t.Fatalf("fired %+v", e.fired)
@@ -108,7 +109,7 @@ func TestTicketSLAReadsItsTimersAgainWhenWoken(t *testing.T) {
 		{Live: true, Timers: []models.SLATimer{timer(models.SLAResolution, models.SLABreachTimer, early)}},
 		{Live: false},
 	}
-	e.env.RegisterDelayedCallback(func() { e.env.SignalWorkflow(workflows.SignalTicketSLAWake, nil) }, 30*time.Minute)
+	e.env.RegisterDelayedCallback(func() { e.env.SignalWorkflow(names.SignalTicketSLAWake, nil) }, 30*time.Minute)
 	e.run(t)
 	if len(e.fired) != 1 || !e.fired[0].At.Equal(early) || e.at[0].Before(early) || !e.at[0].Before(late) {
 		t.Fatalf("fired %+v at %v", e.fired, e.at)

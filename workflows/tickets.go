@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // TicketAutoCloseInput names the solved ticket and the generation of its
@@ -53,7 +54,7 @@ const (
 // this waits for it to start, then cancels it. A timer that is already gone
 // (fired, terminated) is fine.
 func TicketAutoCloseCancel(ctx workflow.Context, in TicketAutoCloseCancelInput) error {
-	timerID := TicketAutoCloseID(in.TicketID, in.SolveCount)
+	timerID := names.TicketAutoCloseID(in.TicketID, in.SolveCount)
 	var a *activities.Tickets
 	actx := workflow.WithActivityOptions(ctx, dbOptions)
 	for range cancelPatience {

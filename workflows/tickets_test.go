@@ -11,6 +11,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // The timer is durable: the test clock skips the four days, then the
@@ -44,7 +45,7 @@ func TestTicketAutoCloseCancelWaitsForTheTimerThenCancelsIt(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterActivity(&activities.Tickets{})
 	var a *activities.Tickets
-	timerID := workflows.TicketAutoCloseID("t-1", 3)
+	timerID := names.TicketAutoCloseID("t-1", 3)
 	env.OnActivity(a.TimerStartState, mock.Anything, timerID).Return(activities.TimerPending, nil).Twice()
 	env.OnActivity(a.TimerStartState, mock.Anything, timerID).Return(activities.TimerStarted, nil).Once()
 	cancelled := 0
@@ -73,7 +74,7 @@ func TestTicketAutoCloseCancelAcceptsAGoneTimer(t *testing.T) {
 		env := s.NewTestWorkflowEnvironment()
 		env.RegisterActivity(&activities.Tickets{})
 		var a *activities.Tickets
-		timerID := workflows.TicketAutoCloseID("t-2", 1)
+		timerID := names.TicketAutoCloseID("t-2", 1)
 		env.OnActivity(a.TimerStartState, mock.Anything, timerID).Return(tc.state, nil).Once()
 		if tc.state == activities.TimerStarted {
 			env.OnRequestCancelExternalWorkflow(mock.Anything, timerID, "").Return(tc.cancelErr).Once()

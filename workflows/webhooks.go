@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // WebhookEndpointInput names the endpoint a WebhookEndpoint workflow
@@ -56,7 +57,7 @@ const webhookRunDeliveries = 5000
 // new every 5,000 deliveries.
 func WebhookEndpoint(ctx workflow.Context, in WebhookEndpointInput) error {
 	var a *activities.Webhooks
-	wake := workflow.GetSignalChannel(ctx, SignalWebhookWake)
+	wake := workflow.GetSignalChannel(ctx, names.SignalWebhookWake)
 	lctx := workflow.WithLocalActivityOptions(ctx, localDBOptions)
 	dctx := workflow.WithActivityOptions(ctx, webhookDeliverOptions)
 	delivered := 0
@@ -70,7 +71,7 @@ func WebhookEndpoint(ctx workflow.Context, in WebhookEndpointInput) error {
 		}
 		if len(batch.DeliveryIDs) == 0 {
 			if delivered > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-				return workflow.NewContinueAsNewError(ctx, WebhookEndpointWorkflow, in)
+				return workflow.NewContinueAsNewError(ctx, names.WebhookEndpointWorkflow, in)
 			}
 			wake.Receive(ctx, nil)
 			for wake.ReceiveAsync(nil) {
@@ -90,7 +91,7 @@ func WebhookEndpoint(ctx workflow.Context, in WebhookEndpointInput) error {
 			delivered += len(batch.DeliveryIDs)
 		}
 		if delivered >= webhookRunDeliveries {
-			return workflow.NewContinueAsNewError(ctx, WebhookEndpointWorkflow, in)
+			return workflow.NewContinueAsNewError(ctx, names.WebhookEndpointWorkflow, in)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 var endpointInput = workflows.WebhookEndpointInput{OrgID: "01a1fec5-0000-7000-8000-0000000000aa", EndpointID: "01a1fec5-0000-7000-8000-0000000000bb"}
@@ -59,7 +60,7 @@ func TestWebhookEndpointGivesUpAfterThreeDays(t *testing.T) {
 	})
 	// Disabled, the workflow waits; a wake-up (the endpoint deleted
 	// meanwhile) ends it.
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalWebhookWake, nil) }, 100*time.Hour)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(names.SignalWebhookWake, nil) }, 100*time.Hour)
 	env.ExecuteWorkflow(workflows.WebhookEndpoint, endpointInput)
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/aidata"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 type summarizeRequest struct {
@@ -119,8 +120,8 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 	if err != nil {
 		return err
 	}
-	err = tx.Start(outbox.Start{WorkflowID: workflows.AIJobID(job.ID), Workflow: workflows.AIJobWorkflow,
-		Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: workflows.KindAIJob})
+	err = tx.Start(outbox.Start{WorkflowID: names.AIJobID(job.ID), Workflow: names.AIJobWorkflow,
+		Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: names.KindAIJob})
 	if err != nil {
 		return err
 	}
@@ -209,7 +210,7 @@ func (h *handlers) cancelJob(c *fiber.Ctx) error {
 		web.AfterCommit(c, func() {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			err := h.Temporal.CancelWorkflow(ctx, workflows.AIJobID(job.ID), "")
+			err := h.Temporal.CancelWorkflow(ctx, names.AIJobID(job.ID), "")
 			var gone *serviceerror.NotFound
 			if err != nil && !errors.As(err, &gone) {
 				h.Log.WarnContext(ctx, "cancel AI job workflow", "job_id", job.ID, "error", err.Error())

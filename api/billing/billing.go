@@ -28,6 +28,7 @@ import (
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // ErrNotConfigured is the 503 billing_not_configured every payments route
@@ -50,10 +51,10 @@ func (s *Service) Configured() bool { return s.Config.Configured() }
 func start(c *models.SubscriptionChange) outbox.Start {
 	return outbox.Start{
 		WorkflowID: c.WorkflowID(),
-		Workflow:   workflows.SubscriptionChangeWorkflow,
+		Workflow:   names.SubscriptionChangeWorkflow,
 		Input:      workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: c.OrgID, Retry: c.Retry()},
 		OrgID:      c.OrgID,
-		Kind:       workflows.KindSubscriptionChange,
+		Kind:       names.KindSubscriptionChange,
 	}
 }
 
@@ -122,7 +123,7 @@ func (s *Service) ReceiveEvent(tx func() *outbox.Tx, payload []byte, signature s
 	st := start(route.Change)
 	return route, otx.Signal(outbox.Signal{
 		WorkflowID: st.WorkflowID,
-		Name:       workflows.SignalStripeEvent,
+		Name:       names.SignalStripeEvent,
 		Input: workflows.StripeEventSignal{EventID: ev.ID, Type: ev.Type, SubscriptionID: ev.SubscriptionID,
 			InvoiceID: ev.InvoiceID, SubscriptionStatus: ev.SubscriptionStatus},
 		// The change's own start may still wait in the outbox.

@@ -21,6 +21,7 @@ import (
 	"github.com/business-suite/suite/models/dbtest"
 	"github.com/business-suite/suite/worker/ports"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 func TestMain(m *testing.M) { stripetest.Main(m) }
@@ -108,8 +109,8 @@ func TestOpenRecordsTheChangeWithItsWorkflowStart(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.Input), &in); err != nil {
 			t.Fatal(err)
 		}
-		if r.WorkflowID != "subscription/"+org+"/"+c.ID || r.WorkflowID != c.WorkflowID() || r.WorkflowType != workflows.SubscriptionChangeWorkflow ||
-			r.Kind != workflows.KindSubscriptionChange || r.SignalName != "" || in != (workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: org}) {
+		if r.WorkflowID != "subscription/"+org+"/"+c.ID || r.WorkflowID != c.WorkflowID() || r.WorkflowType != names.SubscriptionChangeWorkflow ||
+			r.Kind != names.KindSubscriptionChange || r.SignalName != "" || in != (workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: org}) {
 			t.Fatalf("start %+v input %+v", r, in)
 		}
 	})
@@ -176,7 +177,7 @@ func TestReceiveEventStoresOnceAndSignalsTheChange(t *testing.T) {
 			}
 		}
 		var signals []models.WorkflowStart
-		db.Where("signal_name = ?", workflows.SignalStripeEvent).Find(&signals)
+		db.Where("signal_name = ?", names.SignalStripeEvent).Find(&signals)
 		if len(signals) != 1 {
 			t.Fatalf("%d signals for one event delivered twice", len(signals))
 		}
@@ -185,7 +186,7 @@ func TestReceiveEventStoresOnceAndSignalsTheChange(t *testing.T) {
 		if err := json.Unmarshal([]byte(s.SignalInput), &sig); err != nil {
 			t.Fatal(err)
 		}
-		if s.WorkflowID != c.WorkflowID() || s.WorkflowType != workflows.SubscriptionChangeWorkflow || s.OrgID != org ||
+		if s.WorkflowID != c.WorkflowID() || s.WorkflowType != names.SubscriptionChangeWorkflow || s.OrgID != org ||
 			sig != (workflows.StripeEventSignal{EventID: evID.ID, Type: "invoice.paid", SubscriptionID: sub, InvoiceID: "in_" + c.ID}) {
 			t.Fatalf("signal %+v %+v", s, sig)
 		}

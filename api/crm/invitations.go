@@ -14,6 +14,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // Invitations (DESIGN §5): signing up never grants a membership. An invite
@@ -76,8 +77,8 @@ func (h *handlers) invite(tx *outbox.Tx, m *models.Member, invitedBy string, now
 	if err := tx.Create(inv).Error; err != nil {
 		return nil, err
 	}
-	err = tx.Start(outbox.Start{WorkflowID: workflows.InvitationEmailID(inv.ID), Workflow: workflows.InvitationEmailWorkflow,
-		Input: workflows.InvitationEmailInput{InvitationID: inv.ID, OrgID: inv.OrgID}, OrgID: inv.OrgID, Kind: workflows.KindInvitationEmail})
+	err = tx.Start(outbox.Start{WorkflowID: names.InvitationEmailID(inv.ID), Workflow: names.InvitationEmailWorkflow,
+		Input: workflows.InvitationEmailInput{InvitationID: inv.ID, OrgID: inv.OrgID}, OrgID: inv.OrgID, Kind: names.KindInvitationEmail})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 var tokenPattern = regexp.MustCompile(`inv_[A-Za-z0-9_-]{43}`)
@@ -68,7 +68,7 @@ func TestInvitationNeedsItsTokenAndTheInvitedAddress(t *testing.T) {
 		}, "the e-mail to be marked sent")
 		// Nothing secret in the workflow's history: its input is the id.
 		var start models.WorkflowStart
-		if err := e.DB.Take(&start, "workflow_id = ?", workflows.InvitationEmailID(inv.ID)).Error; err != nil || strings.Contains(start.Input, "inv_") {
+		if err := e.DB.Take(&start, "workflow_id = ?", names.InvitationEmailID(inv.ID)).Error; err != nil || strings.Contains(start.Input, "inv_") {
 			t.Fatalf("workflow start %+v %v", start, err)
 		}
 

@@ -18,6 +18,7 @@ import (
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 func leadCursor(l *models.Lead) web.Cursor { return web.Cursor{CreatedAt: l.CreatedAt, ID: l.ID} }
@@ -118,8 +119,8 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	err = tx.Start(outbox.Start{WorkflowID: workflows.LeadIntakeID(p.OrgID, intake.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
-		Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: workflows.KindLeadIntake})
+	err = tx.Start(outbox.Start{WorkflowID: names.LeadIntakeID(p.OrgID, intake.DedupeKey), Workflow: names.LeadIntakeWorkflow,
+		Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: names.KindLeadIntake})
 	if err != nil {
 		return err
 	}

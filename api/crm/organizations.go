@@ -14,6 +14,7 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // registrationWait is how long POST /organization waits for provisioning
@@ -98,8 +99,8 @@ func (h *handlers) createOrg(c *fiber.Ctx) error {
 	if err := tx.Create(owner).Error; err != nil {
 		return err
 	}
-	err = tx.Start(outbox.Start{WorkflowID: workflows.OrgRegistrationID(org.ID), Workflow: workflows.OrgRegistrationWorkflow,
-		Input: workflows.OrgInput{OrgID: org.ID}, OrgID: org.ID, Kind: workflows.KindOrgRegistration})
+	err = tx.Start(outbox.Start{WorkflowID: names.OrgRegistrationID(org.ID), Workflow: names.OrgRegistrationWorkflow,
+		Input: workflows.OrgInput{OrgID: org.ID}, OrgID: org.ID, Kind: names.KindOrgRegistration})
 	if err != nil {
 		return err
 	}
@@ -220,8 +221,8 @@ func memberEmail(p *auth.Principal) string {
 
 // startOrgSync records an OrgSync run for a change made in tx.
 func startOrgSync(tx *outbox.Tx, orgID string) error {
-	return tx.Start(outbox.Start{WorkflowID: workflows.OrgSyncID(orgID, models.NewID()), Workflow: workflows.OrgSyncWorkflow,
-		Input: workflows.OrgInput{OrgID: orgID}, OrgID: orgID, Kind: workflows.KindOrgSync})
+	return tx.Start(outbox.Start{WorkflowID: names.OrgSyncID(orgID, models.NewID()), Workflow: names.OrgSyncWorkflow,
+		Input: workflows.OrgInput{OrgID: orgID}, OrgID: orgID, Kind: names.KindOrgSync})
 }
 
 func (h *handlers) getOrg(c *fiber.Ctx) error {

@@ -10,7 +10,7 @@ import (
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 type org struct {
@@ -45,7 +45,7 @@ func TestCreateOrganizationRegistersWithIdentity(t *testing.T) {
 			t.Fatalf("identity memberships: %+v %v", orgs, err)
 		}
 		// The workflow is visible with its search attributes.
-		desc, err := e.Temporal.DescribeWorkflowExecution(t.Context(), workflows.OrgRegistrationID(created.ID), "")
+		desc, err := e.Temporal.DescribeWorkflowExecution(t.Context(), names.OrgRegistrationID(created.ID), "")
 		if err != nil {
 			t.Fatal(err)
 		}

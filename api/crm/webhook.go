@@ -17,6 +17,7 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // Webhook returns the handler chain of POST /crm/leads/webhook, the public
@@ -163,7 +164,7 @@ func (h *handlers) webhook(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	resp := webhookResponse{IntakeID: intake.ID, Status: "accepted", WorkflowID: workflows.LeadIntakeID(orgID, intake.DedupeKey)}
+	resp := webhookResponse{IntakeID: intake.ID, Status: "accepted", WorkflowID: names.LeadIntakeID(orgID, intake.DedupeKey)}
 	if sender.key != nil {
 		leadID, dup := intake.LeadID, intake.Duplicate
 		resp.LeadID, resp.Duplicate = &leadID, &dup
@@ -230,8 +231,8 @@ func intakeByKey(db *gorm.DB, orgID, key string) (models.LeadIntake, error) {
 
 // leadIntakeStart is the LeadIntake workflow start of in.
 func leadIntakeStart(in *models.LeadIntake) outbox.Start {
-	return outbox.Start{WorkflowID: workflows.LeadIntakeID(in.OrgID, in.DedupeKey), Workflow: workflows.LeadIntakeWorkflow,
-		Input: workflows.LeadIntakeInput{IntakeID: in.ID, OrgID: in.OrgID}, OrgID: in.OrgID, Kind: workflows.KindLeadIntake}
+	return outbox.Start{WorkflowID: names.LeadIntakeID(in.OrgID, in.DedupeKey), Workflow: names.LeadIntakeWorkflow,
+		Input: workflows.LeadIntakeInput{IntakeID: in.ID, OrgID: in.OrgID}, OrgID: in.OrgID, Kind: names.KindLeadIntake}
 }
 
 // webhookAuth decodes the submission and resolves its organization: from
@@ -311,7 +312,7 @@ func (h *handlers) getIntake(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	out := intakeResponse{ID: in.ID, OrgID: in.OrgID, Status: in.Status, WorkflowID: workflows.LeadIntakeID(in.OrgID, in.DedupeKey),
+	out := intakeResponse{ID: in.ID, OrgID: in.OrgID, Status: in.Status, WorkflowID: names.LeadIntakeID(in.OrgID, in.DedupeKey),
 		Authenticated: in.Authenticated, Duplicate: in.Duplicate, CreatedAt: in.CreatedAt, ProcessedAt: in.ProcessedAt}
 	if in.Status == models.IntakeProcessed {
 		out.LeadID = &in.LeadID

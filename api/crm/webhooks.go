@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // Outbound webhooks: an organization's endpoints (OWNER and ADMIN users),
@@ -131,8 +132,8 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 	if err := tx.Create(e).Error; err != nil {
 		return err
 	}
-	err := h.Starter.In(c, tx).Start(outbox.Start{WorkflowID: workflows.WebhookEndpointID(p.OrgID, e.ID), Workflow: workflows.WebhookEndpointWorkflow,
-		Input: workflows.WebhookEndpointInput{OrgID: p.OrgID, EndpointID: e.ID}, OrgID: p.OrgID, Kind: workflows.KindWebhookEndpoint})
+	err := h.Starter.In(c, tx).Start(outbox.Start{WorkflowID: names.WebhookEndpointID(p.OrgID, e.ID), Workflow: names.WebhookEndpointWorkflow,
+		Input: workflows.WebhookEndpointInput{OrgID: p.OrgID, EndpointID: e.ID}, OrgID: p.OrgID, Kind: names.KindWebhookEndpoint})
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 type webhook struct {
@@ -180,7 +180,7 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 		// `make histories` saves).
 		e.Do(apitest.Request{Method: "DELETE", Path: base + "/" + ep.ID, Headers: o.owner.Auth()}).Expect(204)
 		e.Eventually(func() bool {
-			desc, err := e.Temporal.DescribeWorkflowExecution(t.Context(), workflows.WebhookEndpointID(o.id, ep.ID), "")
+			desc, err := e.Temporal.DescribeWorkflowExecution(t.Context(), names.WebhookEndpointID(o.id, ep.ID), "")
 			return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		}, "the endpoint's workflow to end")
 	}, apitest.WithWebhookReceivers(), failOnHeader)

@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // The e-mail channel's routes: the workspace's address and settings, its
@@ -160,8 +161,8 @@ func (h *handlers) addSupportAddress(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	err := h.Starter.In(c, tx).Start(outbox.Start{WorkflowID: workflows.EmailVerifyID(p.OrgID, a.ID), Workflow: workflows.EmailVerifyWorkflow,
-		Input: workflows.EmailVerifyInput{AddressID: a.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: workflows.KindEmailVerify})
+	err := h.Starter.In(c, tx).Start(outbox.Start{WorkflowID: names.EmailVerifyID(p.OrgID, a.ID), Workflow: names.EmailVerifyWorkflow,
+		Input: workflows.EmailVerifyInput{AddressID: a.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: names.KindEmailVerify})
 	if err != nil {
 		return err
 	}

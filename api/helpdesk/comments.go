@@ -15,6 +15,7 @@ import (
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 func (h *handlers) listComments(c *fiber.Ctx) error {
@@ -155,6 +156,6 @@ func (h *handlers) emailReply(tx *outbox.Tx, t *models.Ticket, cm *models.Ticket
 	if err := tx.Create(&msg).Error; err != nil {
 		return err
 	}
-	return tx.Start(outbox.Start{WorkflowID: workflows.EmailSendID(t.OrgID, cm.ID), Workflow: workflows.EmailSendWorkflow,
-		Input: workflows.EmailSendInput{CommentID: cm.ID, OrgID: t.OrgID}, OrgID: t.OrgID, Kind: workflows.KindEmailSend})
+	return tx.Start(outbox.Start{WorkflowID: names.EmailSendID(t.OrgID, cm.ID), Workflow: names.EmailSendWorkflow,
+		Input: workflows.EmailSendInput{CommentID: cm.ID, OrgID: t.OrgID}, OrgID: t.OrgID, Kind: names.KindEmailSend})
 }

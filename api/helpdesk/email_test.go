@@ -17,7 +17,7 @@ import (
 	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // message is an RFC 5322 message; headers are extra "Name: value" lines.
@@ -612,7 +612,7 @@ func TestEmailChannelSettings(t *testing.T) {
 		}
 		qm := d.inbound(e, messageIDOf(suppressed))
 		var res activities.IngestResult
-		if err := e.Temporal.GetWorkflow(t.Context(), workflows.EmailIngestID(d.id, qm.ID), "").Get(t.Context(), &res); err != nil {
+		if err := e.Temporal.GetWorkflow(t.Context(), names.EmailIngestID(d.id, qm.ID), "").Get(t.Context(), &res); err != nil {
 			t.Fatal(err)
 		}
 		var acks int64

@@ -18,6 +18,7 @@ import (
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // RecordNotification stores n for its member and records, in the same
@@ -38,9 +39,9 @@ func RecordNotification(tx *outbox.Tx, n *models.Notification) error {
 	if err != nil || !created {
 		return err
 	}
-	err = tx.Start(outbox.Start{WorkflowID: workflows.NotificationDeliveryID(n.ID), Workflow: workflows.NotificationDeliveryWorkflow,
+	err = tx.Start(outbox.Start{WorkflowID: names.NotificationDeliveryID(n.ID), Workflow: names.NotificationDeliveryWorkflow,
 		Input: workflows.NotificationDeliveryInput{NotificationID: n.ID, OrgID: n.OrgID}, OrgID: n.OrgID,
-		Kind: workflows.KindNotificationDelivery})
+		Kind: names.KindNotificationDelivery})
 	if errors.Is(err, outbox.ErrDuplicate) {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 type notification struct {
@@ -404,9 +404,9 @@ func TestNotificationRecordedAndPushed(t *testing.T) {
 		var out activities.DeliveryResult
 		e.Eventually(func() bool {
 			var s models.WorkflowStart
-			return e.DB.Take(&s, "workflow_id = ? AND status = ?", workflows.NotificationDeliveryID(n.ID), models.StartStarted).Error == nil
+			return e.DB.Take(&s, "workflow_id = ? AND status = ?", names.NotificationDeliveryID(n.ID), models.StartStarted).Error == nil
 		}, "the delivery to start")
-		if err := e.Temporal.GetWorkflow(ctx, workflows.NotificationDeliveryID(n.ID), "").Get(ctx, &out); err != nil {
+		if err := e.Temporal.GetWorkflow(ctx, names.NotificationDeliveryID(n.ID), "").Get(ctx, &out); err != nil {
 			t.Fatal(err)
 		}
 		if out.Sent != 1 || peer.hits() != 1 {
@@ -420,7 +420,7 @@ func TestNotificationRecordedAndPushed(t *testing.T) {
 			t.Fatalf("push headers: %q %q", peer.auth[0], peer.enc[0])
 		}
 		var starts, stored int64
-		e.DB.Model(&models.WorkflowStart{}).Where("workflow_id = ?", workflows.NotificationDeliveryID(n.ID)).Count(&starts)
+		e.DB.Model(&models.WorkflowStart{}).Where("workflow_id = ?", names.NotificationDeliveryID(n.ID)).Count(&starts)
 		e.DB.Model(&models.Notification{}).Where("id = ?", n.ID).Count(&stored)
 		if starts != 1 || stored != 1 {
 			t.Fatalf("%d starts, %d notifications, want 1 and 1", starts, stored)
@@ -462,10 +462,10 @@ func TestPushToInternalAddressesIsRefused(t *testing.T) {
 		}
 		e.Eventually(func() bool {
 			var s models.WorkflowStart
-			return e.DB.Take(&s, "workflow_id = ? AND status = ?", workflows.NotificationDeliveryID(n.ID), models.StartStarted).Error == nil
+			return e.DB.Take(&s, "workflow_id = ? AND status = ?", names.NotificationDeliveryID(n.ID), models.StartStarted).Error == nil
 		}, "the delivery to start")
 		var out activities.DeliveryResult
-		if err := e.Temporal.GetWorkflow(t.Context(), workflows.NotificationDeliveryID(n.ID), "").Get(t.Context(), &out); err != nil {
+		if err := e.Temporal.GetWorkflow(t.Context(), names.NotificationDeliveryID(n.ID), "").Get(t.Context(), &out); err != nil {
 			t.Fatal(err)
 		}
 		var left int64

@@ -10,7 +10,7 @@ import (
 
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // slaTicket is a ticket with its SLA, as the API shows it.
@@ -179,7 +179,7 @@ func TestSLABreachIsRecordedToldAndEscalated(t *testing.T) {
 			Body: map[string]any{"status": "solved"}}).Expect(200)
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		if err := e.Temporal.GetWorkflow(ctx, workflows.TicketSLAID(tk.ID), "").Get(ctx, nil); err != nil {
+		if err := e.Temporal.GetWorkflow(ctx, names.TicketSLAID(tk.ID), "").Get(ctx, nil); err != nil {
 			t.Fatalf("the ticket's SLA workflow: %v", err)
 		}
 	}, apitest.WithWebhookReceivers(), apitest.WithTicketAutoClose(time.Second))

@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // defaultAutoClose is how long a solved ticket waits before closing.
@@ -207,9 +208,9 @@ func (h *handlers) followStatus(tx *outbox.Tx, t *models.Ticket, change models.T
 		if after <= 0 {
 			after = defaultAutoClose
 		}
-		return tx.Start(outbox.Start{WorkflowID: workflows.TicketAutoCloseID(t.ID, t.SolveCount), Workflow: workflows.TicketAutoCloseWorkflow,
+		return tx.Start(outbox.Start{WorkflowID: names.TicketAutoCloseID(t.ID, t.SolveCount), Workflow: names.TicketAutoCloseWorkflow,
 			Input: workflows.TicketAutoCloseInput{TicketID: t.ID, SolveCount: t.SolveCount, After: after}, OrgID: t.OrgID,
-			Kind: workflows.KindTicketAutoClose})
+			Kind: names.KindTicketAutoClose})
 	case change.Unsolved:
 		return cancelAutoClose(tx, t)
 	}
@@ -221,9 +222,9 @@ func (h *handlers) followStatus(tx *outbox.Tx, t *models.Ticket, change models.T
 // Temporal UI. (The timer would not close the ticket anyway: it closes only
 // the solved state it was started for.)
 func cancelAutoClose(tx *outbox.Tx, t *models.Ticket) error {
-	err := tx.Start(outbox.Start{WorkflowID: workflows.TicketAutoCloseCancelID(t.ID, t.SolveCount), Workflow: workflows.TicketAutoCloseCancelWorkflow,
+	err := tx.Start(outbox.Start{WorkflowID: names.TicketAutoCloseCancelID(t.ID, t.SolveCount), Workflow: names.TicketAutoCloseCancelWorkflow,
 		Input: workflows.TicketAutoCloseCancelInput{TicketID: t.ID, SolveCount: t.SolveCount}, OrgID: t.OrgID,
-		Kind: workflows.KindTicketAutoCloseCancel})
+		Kind: names.KindTicketAutoCloseCancel})
 	if errors.Is(err, outbox.ErrDuplicate) {
 		return nil // already requested
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 type ticket struct {
@@ -245,7 +245,7 @@ func TestSolvedTicketsCloseAutomatically(t *testing.T) {
 	// Once the reopened ticket's timer is over (fired as a no-op, or
 	// cancelled by the reopen), nothing can close the ticket any more.
 	e.Eventually(func() bool {
-		st := workflowStatus(e, workflows.TicketAutoCloseID(reopened.ID, 1))
+		st := workflowStatus(e, names.TicketAutoCloseID(reopened.ID, 1))
 		return st != enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED && st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, "the reopened ticket's timer to end")
 	var tk models.Ticket
@@ -280,14 +280,14 @@ func TestLeavingSolvedCancelsTheAutoCloseTimer(t *testing.T) {
 		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + tk.ID, Headers: d.headers,
 			Body: map[string]any{"agentId": d.agentID, "status": "solved"}}).Expect(200)
 		e.Eventually(func() bool {
-			return workflowStatus(e, workflows.TicketAutoCloseID(tk.ID, 1)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+			return workflowStatus(e, names.TicketAutoCloseID(tk.ID, 1)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 		}, "the timer of %s to run", subject)
 		return tk
 	}
 	replied, moved, deleted, gone := solved("Replied"), solved("Moved"), solved("Deleted"), solved("Gone")
 
 	// An operator terminated this one's timer by hand.
-	if err := e.Temporal.TerminateWorkflow(e.T.Context(), workflows.TicketAutoCloseID(gone.ID, 1), "", "by hand"); err != nil {
+	if err := e.Temporal.TerminateWorkflow(e.T.Context(), names.TicketAutoCloseID(gone.ID, 1), "", "by hand"); err != nil {
 		t.Fatal(err)
 	}
 	comment := func(tk ticket) {
@@ -302,7 +302,7 @@ func TestLeavingSolvedCancelsTheAutoCloseTimer(t *testing.T) {
 
 	for _, tk := range []ticket{replied, moved, deleted, gone} {
 		e.Eventually(func() bool {
-			return workflowStatus(e, workflows.TicketAutoCloseCancelID(tk.ID, 1)) == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+			return workflowStatus(e, names.TicketAutoCloseCancelID(tk.ID, 1)) == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		}, "the cancellation of %s's timer to complete", tk.ID)
 	}
 	for id, want := range map[string]enumspb.WorkflowExecutionStatus{
@@ -311,7 +311,7 @@ func TestLeavingSolvedCancelsTheAutoCloseTimer(t *testing.T) {
 		deleted.ID: enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
 		gone.ID:    enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
 	} {
-		if got := workflowStatus(e, workflows.TicketAutoCloseID(id, 1)); got != want {
+		if got := workflowStatus(e, names.TicketAutoCloseID(id, 1)); got != want {
 			t.Errorf("timer of %s: %s, want %s", id, got, want)
 		}
 	}
@@ -320,7 +320,7 @@ func TestLeavingSolvedCancelsTheAutoCloseTimer(t *testing.T) {
 	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + replied.ID, Headers: d.headers,
 		Body: map[string]any{"status": "solved"}}).Expect(200)
 	e.Eventually(func() bool {
-		return workflowStatus(e, workflows.TicketAutoCloseID(replied.ID, 2)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		return workflowStatus(e, names.TicketAutoCloseID(replied.ID, 2)) == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 	}, "the second timer to run")
 }
 

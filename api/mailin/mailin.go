@@ -18,6 +18,7 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // DefaultMaxBytes is the largest message taken (SUITE_MAIL_MAX_BYTES).
@@ -40,8 +41,8 @@ func storing(m *models.InboundEmail) (string, []any, outbox.Start) {
 	}
 	m.MessageID = models.InboundMessageID(header, m.Raw)
 	insert, args := models.InsertInboundEmail(m)
-	return insert, args, outbox.Start{WorkflowID: workflows.EmailIngestID(m.OrgID, m.ID), Workflow: workflows.EmailIngestWorkflow,
-		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: workflows.KindEmailIngest}
+	return insert, args, outbox.Start{WorkflowID: names.EmailIngestID(m.OrgID, m.ID), Workflow: names.EmailIngestWorkflow,
+		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: names.KindEmailIngest}
 }
 
 // storeAll stores the message for each workspace it is addressed to: for

@@ -37,7 +37,7 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // Start describes one workflow to start.
@@ -57,7 +57,7 @@ type Start struct {
 type Signal struct {
 	// WorkflowID is the workflow to signal (its current run).
 	WorkflowID string
-	// Name is the signal name (workflows/names.go).
+	// Name is the signal name (workflows/names/names.go).
 	Name string
 	// Input is the signal's single argument; it is stored as JSON.
 	Input any
@@ -303,7 +303,7 @@ func startRow(s Start, traceContext, requestID string) (*models.WorkflowStart, e
 	return &models.WorkflowStart{
 		WorkflowID:   s.WorkflowID,
 		WorkflowType: s.Workflow,
-		TaskQueue:    workflows.TaskQueue,
+		TaskQueue:    names.TaskQueue,
 		Input:        string(input),
 		OrgID:        s.OrgID,
 		Kind:         s.Kind,
@@ -336,7 +336,7 @@ func (tx *Tx) Signal(sig Signal) error {
 	if err != nil {
 		return fmt.Errorf("encode signal %s to %s: %w", sig.Name, sig.WorkflowID, err)
 	}
-	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: workflows.TaskQueue, SignalName: sig.Name, SignalInput: string(input)}
+	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: names.TaskQueue, SignalName: sig.Name, SignalInput: string(input)}
 	if sig.Start != nil {
 		startInput, err := json.Marshal(sig.Start.Input)
 		if err != nil {
@@ -542,8 +542,8 @@ func (s *Starter) start(ctx context.Context, row *models.WorkflowStart) map[stri
 		TaskQueue:                row.TaskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
-		TypedSearchAttributes:    workflows.SearchAttributes(row.OrgID, row.Kind),
-		Priority:                 workflows.Priority(row.OrgID),
+		TypedSearchAttributes:    names.SearchAttributes(row.OrgID, row.Kind),
+		Priority:                 names.Priority(row.OrgID),
 		// Where a worker on the same client has a free slot (`suite dev`
 		// runs one beside the relay), Temporal hands it the first workflow
 		// task in the start's answer instead of queueing it through
@@ -579,8 +579,8 @@ func (s *Starter) deliverSignal(ctx context.Context, row *models.WorkflowStart) 
 				ID:                    row.WorkflowID,
 				TaskQueue:             row.TaskQueue,
 				WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-				TypedSearchAttributes: workflows.SearchAttributes(row.OrgID, row.Kind),
-				Priority:              workflows.Priority(row.OrgID),
+				TypedSearchAttributes: names.SearchAttributes(row.OrgID, row.Kind),
+				Priority:              names.Priority(row.OrgID),
 			}, row.WorkflowType, json.RawMessage(row.Input))
 		if err == nil {
 			runID = run.GetRunID()

@@ -24,7 +24,7 @@ import (
 	"github.com/business-suite/suite/worker"
 	"github.com/business-suite/suite/worker/devserver"
 	"github.com/business-suite/suite/worker/ports"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // runs counts executions per workflow ID across the test.
@@ -162,7 +162,7 @@ func TestStartsRecordedWhileTemporalIsDownRunExactlyOnce(t *testing.T) {
 			if c := counter.count(id); c != 1 {
 				t.Fatalf("workflow %s ran %d times", id, c)
 			}
-			// Its organization is its fairness key (workflows.Priority).
+			// Its organization is its fairness key (names.Priority).
 			desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
 			if err != nil || desc.GetWorkflowExecutionInfo().GetPriority().GetFairnessKey() != "org-1" {
 				t.Fatalf("workflow %s: priority %v, %v; want the fairness key org-1", id, desc.GetWorkflowExecutionInfo().GetPriority(), err)
@@ -404,7 +404,7 @@ func startTemporal(t *testing.T, addr string, register func(sdkworker.Worker)) c
 		t.Fatal(err)
 	}
 	t.Cleanup(wc.Close)
-	w := sdkworker.New(wc, workflows.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(wc, names.TaskQueue, sdkworker.Options{})
 	register(w)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)

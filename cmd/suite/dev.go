@@ -12,7 +12,7 @@ import (
 	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/worker/mailsink"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // runDev is `suite dev`: the whole suite in one process with nothing to
@@ -84,7 +84,7 @@ func runDev(ctx context.Context, cfg Config) error {
 	}
 	defer w.Stop()
 
-	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity, TaskQueue: workflows.TaskQueue})
+	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity, TaskQueue: names.TaskQueue})
 	if cfg.TemporalUIURL == "" {
 		cfg.TemporalUIURL = ts.UIURL() // AI jobs link to their workflow in the embedded UI
 	}

@@ -10,7 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/business-suite/suite/worker/devserver"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // runTemporal is `suite temporal`: a Temporal server (and its Web UI at
@@ -72,7 +72,7 @@ func startEmbeddedTemporal(cfg Config) (*devserver.Server, error) {
 // is empty.
 func embeddedTemporal(cfg Config) devserver.Options {
 	searchAttrs := map[string]enumspb.IndexedValueType{}
-	for _, name := range workflows.SearchAttributeNames {
+	for _, name := range names.SearchAttributeNames {
 		searchAttrs[name] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
 	return devserver.Options{

@@ -18,7 +18,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/worker"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // startWorker registers the suite's workflows and activities and starts
@@ -79,7 +79,7 @@ func runWorker(ctx context.Context, cfg Config) error {
 	}
 	defer w.Stop()
 
-	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity, TaskQueue: workflows.TaskQueue})
+	checker := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: cfg.TemporalNamespace, WorkerIdentity: identity, TaskQueue: names.TaskQueue})
 	health, err := serveWorkerHealth(cfg.WorkerHealthAddr, checker, reg)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ type Options struct {
 	// TaskQueue (processes that run a worker).
 	WorkerIdentity string
 	// TaskQueue is the workflow task queue the worker polls
-	// (workflows.TaskQueue), needed with WorkerIdentity. The caller passes
+	// (names.TaskQueue), needed with WorkerIdentity. The caller passes
 	// it, so this package, which the API imports too, depends on no
 	// workflow code.
 	TaskQueue string

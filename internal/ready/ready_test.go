@@ -14,7 +14,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/ready"
 	"github.com/business-suite/suite/models/dbtest"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 func noop(workflow.Context) error { return nil }
@@ -27,14 +27,14 @@ func TestWorkerCheckWaitsForThisProcessPoller(t *testing.T) {
 	tc := ts.GetDefaultClient()
 	ctx := t.Context()
 
-	other := sdkworker.New(tc, workflows.TaskQueue, sdkworker.Options{Identity: "someone-else"})
+	other := sdkworker.New(tc, names.TaskQueue, sdkworker.Options{Identity: "someone-else"})
 	other.RegisterWorkflow(noop)
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer other.Stop()
 
-	c := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: ts.GetDefaultNamespace(), WorkerIdentity: "me", TaskQueue: workflows.TaskQueue, TTL: time.Hour})
+	c := ready.New(ready.Options{DB: db, Temporal: tc, Namespace: ts.GetDefaultNamespace(), WorkerIdentity: "me", TaskQueue: names.TaskQueue, TTL: time.Hour})
 	r := c.Fresh(ctx)
 	if r.Ready || r.Checks[ready.CheckWorker].Status != "down" || r.Checks[ready.CheckTemporal].Status != "ok" || r.Checks[ready.CheckDatabase].Status != "ok" {
 		t.Fatalf("ready without this process's worker: %+v", r)
@@ -43,7 +43,7 @@ func TestWorkerCheckWaitsForThisProcessPoller(t *testing.T) {
 		t.Fatalf("failing check %q", r.Failing())
 	}
 
-	mine := sdkworker.New(tc, workflows.TaskQueue, sdkworker.Options{Identity: "me"})
+	mine := sdkworker.New(tc, names.TaskQueue, sdkworker.Options{Identity: "me"})
 	mine.RegisterWorkflow(noop)
 	if err := mine.Start(); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestTemporalDownIsNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	c := ready.New(ready.Options{DB: db, Temporal: tc, WorkerIdentity: "me", TaskQueue: workflows.TaskQueue})
+	c := ready.New(ready.Options{DB: db, Temporal: tc, WorkerIdentity: "me", TaskQueue: names.TaskQueue})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	r := c.Check(ctx)

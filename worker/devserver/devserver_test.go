@@ -18,7 +18,7 @@ import (
 
 	"github.com/business-suite/suite/worker/devserver"
 	"github.com/business-suite/suite/worker/ports"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 func greet(ctx workflow.Context, name string) (string, error) { return "hello " + name, nil }
@@ -55,14 +55,14 @@ func TestStateSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(c, names.TaskQueue, sdkworker.Options{})
 	w.RegisterWorkflow(greet)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: "greet/restart", TaskQueue: workflows.TaskQueue,
-		TypedSearchAttributes: workflows.SearchAttributes("org-7", "greeting"),
+		ID: "greet/restart", TaskQueue: names.TaskQueue,
+		TypedSearchAttributes: names.SearchAttributes("org-7", "greeting"),
 	}, greet, "ada")
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/business-suite/suite/worker/devserver"
-	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // childEnv names the variables that turn this test binary into a bare
@@ -60,13 +60,13 @@ func greetWithin(t *testing.T, addr, id string, within time.Duration) {
 		t.Fatalf("dial: %v", err)
 	}
 	defer c.Close()
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(c, names.TaskQueue, sdkworker.Options{})
 	w.RegisterWorkflow(greet)
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}, greet, "ada")
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: names.TaskQueue}, greet, "ada")
 	if err != nil {
 		t.Fatalf("start %s: %v", id, err)
 	}
@@ -75,7 +75,7 @@ func greetWithin(t *testing.T, addr, id string, within time.Duration) {
 		t.Fatalf("workflow %s did not complete within %s of the start: %q %v", id, within, out, err)
 	}
 	// Matching serves the task queue and lists this worker as a poller.
-	desc, err := c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	desc, err := c.DescribeTaskQueue(ctx, names.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil || len(desc.GetPollers()) == 0 {
 		t.Fatalf("describe task queue: %v %v", desc, err)
 	}

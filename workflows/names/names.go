@@ -1,14 +1,25 @@
-package workflows
+// Package names is the one place for the names of the suite's workflows:
+// the task queue, every workflow type and its Kind search attribute, the
+// ID format of every workflow (built from business keys), and the signal
+// and query names. Handlers, workers, activities, the recording of work
+// (models/record) and tests import it.
+//
+// It is a package of its own, below package workflows, because the layers
+// that record work in a transaction — activities, the recording package —
+// must name the workflows they wake (a ticket's SLA, a webhook endpoint's
+// delivery, a notification's push), and package workflows imports
+// activities (its workflows call their methods). It imports nothing of the
+// suite, so every layer may import it (docs/decisions.md, "Names").
+package names
 
 import (
-	"github.com/business-suite/suite/models"
 	"strconv"
 
 	"go.temporal.io/sdk/temporal"
 )
 
 // TaskQueue is the one task queue every suite worker polls.
-const TaskQueue = models.TaskQueue
+const TaskQueue = "suite"
 
 // Custom search attributes, set on every workflow the suite starts so that
 // operators can filter in the Temporal UI (`OrgId = "…" AND Kind = "…"`).
@@ -118,7 +129,7 @@ const (
 )
 
 // AIJobID is the ID of a job's workflow: one per job, ever.
-func AIJobID(jobID string) string { return models.AIJobWorkflowID(jobID) }
+func AIJobID(jobID string) string { return "ai-job/" + jobID }
 
 // SubscriptionChangeWorkflow carries one change of an organization's plan
 // through Stripe: customer, subscription, payment, plan applied.
@@ -132,10 +143,15 @@ const (
 	QuerySubscriptionChangeStep = "current-step"
 )
 
-// SubscriptionChangeID is the ID of one run of a change
-// (models.SubscriptionChangeWorkflowID).
+// SubscriptionChangeID is the ID of one run of a change: the first run is
+// subscription/<org>/<change>; billing-staff retry n runs as
+// subscription/<org>/<change>/retry-<n> (each ID runs once, ever).
 func SubscriptionChangeID(orgID, changeID string, retry int) string {
-	return models.SubscriptionChangeWorkflowID(orgID, changeID, retry)
+	id := "subscription/" + orgID + "/" + changeID
+	if retry > 0 {
+		id += "/retry-" + strconv.Itoa(retry)
+	}
+	return id
 }
 
 // InvitationEmailWorkflow e-mails one invitation to the invited address.
@@ -173,14 +189,26 @@ func EmailVerifyID(orgID, addressID string) string { return "email-verify/" + or
 // long as the endpoint exists (continuing as new).
 const (
 	WebhookEndpointWorkflow = "WebhookEndpoint"
-	KindWebhookEndpoint     = models.WebhookEndpointKind
+	KindWebhookEndpoint     = "webhook-endpoint"
 	// SignalWebhookWake tells it that deliveries were recorded.
-	SignalWebhookWake = models.WebhookWakeSignal
+	SignalWebhookWake = "webhook-wake"
 )
 
 // WebhookEndpointID is the ID of an endpoint's delivery workflow: one per
-// endpoint, ever. (models names it, for activities that record events:
-// models.WebhookWake.)
+// endpoint, ever.
 func WebhookEndpointID(orgID, endpointID string) string {
-	return models.WebhookEndpointWorkflowID(orgID, endpointID)
+	return "webhook-endpoint/" + orgID + "/" + endpointID
 }
+
+// TicketSLAWorkflow holds one ticket's SLA timers (workflows.TicketSLA).
+// Every change that moves the ticket's clocks wakes it in the change's
+// transaction (signal-with-start).
+const (
+	TicketSLAWorkflow = "TicketSLA"
+	KindTicketSLA     = "ticket-sla"
+	// SignalTicketSLAWake tells the workflow that the clocks moved.
+	SignalTicketSLAWake = "sla-wake"
+)
+
+// TicketSLAID is the ID of a ticket's SLA workflow: one per ticket.
+func TicketSLAID(ticketID string) string { return "ticket-sla/" + ticketID }
