@@ -17,6 +17,7 @@ import (
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/aidata"
+	"github.com/business-suite/suite/models/record"
 )
 
 // AIJobs are the activities of the AIJob workflow: Begin loads the input
@@ -118,8 +119,8 @@ func (f *jobFailure) Error() string { return f.message }
 func (a *AIJobs) Begin(ctx context.Context, jobID string) (AIJobPlan, error) {
 	info := a.Provider.Info()
 	var plan AIJobPlan
-	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		job, err := a.job(tx, jobID, true)
+	err := record.Transact(ctx, a.DB, func(tx *record.Tx) error {
+		job, err := a.job(tx.DB, jobID, true)
 		if err != nil {
 			return err
 		}
@@ -130,15 +131,15 @@ func (a *AIJobs) Begin(ctx context.Context, jobID string) (AIJobPlan, error) {
 		}
 		now := a.now()
 		if job.Status == models.AIJobQueued {
-			if _, err := models.MoveAIJob(tx, job.ID, models.AIJobRunning, map[string]any{"started_at": now}); err != nil {
+			if _, err := models.MoveAIJob(tx.DB, job.ID, models.AIJobRunning, map[string]any{"started_at": now}); err != nil {
 				return err
 			}
 		}
-		org, err := models.FindOrg(ctx, tx, job.OrgID)
+		org, err := models.FindOrg(ctx, tx.DB, job.OrgID)
 		if err != nil {
 			return err
 		}
-		in, err := a.loadInput(ctx, tx, job, org)
+		in, err := a.loadInput(ctx, tx.DB, job, org)
 		var failure *jobFailure
 		if errors.As(err, &failure) {
 			return a.failIn(tx, job.ID, failure, &plan)
@@ -153,7 +154,7 @@ func (a *AIJobs) Begin(ctx context.Context, jobID string) (AIJobPlan, error) {
 			return err
 		}
 		if !job.Refresh {
-			hit, err := models.FindAIResult(tx, job.OrgID, key)
+			hit, err := models.FindAIResult(tx.DB, job.OrgID, key)
 			if err != nil {
 				return err
 			}
@@ -165,7 +166,7 @@ func (a *AIJobs) Begin(ctx context.Context, jobID string) (AIJobPlan, error) {
 				return nil
 			}
 		}
-		if err := models.CheckAIQuota(tx, org, now); err != nil {
+		if err := models.CheckAIQuota(tx.DB, org, now); err != nil {
 			var de *models.DomainError
 			if errors.As(err, &de) && errors.Is(err, models.ErrLimit) {
 				return a.failIn(tx, job.ID, &jobFailure{models.AIErrQuotaExceeded, de.Message}, &plan)
@@ -182,7 +183,7 @@ func (a *AIJobs) Begin(ctx context.Context, jobID string) (AIJobPlan, error) {
 	return plan, err
 }
 
-func (a *AIJobs) failIn(tx *gorm.DB, jobID string, f *jobFailure, plan *AIJobPlan) error {
+func (a *AIJobs) failIn(tx *record.Tx, jobID string, f *jobFailure, plan *AIJobPlan) error {
 	if _, err := finishJob(tx, jobID, models.AIJobFailed, map[string]any{"error_code": f.code, "error_message": f.message}); err != nil {
 		return err
 	}
@@ -445,8 +446,8 @@ func (a *AIJobs) combine(ctx context.Context, parts []AIPartial, length string, 
 // is recorded). It returns the job's final status.
 func (a *AIJobs) Complete(ctx context.Context, jobID string, out AIOutcome) (string, error) {
 	var status string
-	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		job, err := a.job(tx, jobID, true)
+	err := record.Transact(ctx, a.DB, func(tx *record.Tx) error {
+		job, err := a.job(tx.DB, jobID, true)
 		if err != nil {
 			return err
 		}
@@ -459,24 +460,24 @@ func (a *AIJobs) Complete(ctx context.Context, jobID string, out AIOutcome) (str
 			return err
 		}
 		status = models.AIJobSucceeded
-		org, err := models.FindOrg(ctx, tx, job.OrgID)
+		org, err := models.FindOrg(ctx, tx.DB, job.OrgID)
 		if err != nil {
 			return err
 		}
 		now := a.now()
-		if err := models.StoreAIResult(tx, &models.AIResult{OrgID: job.OrgID, CacheKey: job.CacheKey, JobID: job.ID, Kind: job.Kind,
+		if err := models.StoreAIResult(tx.DB, &models.AIResult{OrgID: job.OrgID, CacheKey: job.CacheKey, JobID: job.ID, Kind: job.Kind,
 			Provider: job.Provider, Model: job.Model, Result: string(out.Output), PromptTokens: out.Usage.PromptTokens,
 			CompletionTokens: out.Usage.CompletionTokens, CreatedAt: now}); err != nil {
 			return err
 		}
-		return models.RecordAIUsage(tx, job.OrgID, models.AIMonth(org, now), out.Usage.PromptTokens, out.Usage.CompletionTokens)
+		return models.RecordAIUsage(tx.DB, job.OrgID, models.AIMonth(org, now), out.Usage.PromptTokens, out.Usage.CompletionTokens)
 	})
 	return status, err
 }
 
 // Fail records why a job failed (unless it already finished).
 func (a *AIJobs) Fail(ctx context.Context, jobID, code, message string) error {
-	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return record.Transact(ctx, a.DB, func(tx *record.Tx) error {
 		_, err := finishJob(tx, jobID, models.AIJobFailed, map[string]any{"error_code": code, "error_message": message})
 		return err
 	})
@@ -485,8 +486,8 @@ func (a *AIJobs) Fail(ctx context.Context, jobID, code, message string) error {
 // finishJob moves job id to succeeded or failed in tx (models.MoveAIJob)
 // and, when it moved, records ai.job.succeeded or ai.job.failed for the
 // organization's webhooks with it.
-func finishJob(tx *gorm.DB, id, to string, set map[string]any) (bool, error) {
-	moved, err := models.MoveAIJob(tx, id, to, set)
+func finishJob(tx *record.Tx, id, to string, set map[string]any) (bool, error) {
+	moved, err := models.MoveAIJob(tx.DB, id, to, set)
 	if err != nil || !moved {
 		return moved, err
 	}
@@ -494,7 +495,7 @@ func finishJob(tx *gorm.DB, id, to string, set map[string]any) (bool, error) {
 	if err := tx.Take(&job, "id = ?", id).Error; err != nil {
 		return false, err
 	}
-	return true, emit(tx, models.Event{OrgID: job.OrgID, Type: "ai.job." + to, Object: views.ToAIJob(&job)})
+	return true, tx.Emit(models.Event{OrgID: job.OrgID, Type: "ai.job." + to, Object: views.ToAIJob(&job)})
 }
 
 // Cancel marks a job canceled (unless it already finished): the workflow

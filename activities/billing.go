@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // StripeFailure is why Stripe refused a request or a payment failed, as
@@ -581,15 +582,15 @@ func (a *Billing) ApplyPlan(ctx context.Context, changeID string) error {
 // models.ApplySubscriptionChange's own transaction nests in it (a
 // savepoint).
 func (a *Billing) changeBilling(ctx context.Context, orgID string, change func(tx *gorm.DB) error) error {
-	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		before, err := models.OrgBilling(ctx, tx, orgID)
+	return record.Transact(ctx, a.DB, func(tx *record.Tx) error {
+		before, err := models.OrgBilling(ctx, tx.DB, orgID)
 		if err != nil {
 			return err
 		}
-		if err := change(tx); err != nil {
+		if err := change(tx.DB); err != nil {
 			return err
 		}
-		after, err := models.OrgBilling(ctx, tx, orgID)
+		after, err := models.OrgBilling(ctx, tx.DB, orgID)
 		if err != nil {
 			return err
 		}
@@ -597,7 +598,7 @@ func (a *Billing) changeBilling(ctx context.Context, orgID string, change func(t
 		if err != nil {
 			return err
 		}
-		return emit(tx, events...)
+		return tx.Emit(events...)
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // Email is the Helpdesk's e-mail channel: reading a received message into
@@ -72,15 +73,15 @@ func (a *Email) IngestEmail(ctx context.Context, inboundID string) (IngestResult
 // itself, so only a fresh run asks for its cancellation.
 func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, error) {
 	var res IngestResult
-	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := record.Transact(ctx, a.DB, func(tx *record.Tx) error {
 		var m models.InboundEmail
-		if err := models.LockForUpdate(tx).Take(&m, "id = ?", inboundID).Error; err != nil {
+		if err := models.LockForUpdate(tx.DB).Take(&m, "id = ?", inboundID).Error; err != nil {
 			return missing("inbound message "+inboundID, err)
 		}
 		fresh := m.Status == models.InboundReceived
 		p := ParseEmail(m.Raw, m.MailFrom)
 		now := models.Now()
-		out, err := models.IngestEmail(tx, &m, p, now)
+		out, err := models.IngestEmail(tx.DB, &m, p, now)
 		if err != nil {
 			return err
 		}
@@ -116,7 +117,7 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 			notify = t.AgentID
 		}
 		if notify != nil {
-			res.NotificationID, err = notifyReply(tx, &m, &t, *notify, now)
+			res.NotificationID, err = notifyReply(tx.DB, &m, &t, *notify, now)
 		}
 		return err
 	})
@@ -126,9 +127,9 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 // emitIngested records the webhook events of what a message became: a
 // ticket opened (with the customer it created), or a comment and the
 // change it made to its ticket t.
-func emitIngested(tx *gorm.DB, t *models.Ticket, out models.IngestOutcome) error {
+func emitIngested(tx *record.Tx, t *models.Ticket, out models.IngestOutcome) error {
 	if out.NewTicket {
-		return emit(tx, views.TicketOpenedEvents(t, out.NewCustomer)...)
+		return tx.Emit(views.TicketOpenedEvents(t, out.NewCustomer)...)
 	}
 	if out.CommentID == nil {
 		return nil
@@ -137,7 +138,7 @@ func emitIngested(tx *gorm.DB, t *models.Ticket, out models.IngestOutcome) error
 	if err := tx.Take(&cm, "id = ?", *out.CommentID).Error; err != nil {
 		return err
 	}
-	view, err := views.Comments(tx, []models.TicketComment{cm})
+	view, err := views.Comments(tx.DB, []models.TicketComment{cm})
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func emitIngested(tx *gorm.DB, t *models.Ticket, out models.IngestOutcome) error
 	if err != nil {
 		return err
 	}
-	return emit(tx, append([]models.Event{{OrgID: t.OrgID, Type: "ticket.comment_created", Object: view(&cm)}}, changed...)...)
+	return tx.Emit(append([]models.Event{{OrgID: t.OrgID, Type: "ticket.comment_created", Object: view(&cm)}}, changed...)...)
 }
 
 // notifyReply records the assignee's notification of a customer's reply

@@ -14,6 +14,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // Leads are the activities of lead intake. Every write is idempotent: rows
@@ -55,8 +56,8 @@ func (a *Leads) intake(tx *gorm.DB, id string) (*models.LeadIntake, error) {
 // recorded on the timeline and changes nothing.
 func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, error) {
 	var out LeadOutcome
-	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		in, err := a.intake(tx, intakeID)
+	err := record.Transact(ctx, a.DB, func(tx *record.Tx) error {
+		in, err := a.intake(tx.DB, intakeID)
 		if err != nil {
 			return err
 		}
@@ -68,7 +69,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		// earlier attempt of this activity. (A duplicate's lead id is the
 		// existing lead's: it is merged below, which is safe to repeat.)
 		var lead models.Lead
-		err = models.LockForUpdate(tx).Take(&lead, "id = ? AND org_id = ?", in.LeadID, in.OrgID).Error
+		err = models.LockForUpdate(tx.DB).Take(&lead, "id = ? AND org_id = ?", in.LeadID, in.OrgID).Error
 		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 			return err
 		}
@@ -78,7 +79,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		}
 		email := models.NormalizeEmail(p.Email)
 		if err != nil && email != "" { // not there by id: look for the e-mail
-			err = models.LockForUpdate(tx).Scopes(models.LeadWithEmail(in.OrgID, email)).Take(&lead).Error
+			err = models.LockForUpdate(tx.DB).Scopes(models.LeadWithEmail(in.OrgID, email)).Take(&lead).Error
 			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 				return err
 			}
@@ -105,11 +106,11 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 			}
 			act := &models.LeadActivity{ID: models.DerivedID(intakeID, "merged"), OrgID: in.OrgID, LeadID: lead.ID,
 				Type: "system", Body: body, OccurredAt: in.CreatedAt, CreatedBy: models.ActorIntake, CreatedAt: models.Now()}
-			if err := models.AddLeadActivity(tx, &lead, act); err != nil {
+			if err := models.AddLeadActivity(tx.DB, &lead, act); err != nil {
 				return err
 			}
 			after := views.ToLead(&lead)
-			if err := emitChange(tx, lead.OrgID, before, after, views.LeadChangeTypes(before, after, "lead.updated")...); err != nil {
+			if err := tx.EmitChange(lead.OrgID, before, after, after, views.LeadChangeTypes(before, after, "lead.updated")...); err != nil {
 				return err
 			}
 			return tx.Model(&models.LeadIntake{}).Where("id = ?", intakeID).
@@ -119,7 +120,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		lead = models.Lead{ID: in.LeadID, OrgID: in.OrgID, Name: strings.TrimSpace(p.Name), Email: email,
 			Phone: strings.TrimSpace(p.Phone), Company: strings.TrimSpace(p.Company), Value: p.Value,
 			Source: strings.TrimSpace(p.Source), Status: models.LeadNew, CreatedBy: models.ActorIntake, CreatedAt: now, UpdatedAt: now}
-		if err := models.RescoreLead(tx, &lead, now); err != nil {
+		if err := models.RescoreLead(tx.DB, &lead, now); err != nil {
 			return err
 		}
 		out = LeadOutcome{LeadID: lead.ID}
@@ -127,7 +128,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 			return err
 		}
 		view := views.ToLead(&lead)
-		return emit(tx, models.Event{OrgID: lead.OrgID, Type: "lead.created", Object: view},
+		return tx.Emit(models.Event{OrgID: lead.OrgID, Type: "lead.created", Object: view},
 			models.Event{OrgID: lead.OrgID, Type: "lead.scored", Object: view})
 	})
 	if database.IsUniqueViolation(err) && !retried(ctx) {
@@ -187,8 +188,8 @@ func mergeInto(l *models.Lead, p models.IntakePayload) {
 
 // LogIntakeActivity puts the submission on the lead's timeline.
 func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) error {
-	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		in, err := a.intake(tx, intakeID)
+	return record.Transact(ctx, a.DB, func(tx *record.Tx) error {
+		in, err := a.intake(tx.DB, intakeID)
 		if err != nil {
 			return err
 		}
@@ -196,7 +197,7 @@ func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) 
 			return nil // UpsertLead recorded the submission and left the lead alone
 		}
 		var lead models.Lead
-		if err := models.LockForUpdate(tx).Take(&lead, "id = ?", leadID).Error; err != nil {
+		if err := models.LockForUpdate(tx.DB).Take(&lead, "id = ?", leadID).Error; err != nil {
 			return missing("lead "+leadID, err)
 		}
 		var p models.IntakePayload
@@ -209,14 +210,14 @@ func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) 
 			body += " (source: " + p.Source + ")"
 		}
 		before := views.ToLead(&lead)
-		err = models.AddLeadActivity(tx, &lead, &models.LeadActivity{ID: models.DerivedID(intakeID, "received"),
+		err = models.AddLeadActivity(tx.DB, &lead, &models.LeadActivity{ID: models.DerivedID(intakeID, "received"),
 			OrgID: lead.OrgID, LeadID: lead.ID, Type: "system", Body: body, OccurredAt: in.CreatedAt,
 			CreatedBy: models.ActorIntake, CreatedAt: models.Now()})
 		if err != nil {
 			return err
 		}
 		after := views.ToLead(&lead)
-		return emitChange(tx, lead.OrgID, before, after, views.LeadChangeTypes(before, after, "")...)
+		return tx.EmitChange(lead.OrgID, before, after, after, views.LeadChangeTypes(before, after, "")...)
 	})
 }
 
@@ -225,16 +226,16 @@ func (a *Leads) LogIntakeActivity(ctx context.Context, intakeID, leadID string) 
 // An assigned lead keeps its assignee, so a retry changes nothing.
 func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
 	var assignee string
-	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := record.Transact(ctx, a.DB, func(tx *record.Tx) error {
 		var lead models.Lead
-		if err := models.LockForUpdate(tx).Take(&lead, "id = ?", leadID).Error; err != nil {
+		if err := models.LockForUpdate(tx.DB).Take(&lead, "id = ?", leadID).Error; err != nil {
 			return missing("lead "+leadID, err)
 		}
 		if lead.AssignedToID != nil {
 			assignee = *lead.AssignedToID
 			return nil
 		}
-		next, err := models.NextAssignee(tx, lead.OrgID, "leads")
+		next, err := models.NextAssignee(tx.DB, lead.OrgID, "leads")
 		if err != nil || next == "" {
 			return err
 		}
@@ -245,7 +246,8 @@ func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
 			Updates(map[string]any{"assigned_to_id": next, "updated_at": lead.UpdatedAt}).Error; err != nil {
 			return err
 		}
-		return emitChange(tx, lead.OrgID, before, views.ToLead(&lead), "lead.updated")
+		after := views.ToLead(&lead)
+		return tx.EmitChange(lead.OrgID, before, after, after, "lead.updated")
 	})
 	return assignee, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // SLA are the activities of a ticket's SLA workflow: read its timers, and
@@ -51,16 +52,16 @@ type SLAFired struct {
 // because the worker or Temporal was down, fires it exactly once.
 func (a *SLA) FireSLATimer(ctx context.Context, ticketID string, timer models.SLATimer) (SLAFired, error) {
 	var out SLAFired
-	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := record.Transact(ctx, a.DB, func(tx *record.Tx) error {
 		out = SLAFired{}
-		t, fired, err := models.FireSLATimer(tx, ticketID, timer)
+		t, fired, err := models.FireSLATimer(tx.DB, ticketID, timer)
 		if err == nil && fired {
 			err = a.tell(tx, t, timer, &out)
 		}
 		if err != nil {
 			return err
 		}
-		out.Plan.Timers, out.Plan.Live, err = models.SLATimers(tx, ticketID)
+		out.Plan.Timers, out.Plan.Live, err = models.SLATimers(tx.DB, ticketID)
 		return err
 	})
 	return out, err
@@ -68,7 +69,7 @@ func (a *SLA) FireSLATimer(ctx context.Context, ticketID string, timer models.SL
 
 // tell records what a fired timer sets off (FireSLATimer), in its
 // transaction.
-func (a *SLA) tell(tx *gorm.DB, t *models.Ticket, timer models.SLATimer, out *SLAFired) error {
+func (a *SLA) tell(tx *record.Tx, t *models.Ticket, timer models.SLATimer, out *SLAFired) error {
 	now := models.Now()
 	typ, event := "sla_warning", "ticket.sla_warning"
 	if timer.Fire == models.SLABreachTimer {
@@ -78,10 +79,10 @@ func (a *SLA) tell(tx *gorm.DB, t *models.Ticket, timer models.SLATimer, out *SL
 			return err
 		}
 	}
-	if err := emit(tx, models.Event{OrgID: t.OrgID, Type: event, Object: views.ToTicket(t)}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: event, Object: views.ToTicket(t)}); err != nil {
 		return err
 	}
-	recipients, err := slaRecipients(tx, t, timer.Fire == models.SLABreachTimer)
+	recipients, err := slaRecipients(tx.DB, t, timer.Fire == models.SLABreachTimer)
 	if err != nil || len(recipients) == 0 {
 		return err
 	}
@@ -94,7 +95,7 @@ func (a *SLA) tell(tx *gorm.DB, t *models.Ticket, timer models.SLATimer, out *SL
 		n := &models.Notification{ID: models.DerivedID(t.ID, timer.Kind, timer.Fire, timer.At.UTC().Format(time.RFC3339Nano), member),
 			OrgID: t.OrgID, MemberID: member, Type: typ, Title: slaTitle(t, timer), Body: t.Subject,
 			ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now}
-		created, err := models.Notify(tx, n)
+		created, err := models.Notify(tx.DB, n)
 		if err != nil {
 			return err
 		}
@@ -106,12 +107,12 @@ func (a *SLA) tell(tx *gorm.DB, t *models.Ticket, timer models.SLATimer, out *SL
 }
 
 // escalate applies the policy's escalation to a breached ticket.
-func (a *SLA) escalate(tx *gorm.DB, t *models.Ticket, now time.Time) (*models.Ticket, error) {
+func (a *SLA) escalate(tx *record.Tx, t *models.Ticket, now time.Time) (*models.Ticket, error) {
 	s, err := models.SLAOf(t)
 	if err != nil {
 		return nil, err
 	}
-	v, err := models.SLAPolicyOf(tx, t.OrgID, s.PolicyVersion)
+	v, err := models.SLAPolicyOf(tx.DB, t.OrgID, s.PolicyVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +123,7 @@ func (a *SLA) escalate(tx *gorm.DB, t *models.Ticket, now time.Time) (*models.Ti
 		}
 	}
 	if r := v.Escalation.ReassignTo; r != nil && (t.AgentID == nil || *t.AgentID != *r) {
-		active, err := models.IsActiveMember(tx, t.OrgID, *r)
+		active, err := models.IsActiveMember(tx.DB, t.OrgID, *r)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +134,7 @@ func (a *SLA) escalate(tx *gorm.DB, t *models.Ticket, now time.Time) (*models.Ti
 	if u.Priority == nil && !u.SetAgent {
 		return t, nil
 	}
-	after, change, err := models.UpdateTicket(tx, t.OrgID, t.ID, u, models.ActorSystem, now)
+	after, change, err := models.UpdateTicket(tx.DB, t.OrgID, t.ID, u, models.ActorSystem, now)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +142,7 @@ func (a *SLA) escalate(tx *gorm.DB, t *models.Ticket, now time.Time) (*models.Ti
 	if err != nil {
 		return nil, err
 	}
-	return after, emit(tx, events...)
+	return after, tx.Emit(events...)
 }
 
 // slaRecipients are the members a timer of t tells: its assignee, and on

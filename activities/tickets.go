@@ -8,6 +8,7 @@ import (
 
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // Tickets are the activities of ticket workflows.
@@ -21,9 +22,9 @@ type Tickets struct {
 // is left alone. It reports whether the ticket was closed.
 func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solveCount int) (bool, error) {
 	closed := false
-	err := a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := record.Transact(ctx, a.DB, func(tx *record.Tx) error {
 		var t models.Ticket
-		err := models.LockForUpdate(tx).Take(&t, "id = ?", ticketID).Error
+		err := models.LockForUpdate(tx.DB).Take(&t, "id = ?", ticketID).Error
 		if err != nil {
 			if errors.Is(err, gorm.ErrRecordNotFound) {
 				return nil // deleted meanwhile: nothing to close
@@ -41,7 +42,7 @@ func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solve
 		}
 		closed = true
 		if after.SLAState != nil { // closed is final: its SLA workflow ends
-			if err := models.WakeTicketSLA(tx, &after); err != nil {
+			if err := models.WakeTicketSLA(tx.DB, &after); err != nil {
 				return err
 			}
 		}
@@ -49,13 +50,13 @@ func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solve
 		if err != nil {
 			return err
 		}
-		if err := emit(tx, events...); err != nil {
+		if err := tx.Emit(events...); err != nil {
 			return err
 		}
 		if t.CustomerID == nil {
 			return nil
 		}
-		return models.RecordCustomerEvent(tx, t.OrgID, *t.CustomerID, &t.ID, "ticket_closed",
+		return models.RecordCustomerEvent(tx.DB, t.OrgID, *t.CustomerID, &t.ID, "ticket_closed",
 			"Ticket #"+models.Itoa(t.Number)+" closed automatically after being solved", models.ActorSystem)
 	})
 	return closed, err

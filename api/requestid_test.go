@@ -13,11 +13,11 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows/names"
 )
 
@@ -85,8 +85,8 @@ func TestWorkLogLinesCarryTheRequestID(t *testing.T) {
 
 	// From the outbox row on: the workflow's and the activity's lines.
 	ctx := telemetry.WithRequestID(t.Context(), "req-probe-7")
-	if err := e.Starter.Transact(ctx, func(tx *outbox.Tx) error {
-		return tx.Start(outbox.Start{WorkflowID: "log-probe", Workflow: "LogProbe"})
+	if err := e.Starter.Transact(ctx, func(tx *record.Tx) error {
+		return tx.Start(record.Start{WorkflowID: "log-probe", Workflow: "LogProbe"})
 	}); err != nil {
 		t.Fatal(err)
 	}

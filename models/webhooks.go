@@ -191,30 +191,6 @@ type Event struct {
 	Previous map[string]any
 }
 
-// An endpoint's delivery workflow (names.WebhookEndpointWorkflow) is
-// woken by a signal through the outbox whenever deliveries are recorded
-// for it. Its ID and the signal are named here, below every layer that
-// records events: API handlers (outbox.Tx.Emit) and activities.
-const WebhookWakeSignal = "webhook-wake"
-
-// WebhookEndpointKind is the Kind of the endpoints' delivery workflows.
-const WebhookEndpointKind = "webhook-endpoint"
-
-// WebhookEndpointWorkflowID is the ID of endpoint endpointID's delivery
-// workflow: one per endpoint, ever.
-func WebhookEndpointWorkflowID(orgID, endpointID string) string {
-	return "webhook-endpoint/" + orgID + "/" + endpointID
-}
-
-// WebhookWake is the outbox row (InsertWorkflowSignal) that wakes the
-// delivery workflow of the organization's endpoint endpointID. It carries
-// the workflow's organization and kind, so that it takes its turn after
-// the workflow's start (DueStarts).
-func WebhookWake(orgID, endpointID string) *WorkflowStart {
-	return &WorkflowStart{WorkflowID: WebhookEndpointWorkflowID(orgID, endpointID), SignalName: WebhookWakeSignal, SignalInput: "null",
-		OrgID: orgID, Kind: WebhookEndpointKind}
-}
-
 // receivingEndpoints is the condition, on the organization's id, of the
 // endpoints RecordEvents records events for.
 const receivingEndpoints = "org_id = ? AND (status = '" + WebhookEnabled + "' OR disabled_by = '" + DisabledByDelivery + "')"

@@ -15,9 +15,9 @@ import (
 
 	"github.com/business-suite/suite/activities/ai/openaicompat"
 	"github.com/business-suite/suite/activities/ai/openaicompat/openaitest"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -50,13 +50,13 @@ func document(t *testing.T, e *apitest.Env, orgID, content string) string {
 func startJob(t *testing.T, e *apitest.Env, in models.NewAIJob) string {
 	t.Helper()
 	var id string
-	err := e.Starter.Transact(t.Context(), func(tx *outbox.Tx) error {
+	err := e.Starter.Transact(t.Context(), func(tx *record.Tx) error {
 		job, err := models.CreateAIJob(tx.DB, in)
 		if err != nil {
 			return err
 		}
 		id = job.ID
-		return tx.Start(outbox.Start{WorkflowID: names.AIJobID(job.ID), Workflow: names.AIJobWorkflow,
+		return tx.Start(record.Start{WorkflowID: names.AIJobID(job.ID), Workflow: names.AIJobWorkflow,
 			Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: names.KindAIJob})
 	})
 	if err != nil {

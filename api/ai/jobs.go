@@ -11,11 +11,11 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/aidata"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -120,7 +120,7 @@ func (h *handlers) startJob(c *fiber.Ctx, in models.NewAIJob) error {
 	if err != nil {
 		return err
 	}
-	err = tx.Start(outbox.Start{WorkflowID: names.AIJobID(job.ID), Workflow: names.AIJobWorkflow,
+	err = tx.Start(record.Start{WorkflowID: names.AIJobID(job.ID), Workflow: names.AIJobWorkflow,
 		Input: workflows.AIJobInput{JobID: job.ID, OrgID: job.OrgID}, OrgID: job.OrgID, Kind: names.KindAIJob})
 	if err != nil {
 		return err

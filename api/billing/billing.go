@@ -27,6 +27,7 @@ import (
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -48,8 +49,8 @@ type Service struct {
 func (s *Service) Configured() bool { return s.Config.Configured() }
 
 // start is the outbox start of the change's current run.
-func start(c *models.SubscriptionChange) outbox.Start {
-	return outbox.Start{
+func start(c *models.SubscriptionChange) record.Start {
+	return record.Start{
 		WorkflowID: c.WorkflowID(),
 		Workflow:   names.SubscriptionChangeWorkflow,
 		Input:      workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: c.OrgID, Retry: c.Retry()},
@@ -61,7 +62,7 @@ func start(c *models.SubscriptionChange) outbox.Start {
 // Open records a change of plan (models.OpenSubscriptionChange: its rules
 // and errors) and its workflow start in tx. It is a 503
 // billing_not_configured when billing is off.
-func (s *Service) Open(tx *outbox.Tx, req models.OpenChange) (*models.SubscriptionChange, error) {
+func (s *Service) Open(tx *record.Tx, req models.OpenChange) (*models.SubscriptionChange, error) {
 	if !s.Configured() {
 		return nil, ErrNotConfigured
 	}
@@ -77,7 +78,7 @@ func (s *Service) Open(tx *outbox.Tx, req models.OpenChange) (*models.Subscripti
 // recording who asked, and starts the retry's workflow run
 // (subscription/<org>/<change>/retry-<n>), in tx. by names the
 // billing-staff user (or "suite-admin" from the shell).
-func (s *Service) Retry(tx *outbox.Tx, changeID, by string) (*models.SubscriptionChange, *models.SubscriptionChangeRetry, error) {
+func (s *Service) Retry(tx *record.Tx, changeID, by string) (*models.SubscriptionChange, *models.SubscriptionChangeRetry, error) {
 	if !s.Configured() {
 		return nil, nil, ErrNotConfigured
 	}
@@ -95,7 +96,7 @@ func (s *Service) Retry(tx *outbox.Tx, changeID, by string) (*models.Subscriptio
 // (a deleted subscription returns it to free) and the signal to the change
 // it concerns, delivered by the outbox relay — also when Temporal is down
 // right now. tx is begun only for a verified event.
-func (s *Service) ReceiveEvent(tx func() *outbox.Tx, payload []byte, signature string) (*models.EventRoute, error) {
+func (s *Service) ReceiveEvent(tx func() *record.Tx, payload []byte, signature string) (*models.EventRoute, error) {
 	if !s.Config.WebhookConfigured() {
 		return nil, ErrNotConfigured
 	}
@@ -121,7 +122,7 @@ func (s *Service) ReceiveEvent(tx func() *outbox.Tx, payload []byte, signature s
 		return route, nil
 	}
 	st := start(route.Change)
-	return route, otx.Signal(outbox.Signal{
+	return route, otx.Signal(record.Signal{
 		WorkflowID: st.WorkflowID,
 		Name:       names.SignalStripeEvent,
 		Input: workflows.StripeEventSignal{EventID: ev.ID, Type: ev.Type, SubscriptionID: ev.SubscriptionID,

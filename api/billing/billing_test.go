@@ -19,6 +19,7 @@ import (
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/worker/ports"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
@@ -231,7 +232,7 @@ func TestWaitHoldsUntilTheWorkflowHasMoved(t *testing.T) {
 // open, retry and receive call the billing core in a transaction of their
 // own, as a request does in its own.
 func open(svc *billing.Service, req models.OpenChange) (c *models.SubscriptionChange, err error) {
-	err = svc.Starter.Transact(context.Background(), func(tx *outbox.Tx) error {
+	err = svc.Starter.Transact(context.Background(), func(tx *record.Tx) error {
 		c, err = svc.Open(tx, req)
 		return err
 	})
@@ -239,7 +240,7 @@ func open(svc *billing.Service, req models.OpenChange) (c *models.SubscriptionCh
 }
 
 func retry(svc *billing.Service, changeID, by string) (c *models.SubscriptionChange, r *models.SubscriptionChangeRetry, err error) {
-	err = svc.Starter.Transact(context.Background(), func(tx *outbox.Tx) error {
+	err = svc.Starter.Transact(context.Background(), func(tx *record.Tx) error {
 		c, r, err = svc.Retry(tx, changeID, by)
 		return err
 	})
@@ -247,8 +248,8 @@ func retry(svc *billing.Service, changeID, by string) (c *models.SubscriptionCha
 }
 
 func receive(svc *billing.Service, payload []byte, signature string) (route *models.EventRoute, err error) {
-	err = svc.Starter.Transact(context.Background(), func(tx *outbox.Tx) error {
-		route, err = svc.ReceiveEvent(func() *outbox.Tx { return tx }, payload, signature)
+	err = svc.Starter.Transact(context.Background(), func(tx *record.Tx) error {
+		route, err = svc.ReceiveEvent(func() *record.Tx { return tx }, payload, signature)
 		return err
 	})
 	return route, err

@@ -10,10 +10,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // The operator API for billing staff (/ops/v1/billing/…): they work across
@@ -151,10 +151,10 @@ func (h *ops) retry(c *fiber.Ctx) error {
 // retry runs in a savepoint of tx: a refusal (IsRefusal) undoes the retry's
 // writes and leaves the audit entry in tx, which the caller commits; any
 // other error leaves tx to be rolled back.
-func (s *Service) RetryAudited(tx *outbox.Tx, changeID string, who models.StaffAuditEntry) (*models.SubscriptionChange, *models.SubscriptionChangeRetry, error) {
+func (s *Service) RetryAudited(tx *record.Tx, changeID string, who models.StaffAuditEntry) (*models.SubscriptionChange, *models.SubscriptionChangeRetry, error) {
 	var change *models.SubscriptionChange
 	var retry *models.SubscriptionChangeRetry
-	err := tx.Savepoint(func(sp *outbox.Tx) (err error) {
+	err := tx.Savepoint(func(sp *record.Tx) (err error) {
 		change, retry, err = s.Retry(sp, changeID, who.Actor)
 		return err
 	})

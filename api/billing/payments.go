@@ -7,10 +7,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // The Helpdesk's payments routes (/helpdesk/payments/…). Every one of them
@@ -198,7 +198,7 @@ func Webhook(s *Service) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		// The body is Fiber's buffer, reused after the handler returns.
 		payload := append([]byte(nil), c.Body()...)
-		route, err := s.ReceiveEvent(func() *outbox.Tx { return s.Starter.In(c, web.Tx(c)) }, payload, strings.Clone(c.Get("Stripe-Signature")))
+		route, err := s.ReceiveEvent(func() *record.Tx { return s.Starter.In(c, web.Tx(c)) }, payload, strings.Clone(c.Get("Stripe-Signature")))
 		switch {
 		case errors.Is(err, ErrBadSignature):
 			return web.NewProblem(fiber.StatusBadRequest, "invalid_signature",

@@ -161,7 +161,7 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 		return err
 	}
 	view := withHistory(tx, d)
-	if err := h.emit(c, tx, d.OrgID, "deal.created", view); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: "deal.created", Object: view}); err != nil {
 		return err
 	}
 	c.Location("/crm/deals/" + d.ID)
@@ -250,11 +250,11 @@ func (h *handlers) emitDealChange(c *fiber.Ctx, tx *gorm.DB, before, after dealR
 	}
 	b, a := before, after
 	b.History, a.History = nil, nil // compared without the history
-	return h.emitUpdate(c, tx, after.OrgID, b, a, after, types...)
+	return h.Starter.In(c, tx).EmitChange(after.OrgID, b, a, after, types...)
 }
 
 func (h *handlers) deleteDeal(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg("assigned_to_id"), "The deal", func(tx *gorm.DB, d *models.Deal) error {
-		return h.emit(c, tx, d.OrgID, "deal.deleted", toDeal(d))
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: "deal.deleted", Object: toDeal(d)})
 	})
 }

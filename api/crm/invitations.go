@@ -9,10 +9,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -62,7 +62,7 @@ func toInvitationSummary(inv *models.Invitation, now time.Time) *invitationSumma
 // invite creates a pending invitation of member m in tx, revoking the
 // member's earlier ones, and records its e-mail workflow. It returns the
 // invitation with its token (never stored).
-func (h *handlers) invite(tx *outbox.Tx, m *models.Member, invitedBy string, now time.Time) (*invitationResponse, error) {
+func (h *handlers) invite(tx *record.Tx, m *models.Member, invitedBy string, now time.Time) (*invitationResponse, error) {
 	key, err := models.EnsureServerSecret(tx.Statement.Context, tx.DB, models.InvitationKeyName)
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (h *handlers) invite(tx *outbox.Tx, m *models.Member, invitedBy string, now
 	if err := tx.Create(inv).Error; err != nil {
 		return nil, err
 	}
-	err = tx.Start(outbox.Start{WorkflowID: names.InvitationEmailID(inv.ID), Workflow: names.InvitationEmailWorkflow,
+	err = tx.Start(record.Start{WorkflowID: names.InvitationEmailID(inv.ID), Workflow: names.InvitationEmailWorkflow,
 		Input: workflows.InvitationEmailInput{InvitationID: inv.ID, OrgID: inv.OrgID}, OrgID: inv.OrgID, Kind: names.KindInvitationEmail})
 	if err != nil {
 		return nil, err
@@ -206,7 +206,7 @@ func (h *handlers) acceptInvitation(c *fiber.Ctx) error {
 
 // join makes p the member inv invited, in tx, if the invitation is still
 // good; it reports which organization they joined.
-func join(tx *outbox.Tx, p *auth.Principal, inv *models.Invitation, now time.Time) (org *models.Organization, m *models.Member, err error) {
+func join(tx *record.Tx, p *auth.Principal, inv *models.Invitation, now time.Time) (org *models.Organization, m *models.Member, err error) {
 	if org, err = models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), inv.OrgID); err != nil {
 		return nil, nil, errInvitationRevoked // the organization is gone
 	}

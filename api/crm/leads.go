@@ -12,11 +12,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -119,7 +119,7 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	err = tx.Start(outbox.Start{WorkflowID: names.LeadIntakeID(p.OrgID, intake.DedupeKey), Workflow: names.LeadIntakeWorkflow,
+	err = tx.Start(record.Start{WorkflowID: names.LeadIntakeID(p.OrgID, intake.DedupeKey), Workflow: names.LeadIntakeWorkflow,
 		Input: workflows.LeadIntakeInput{IntakeID: intake.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: names.KindLeadIntake})
 	if err != nil {
 		return err
@@ -212,12 +212,12 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 // emitLeadChange records the events of a lead's change from before to
 // after (views.LeadChangeTypes).
 func (h *handlers) emitLeadChange(c *fiber.Ctx, tx *gorm.DB, before, after views.Lead, typ string) error {
-	return h.emitUpdate(c, tx, after.OrgID, before, after, after, views.LeadChangeTypes(before, after, typ)...)
+	return h.Starter.In(c, tx).EmitChange(after.OrgID, before, after, after, views.LeadChangeTypes(before, after, typ)...)
 }
 
 func (h *handlers) deleteLead(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg("assigned_to_id"), "The lead", func(tx *gorm.DB, l *models.Lead) error {
-		return h.emit(c, tx, l.OrgID, "lead.deleted", views.ToLead(l))
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: "lead.deleted", Object: views.ToLead(l)})
 	})
 }
 
@@ -412,10 +412,10 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		return err
 	}
 	out.Lead, out.Contact.ID, out.Deal = views.ToLead(l), contact.ID, toDeal(deal)
-	if err := h.emit(c, tx, l.OrgID, "contact.created", toContact(contact)); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: "contact.created", Object: toContact(contact)}); err != nil {
 		return err
 	}
-	if err := h.emit(c, tx, l.OrgID, "deal.created", out.Deal); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: "deal.created", Object: out.Deal}); err != nil {
 		return err
 	}
 	if err := h.emitLeadChange(c, tx, before, out.Lead, "lead.converted"); err != nil {

@@ -8,10 +8,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 type memberResponse struct {
@@ -130,7 +130,7 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 
 // addInvited records the invited member m (reusing a removed member's row)
 // and their invitation in tx, within the organization's seats.
-func (h *handlers) addInvited(tx *outbox.Tx, p *auth.Principal, m *models.Member, inviter string, now time.Time) (*invitationResponse, error) {
+func (h *handlers) addInvited(tx *record.Tx, p *auth.Principal, m *models.Member, inviter string, now time.Time) (*invitationResponse, error) {
 	org, err := models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), p.OrgID)
 	if err != nil {
 		return nil, err
@@ -184,7 +184,7 @@ func (h *handlers) updateMember(c *fiber.Ctx) error {
 // changeMember applies req to the organization's member memberID in tx:
 // the last OWNER keeps their role, and a changed role is synchronized to the
 // identity service.
-func changeMember(tx *outbox.Tx, p *auth.Principal, memberID string, req updateMemberRequest) (*models.Member, error) {
+func changeMember(tx *record.Tx, p *auth.Principal, memberID string, req updateMemberRequest) (*models.Member, error) {
 	if _, err := models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), p.OrgID); err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 // withdrawMember removes the organization's member memberID in tx, or
 // withdraws their invitation; the last OWNER stays. It returns the member
 // as removed.
-func withdrawMember(tx *outbox.Tx, p *auth.Principal, memberID string) (*models.Member, error) {
+func withdrawMember(tx *record.Tx, p *auth.Principal, memberID string) (*models.Member, error) {
 	if _, err := models.FindOrg(tx.Statement.Context, models.LockForUpdate(tx.DB), p.OrgID); err != nil {
 		return nil, err
 	}

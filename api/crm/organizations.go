@@ -10,9 +10,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -99,7 +99,7 @@ func (h *handlers) createOrg(c *fiber.Ctx) error {
 	if err := tx.Create(owner).Error; err != nil {
 		return err
 	}
-	err = tx.Start(outbox.Start{WorkflowID: names.OrgRegistrationID(org.ID), Workflow: names.OrgRegistrationWorkflow,
+	err = tx.Start(record.Start{WorkflowID: names.OrgRegistrationID(org.ID), Workflow: names.OrgRegistrationWorkflow,
 		Input: workflows.OrgInput{OrgID: org.ID}, OrgID: org.ID, Kind: names.KindOrgRegistration})
 	if err != nil {
 		return err
@@ -220,8 +220,8 @@ func memberEmail(p *auth.Principal) string {
 }
 
 // startOrgSync records an OrgSync run for a change made in tx.
-func startOrgSync(tx *outbox.Tx, orgID string) error {
-	return tx.Start(outbox.Start{WorkflowID: names.OrgSyncID(orgID, models.NewID()), Workflow: names.OrgSyncWorkflow,
+func startOrgSync(tx *record.Tx, orgID string) error {
+	return tx.Start(record.Start{WorkflowID: names.OrgSyncID(orgID, models.NewID()), Workflow: names.OrgSyncWorkflow,
 		Input: workflows.OrgInput{OrgID: orgID}, OrgID: orgID, Kind: names.KindOrgSync})
 }
 

@@ -13,9 +13,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -201,7 +201,7 @@ func intakeKeyPart(k string) string {
 // that intake (in becomes it); past the window it is a new submission,
 // recorded under the key with the start of its 24-hour period appended, so
 // that resends within that period are answered as it in turn.
-func (h *handlers) resubmitted(tx *outbox.Tx, in *models.LeadIntake, matchEmail string) error {
+func (h *handlers) resubmitted(tx *record.Tx, in *models.LeadIntake, matchEmail string) error {
 	first, err := intakeByKey(tx.DB, in.OrgID, in.DedupeKey)
 	if err != nil {
 		return err
@@ -230,8 +230,8 @@ func intakeByKey(db *gorm.DB, orgID, key string) (models.LeadIntake, error) {
 }
 
 // leadIntakeStart is the LeadIntake workflow start of in.
-func leadIntakeStart(in *models.LeadIntake) outbox.Start {
-	return outbox.Start{WorkflowID: names.LeadIntakeID(in.OrgID, in.DedupeKey), Workflow: names.LeadIntakeWorkflow,
+func leadIntakeStart(in *models.LeadIntake) record.Start {
+	return record.Start{WorkflowID: names.LeadIntakeID(in.OrgID, in.DedupeKey), Workflow: names.LeadIntakeWorkflow,
 		Input: workflows.LeadIntakeInput{IntakeID: in.ID, OrgID: in.OrgID}, OrgID: in.OrgID, Kind: names.KindLeadIntake}
 }
 

@@ -11,17 +11,17 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
 
 // Outbound webhooks: an organization's endpoints (OWNER and ADMIN users),
 // their delivery log and replays. The events are recorded by the routes
-// that change things (outbox.Tx.Emit) and delivered by each endpoint's
+// that change things (record.Tx.Emit) and delivered by each endpoint's
 // WebhookEndpoint workflow.
 
 type endpointResponse struct {
@@ -132,7 +132,7 @@ func (h *handlers) createWebhook(c *fiber.Ctx) error {
 	if err := tx.Create(e).Error; err != nil {
 		return err
 	}
-	err := h.Starter.In(c, tx).Start(outbox.Start{WorkflowID: names.WebhookEndpointID(p.OrgID, e.ID), Workflow: names.WebhookEndpointWorkflow,
+	err := h.Starter.In(c, tx).Start(record.Start{WorkflowID: names.WebhookEndpointID(p.OrgID, e.ID), Workflow: names.WebhookEndpointWorkflow,
 		Input: workflows.WebhookEndpointInput{OrgID: p.OrgID, EndpointID: e.ID}, OrgID: p.OrgID, Kind: names.KindWebhookEndpoint})
 	if err != nil {
 		return err
@@ -190,7 +190,7 @@ func (h *handlers) updateWebhook(c *fiber.Ctx) error {
 		return err
 	}
 	if e.Status == models.WebhookEnabled {
-		if err := h.Starter.In(c, tx).WakeWebhooks(e.OrgID, e.ID); err != nil {
+		if err := h.Starter.In(c, tx).WakeWebhook(e.OrgID, e.ID); err != nil {
 			return err
 		}
 	}
@@ -207,7 +207,7 @@ func (h *handlers) deleteWebhook(c *fiber.Ctx) error {
 	if err := tx.Delete(e).Error; err != nil {
 		return err
 	}
-	if err := h.Starter.In(c, tx).WakeWebhooks(e.OrgID, e.ID); err != nil {
+	if err := h.Starter.In(c, tx).WakeWebhook(e.OrgID, e.ID); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -255,7 +255,7 @@ func (h *handlers) testWebhook(c *fiber.Ctx) error {
 // queued wakes e's workflow for the delivery d the request queued, once tx
 // commits, and answers 202 with d.
 func (h *handlers) queued(c *fiber.Ctx, tx *gorm.DB, e *models.WebhookEndpoint, d *models.WebhookDelivery, eventType string) error {
-	if err := h.Starter.In(c, tx).WakeWebhooks(e.OrgID, e.ID); err != nil {
+	if err := h.Starter.In(c, tx).WakeWebhook(e.OrgID, e.ID); err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusAccepted).JSON(toDelivery(d, eventType))

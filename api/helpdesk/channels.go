@@ -11,10 +11,10 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/mailin"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -161,7 +161,7 @@ func (h *handlers) addSupportAddress(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	err := h.Starter.In(c, tx).Start(outbox.Start{WorkflowID: names.EmailVerifyID(p.OrgID, a.ID), Workflow: names.EmailVerifyWorkflow,
+	err := h.Starter.In(c, tx).Start(record.Start{WorkflowID: names.EmailVerifyID(p.OrgID, a.ID), Workflow: names.EmailVerifyWorkflow,
 		Input: workflows.EmailVerifyInput{AddressID: a.ID, OrgID: p.OrgID}, OrgID: p.OrgID, Kind: names.KindEmailVerify})
 	if err != nil {
 		return err

@@ -10,10 +10,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -147,7 +147,7 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 // ticket's requester — queued, under the Message-ID it will be sent with —
 // and its EmailSend workflow's start, when the server sends mail. Internal
 // notes and customers' comments are never sent.
-func (h *handlers) emailReply(tx *outbox.Tx, t *models.Ticket, cm *models.TicketComment, now time.Time) error {
+func (h *handlers) emailReply(tx *record.Tx, t *models.Ticket, cm *models.TicketComment, now time.Time) error {
 	if !h.MailOutbound || h.MailDomain == "" || cm.AuthorType != models.AuthorAgent || !cm.Public || t.RequesterEmail == "" {
 		return nil
 	}
@@ -156,6 +156,6 @@ func (h *handlers) emailReply(tx *outbox.Tx, t *models.Ticket, cm *models.Ticket
 	if err := tx.Create(&msg).Error; err != nil {
 		return err
 	}
-	return tx.Start(outbox.Start{WorkflowID: names.EmailSendID(t.OrgID, cm.ID), Workflow: names.EmailSendWorkflow,
+	return tx.Start(record.Start{WorkflowID: names.EmailSendID(t.OrgID, cm.ID), Workflow: names.EmailSendWorkflow,
 		Input: workflows.EmailSendInput{CommentID: cm.ID, OrgID: t.OrgID}, OrgID: t.OrgID, Kind: names.KindEmailSend})
 }

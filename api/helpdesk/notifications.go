@@ -12,11 +12,11 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -28,7 +28,7 @@ import (
 // when empty. Give n an id derived from the event (models.DerivedID) to
 // make the call idempotent: a notification already recorded is left as it
 // is, and so is its delivery.
-func RecordNotification(tx *outbox.Tx, n *models.Notification) error {
+func RecordNotification(tx *record.Tx, n *models.Notification) error {
 	if n.ID == "" {
 		n.ID = models.NewID()
 	}
@@ -39,10 +39,10 @@ func RecordNotification(tx *outbox.Tx, n *models.Notification) error {
 	if err != nil || !created {
 		return err
 	}
-	err = tx.Start(outbox.Start{WorkflowID: names.NotificationDeliveryID(n.ID), Workflow: names.NotificationDeliveryWorkflow,
+	err = tx.Start(record.Start{WorkflowID: names.NotificationDeliveryID(n.ID), Workflow: names.NotificationDeliveryWorkflow,
 		Input: workflows.NotificationDeliveryInput{NotificationID: n.ID, OrgID: n.OrgID}, OrgID: n.OrgID,
 		Kind: names.KindNotificationDelivery})
-	if errors.Is(err, outbox.ErrDuplicate) {
+	if errors.Is(err, record.ErrDuplicate) {
 		return nil
 	}
 	return err

@@ -11,10 +11,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
-	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -191,7 +191,7 @@ func (h *handlers) updateTicket(c *fiber.Ctx) error {
 
 // emitTicketChange records the webhook events of a ticket's change from
 // before to after (views.TicketChangeEvents).
-func emitTicketChange(tx *outbox.Tx, before, after *models.Ticket) error {
+func emitTicketChange(tx *record.Tx, before, after *models.Ticket) error {
 	events, err := views.TicketChangeEvents(before, after)
 	if err != nil {
 		return err
@@ -201,14 +201,14 @@ func emitTicketChange(tx *outbox.Tx, before, after *models.Ticket) error {
 
 // followStatus records in tx the timers a status change asks for: solving
 // starts the auto-close timer of this solve, leaving solved cancels it.
-func (h *handlers) followStatus(tx *outbox.Tx, t *models.Ticket, change models.TicketChange) error {
+func (h *handlers) followStatus(tx *record.Tx, t *models.Ticket, change models.TicketChange) error {
 	switch {
 	case change.Solved:
 		after := h.AutoCloseAfter
 		if after <= 0 {
 			after = defaultAutoClose
 		}
-		return tx.Start(outbox.Start{WorkflowID: names.TicketAutoCloseID(t.ID, t.SolveCount), Workflow: names.TicketAutoCloseWorkflow,
+		return tx.Start(record.Start{WorkflowID: names.TicketAutoCloseID(t.ID, t.SolveCount), Workflow: names.TicketAutoCloseWorkflow,
 			Input: workflows.TicketAutoCloseInput{TicketID: t.ID, SolveCount: t.SolveCount, After: after}, OrgID: t.OrgID,
 			Kind: names.KindTicketAutoClose})
 	case change.Unsolved:
@@ -221,11 +221,11 @@ func (h *handlers) followStatus(tx *outbox.Tx, t *models.Ticket, change models.T
 // of the solved state t is leaving, so that only live timers stay in the
 // Temporal UI. (The timer would not close the ticket anyway: it closes only
 // the solved state it was started for.)
-func cancelAutoClose(tx *outbox.Tx, t *models.Ticket) error {
-	err := tx.Start(outbox.Start{WorkflowID: names.TicketAutoCloseCancelID(t.ID, t.SolveCount), Workflow: names.TicketAutoCloseCancelWorkflow,
+func cancelAutoClose(tx *record.Tx, t *models.Ticket) error {
+	err := tx.Start(record.Start{WorkflowID: names.TicketAutoCloseCancelID(t.ID, t.SolveCount), Workflow: names.TicketAutoCloseCancelWorkflow,
 		Input: workflows.TicketAutoCloseCancelInput{TicketID: t.ID, SolveCount: t.SolveCount}, OrgID: t.OrgID,
 		Kind: names.KindTicketAutoCloseCancel})
-	if errors.Is(err, outbox.ErrDuplicate) {
+	if errors.Is(err, record.ErrDuplicate) {
 		return nil // already requested
 	}
 	return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -28,20 +29,20 @@ const DefaultMaxBytes = 25 << 20
 // header here) and the start of its EmailIngest workflow in tx. It
 // reports whether m is new: false when the workspace already has a
 // message with its Message-ID, which is then left as it was.
-func Store(tx *outbox.Tx, m *models.InboundEmail) (bool, error) {
+func Store(tx *record.Tx, m *models.InboundEmail) (bool, error) {
 	insert, args, start := storing(m)
 	return tx.InsertWith(insert, args, start, new(string))
 }
 
 // storing is the statement that stores m and its EmailIngest start.
-func storing(m *models.InboundEmail) (string, []any, outbox.Start) {
+func storing(m *models.InboundEmail) (string, []any, record.Start) {
 	header := ""
 	if msg, err := mail.ReadMessage(bytes.NewReader(m.Raw)); err == nil {
 		header = msg.Header.Get("Message-Id")
 	}
 	m.MessageID = models.InboundMessageID(header, m.Raw)
 	insert, args := models.InsertInboundEmail(m)
-	return insert, args, outbox.Start{WorkflowID: names.EmailIngestID(m.OrgID, m.ID), Workflow: names.EmailIngestWorkflow,
+	return insert, args, record.Start{WorkflowID: names.EmailIngestID(m.OrgID, m.ID), Workflow: names.EmailIngestWorkflow,
 		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: names.KindEmailIngest}
 }
 
@@ -54,7 +55,7 @@ func storeAll(ctx context.Context, starter *outbox.Starter, msgs []*models.Inbou
 		_, err := starter.RecordWithStart(ctx, insert, args, start, new(string))
 		return err
 	}
-	return starter.Transact(ctx, func(tx *outbox.Tx) error {
+	return starter.Transact(ctx, func(tx *record.Tx) error {
 		for _, m := range msgs {
 			if _, err := Store(tx, m); err != nil {
 				return err

@@ -1,22 +1,20 @@
-// Package outbox starts Temporal workflows durably. A handler records the
-// intent to start a workflow in the same database transaction as the domain
-// change that needs it (a transactional outbox); after the commit the intent
-// is dispatched to Temporal at once, and a relay retries whatever could not
-// be started — Temporal down, network cut, process killed — until it is.
-// Workflow IDs are business keys started with a reject-duplicate policy, so
-// an intent is started exactly once however many times it is dispatched.
+// Package outbox dispatches the work recorded in database transactions
+// (models/record) to Temporal: after a request commits, its rows are
+// dispatched at once, and a relay retries whatever could not be started —
+// Temporal down, network cut, process killed — until it is. Workflow IDs
+// are business keys started with a reject-duplicate policy, so a start is
+// carried out exactly once however many times it is dispatched; signals go
+// through the same rows, lease and back-off, so they survive a Temporal
+// outage too.
 //
-// The same rows also deliver signals (Tx.Signal): an event that must reach a
-// workflow — a Stripe payment, say — is recorded with the domain write that
-// accepts it and delivered by the same relay, with the same lease and
-// back-off, so it survives a Temporal outage too.
+// Starter.In adapts the recording to a request (the relay is woken when it
+// commits); the relay and its pacing under load are in this package.
 package outbox
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -37,42 +35,9 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/workflows/names"
 )
-
-// Start describes one workflow to start.
-type Start struct {
-	// WorkflowID is built from a business key by a workflows.*ID function.
-	WorkflowID string
-	// Workflow is the registered workflow type name.
-	Workflow string
-	// Input is the workflow's single argument; it is stored as JSON.
-	Input any
-	// OrgID and Kind become the OrgId and Kind search attributes.
-	OrgID string
-	Kind  string
-}
-
-// Signal describes one signal to deliver to a workflow.
-type Signal struct {
-	// WorkflowID is the workflow to signal (its current run).
-	WorkflowID string
-	// Name is the signal name (workflows/names/names.go).
-	Name string
-	// Input is the signal's single argument; it is stored as JSON.
-	Input any
-	// Start, when set, makes the delivery a signal-with-start: if no run of
-	// WorkflowID is open and none ever ran, the workflow is started with
-	// Start.Workflow and Start.Input and receives the signal first thing.
-	// Use it when the workflow's own start may still be waiting in the
-	// outbox. (Start.WorkflowID is ignored.) Without it, a signal to a
-	// workflow that is not running is skipped.
-	Start *Start
-}
-
-// ErrDuplicate is returned by Tx.Start when a start with the same workflow ID
-// was already recorded; callers treat it as "already under way".
-var ErrDuplicate = errors.New("workflow start already recorded")
 
 // Starter records and dispatches workflow starts.
 type Starter struct {
@@ -234,127 +199,17 @@ func (f *floods) prune(now time.Time) {
 	}
 }
 
-// Tx is a database transaction that can also record workflow starts and
-// signals: they are dispatched once it commits, and never if it rolls back.
-type Tx struct {
-	*gorm.DB
-	// recorded is called after each row recorded, with the row's
-	// organization: it arranges the relay's wake-up once the transaction
-	// commits.
-	recorded func(orgID string)
-	// traceContext and requestID are the trace and the id of the request
-	// the transaction serves, stored with every row it records.
-	traceContext, requestID string
-	// woken are the webhook endpoints this Tx has woken (WakeWebhooks).
-	woken map[string]bool
-}
-
 // In is the request's transaction tx — web.Tx(c), or web.OneStatementTx(c)
 // for a request of one statement — able to record workflow starts; the
 // relay is woken once the request commits (web.AfterCommit).
-func (s *Starter) In(c *fiber.Ctx, tx *gorm.DB) *Tx {
-	ctx := c.UserContext()
+func (s *Starter) In(c *fiber.Ctx, tx *gorm.DB) *record.Tx {
 	woken := false
-	return &Tx{DB: tx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx), recorded: func(orgID string) {
+	return record.In(c.UserContext(), tx, func(orgID string) {
 		if s.recorded(orgID) && !woken {
 			woken = true
 			web.AfterCommit(c, s.Wake)
 		}
-	}}
-}
-
-// Savepoint runs fn in a savepoint of the transaction (GORM's nested
-// Transaction): when fn fails, its writes and the starts it recorded are
-// undone and the transaction goes on, so that the caller can still write
-// why — an audit entry of a refused action.
-func (tx *Tx) Savepoint(fn func(sp *Tx) error) error {
-	return tx.DB.Transaction(func(db *gorm.DB) error {
-		sp := *tx
-		sp.DB = db
-		return fn(&sp)
 	})
-}
-
-// Start records s in the transaction. It is dispatched only if the
-// transaction commits.
-func (tx *Tx) Start(s Start) error {
-	row, err := startRow(s, tx.traceContext, tx.requestID)
-	if err != nil {
-		return err
-	}
-	ok, err := models.InsertWorkflowStart(tx.DB, row)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return ErrDuplicate
-	}
-	tx.recorded(s.OrgID)
-	return nil
-}
-
-// startRow is the outbox row of s, recorded by the request with the given
-// trace context and id.
-func startRow(s Start, traceContext, requestID string) (*models.WorkflowStart, error) {
-	input, err := json.Marshal(s.Input)
-	if err != nil {
-		return nil, fmt.Errorf("encode input of %s: %w", s.WorkflowID, err)
-	}
-	return &models.WorkflowStart{
-		WorkflowID:   s.WorkflowID,
-		WorkflowType: s.Workflow,
-		TaskQueue:    names.TaskQueue,
-		Input:        string(input),
-		OrgID:        s.OrgID,
-		Kind:         s.Kind,
-		TraceContext: traceContext, RequestID: requestID,
-	}, nil
-}
-
-// InsertWith runs insert, an INSERT … ON CONFLICT DO NOTHING RETURNING
-// (its one row scanned into dest), and records start only if insert wrote
-// its row: one statement on PostgreSQL (models.RecordWithStart), so it
-// can be a request's one statement (web.OneStatementTx). It reports
-// whether the row was written; when it was not, nothing was.
-func (tx *Tx) InsertWith(insert string, args []any, start Start, dest ...any) (bool, error) {
-	row, err := startRow(start, tx.traceContext, tx.requestID)
-	if err != nil {
-		return false, err
-	}
-	written, err := models.RecordWithStart(tx.DB, insert, args, row, dest...)
-	if written && err == nil {
-		tx.recorded(start.OrgID)
-	}
-	return written, err
-}
-
-// Signal records sig in the transaction. It is delivered only if the
-// transaction commits; a workflow that has already finished is not
-// signalled (the row ends as skipped).
-func (tx *Tx) Signal(sig Signal) error {
-	input, err := json.Marshal(sig.Input)
-	if err != nil {
-		return fmt.Errorf("encode signal %s to %s: %w", sig.Name, sig.WorkflowID, err)
-	}
-	row := &models.WorkflowStart{WorkflowID: sig.WorkflowID, TaskQueue: names.TaskQueue, SignalName: sig.Name, SignalInput: string(input)}
-	if sig.Start != nil {
-		startInput, err := json.Marshal(sig.Start.Input)
-		if err != nil {
-			return fmt.Errorf("encode input of %s: %w", sig.WorkflowID, err)
-		}
-		row.WorkflowType, row.Input, row.OrgID, row.Kind = sig.Start.Workflow, string(startInput), sig.Start.OrgID, sig.Start.Kind
-	}
-	return tx.insertSignal(row)
-}
-
-// insertSignal records the signal row in the transaction.
-func (tx *Tx) insertSignal(row *models.WorkflowStart) error {
-	row.TraceContext, row.RequestID = tx.traceContext, tx.requestID
-	if err := models.InsertWorkflowSignal(tx.DB, row); err != nil {
-		return err
-	}
-	tx.recorded(row.OrgID)
-	return nil
 }
 
 // Transact runs fn in a database transaction of its own, for work done
@@ -362,11 +217,10 @@ func (tx *Tx) insertSignal(row *models.WorkflowStart) error {
 // own transaction (In). Workflow starts recorded with tx.Start commit or
 // roll back with the domain writes; after the commit the relay is woken to
 // dispatch them at once.
-func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
+func (s *Starter) Transact(ctx context.Context, fn func(tx *record.Tx) error) error {
 	wake := false
 	err := s.db.WithContext(ctx).Transaction(func(gtx *gorm.DB) error {
-		return fn(&Tx{DB: gtx, traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx),
-			recorded: func(orgID string) { wake = s.recorded(orgID) || wake }})
+		return fn(record.In(ctx, gtx, func(orgID string) { wake = s.recorded(orgID) || wake }))
 	})
 	if err == nil && wake {
 		s.Wake()
@@ -380,13 +234,12 @@ func (s *Starter) Transact(ctx context.Context, fn func(tx *Tx) error) error {
 // SQLite). The SMTP listener stores a message for one workspace with it
 // (docs/decisions.md, "Performance"). It reports whether the row was
 // written; when it was not, nothing was.
-func (s *Starter) RecordWithStart(ctx context.Context, insert string, args []any, start Start, dest ...any) (bool, error) {
-	tx := &Tx{DB: s.db.WithContext(ctx), traceContext: telemetry.Inject(ctx), requestID: telemetry.RequestID(ctx),
-		recorded: func(orgID string) {
-			if s.recorded(orgID) {
-				s.Wake()
-			}
-		}}
+func (s *Starter) RecordWithStart(ctx context.Context, insert string, args []any, start record.Start, dest ...any) (bool, error) {
+	tx := record.In(ctx, s.db.WithContext(ctx), func(orgID string) {
+		if s.recorded(orgID) {
+			s.Wake()
+		}
+	})
 	return tx.InsertWith(insert, args, start, dest...)
 }
 

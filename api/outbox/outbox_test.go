@@ -21,6 +21,7 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
+	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/worker"
 	"github.com/business-suite/suite/worker/devserver"
 	"github.com/business-suite/suite/worker/ports"
@@ -90,23 +91,23 @@ func TestStartsRecordedWhileTemporalIsDownRunExactlyOnce(t *testing.T) {
 		for i := range 5 {
 			id := fmt.Sprintf("probe/%s/%d", db.Dialector.Name(), i)
 			ids = append(ids, id)
-			err := starter.Transact(ctx, func(tx *outbox.Tx) error {
-				return tx.Start(outbox.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{Note: id}, OrgID: "org-1", Kind: "probe"})
+			err := starter.Transact(ctx, func(tx *record.Tx) error {
+				return tx.Start(record.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{Note: id}, OrgID: "org-1", Kind: "probe"})
 			})
 			if err != nil {
 				t.Fatalf("record start %d: %v", i, err)
 			}
 		}
 		// Recording the same workflow ID twice is refused, and rolls back.
-		err = starter.Transact(ctx, func(tx *outbox.Tx) error {
-			return tx.Start(outbox.Start{WorkflowID: ids[0], Workflow: "probeWorkflow", Input: probeInput{}})
+		err = starter.Transact(ctx, func(tx *record.Tx) error {
+			return tx.Start(record.Start{WorkflowID: ids[0], Workflow: "probeWorkflow", Input: probeInput{}})
 		})
-		if !errors.Is(err, outbox.ErrDuplicate) {
+		if !errors.Is(err, record.ErrDuplicate) {
 			t.Fatalf("duplicate start: %v", err)
 		}
 		// A start in a transaction that rolls back never happens.
-		_ = starter.Transact(ctx, func(tx *outbox.Tx) error {
-			if err := tx.Start(outbox.Start{WorkflowID: "probe/rolled-back", Workflow: "probeWorkflow", Input: probeInput{}}); err != nil {
+		_ = starter.Transact(ctx, func(tx *record.Tx) error {
+			if err := tx.Start(record.Start{WorkflowID: "probe/rolled-back", Workflow: "probeWorkflow", Input: probeInput{}}); err != nil {
 				return err
 			}
 			return errors.New("domain write failed")
@@ -231,32 +232,32 @@ func TestSignalsRecordedWhileTemporalIsDownAreDeliveredAfter(t *testing.T) {
 
 		prefix := "signal-probe/" + db.Dialector.Name()
 		both, byStart, nobody := prefix+"/both", prefix+"/by-signal", prefix+"/nobody"
-		withStart := func(want int) *outbox.Start {
-			return &outbox.Start{Workflow: "signalProbeWorkflow", Input: signalProbeInput{Want: want}, OrgID: "org-1", Kind: "probe"}
+		withStart := func(want int) *record.Start {
+			return &record.Start{Workflow: "signalProbeWorkflow", Input: signalProbeInput{Want: want}, OrgID: "org-1", Kind: "probe"}
 		}
-		err = starter.Transact(ctx, func(tx *outbox.Tx) error {
+		err = starter.Transact(ctx, func(tx *record.Tx) error {
 			// "both" has its start recorded and two signals-with-start.
-			if err := tx.Start(outbox.Start{WorkflowID: both, Workflow: "signalProbeWorkflow", Input: signalProbeInput{Want: 2}, OrgID: "org-1", Kind: "probe"}); err != nil {
+			if err := tx.Start(record.Start{WorkflowID: both, Workflow: "signalProbeWorkflow", Input: signalProbeInput{Want: 2}, OrgID: "org-1", Kind: "probe"}); err != nil {
 				return err
 			}
 			for _, s := range []string{"one", "two"} {
-				if err := tx.Signal(outbox.Signal{WorkflowID: both, Name: probeSignal, Input: s, Start: withStart(2)}); err != nil {
+				if err := tx.Signal(record.Signal{WorkflowID: both, Name: probeSignal, Input: s, Start: withStart(2)}); err != nil {
 					return err
 				}
 			}
 			// "by-signal" is started by its signal.
-			if err := tx.Signal(outbox.Signal{WorkflowID: byStart, Name: probeSignal, Input: "hello", Start: withStart(1)}); err != nil {
+			if err := tx.Signal(record.Signal{WorkflowID: byStart, Name: probeSignal, Input: "hello", Start: withStart(1)}); err != nil {
 				return err
 			}
 			// A plain signal to a workflow that never runs.
-			return tx.Signal(outbox.Signal{WorkflowID: nobody, Name: probeSignal, Input: "lost"})
+			return tx.Signal(record.Signal{WorkflowID: nobody, Name: probeSignal, Input: "lost"})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// A signal in a rolled-back transaction is never delivered.
-		_ = starter.Transact(ctx, func(tx *outbox.Tx) error {
-			if err := tx.Signal(outbox.Signal{WorkflowID: both, Name: probeSignal, Input: "rolled back", Start: withStart(2)}); err != nil {
+		_ = starter.Transact(ctx, func(tx *record.Tx) error {
+			if err := tx.Signal(record.Signal{WorkflowID: both, Name: probeSignal, Input: "rolled back", Start: withStart(2)}); err != nil {
 				return err
 			}
 			return errors.New("domain write failed")
@@ -317,8 +318,8 @@ func TestSignalsRecordedWhileTemporalIsDownAreDeliveredAfter(t *testing.T) {
 
 		// The workflow has finished: a late signal-with-start is skipped and
 		// does not run it a second time.
-		err = starter.Transact(ctx, func(tx *outbox.Tx) error {
-			return tx.Signal(outbox.Signal{WorkflowID: byStart, Name: probeSignal, Input: "late", Start: withStart(1)})
+		err = starter.Transact(ctx, func(tx *record.Tx) error {
+			return tx.Signal(record.Signal{WorkflowID: byStart, Name: probeSignal, Input: "late", Start: withStart(1)})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -353,8 +354,8 @@ func TestStartsWaitForUnregisteredSearchAttributes(t *testing.T) {
 		t.Cleanup(tc.Close)
 		starter := outbox.New(db, tc, quiet, nil)
 		id := "probe/" + db.Dialector.Name() + "/unregistered"
-		err = starter.Transact(ctx, func(tx *outbox.Tx) error {
-			return tx.Start(outbox.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{Note: id}, OrgID: "org-1", Kind: "probe"})
+		err = starter.Transact(ctx, func(tx *record.Tx) error {
+			return tx.Start(record.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{Note: id}, OrgID: "org-1", Kind: "probe"})
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -470,11 +471,11 @@ func TestRelayDispatchesWorkflowsConcurrentlyInOrderPerWorkflow(t *testing.T) {
 		starter.DispatchTimeout = time.Minute
 		for i := range 8 {
 			id := fmt.Sprintf("gate/%d", i)
-			err := starter.Transact(ctx, func(tx *outbox.Tx) error {
-				if err := tx.Start(outbox.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{}}); err != nil {
+			err := starter.Transact(ctx, func(tx *record.Tx) error {
+				if err := tx.Start(record.Start{WorkflowID: id, Workflow: "probeWorkflow", Input: probeInput{}}); err != nil {
 					return err
 				}
-				return tx.Signal(outbox.Signal{WorkflowID: id, Name: "poke", Input: i})
+				return tx.Signal(record.Signal{WorkflowID: id, Name: "poke", Input: i})
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -537,9 +538,9 @@ func TestRelayGivesWayToFloodsWhileTheProcessIsBusy(t *testing.T) {
 		busy.Store(true)
 		starter.YieldTo(busy.Load, 1.0/3600)
 		record := func(org string, n int) {
-			err := starter.Transact(t.Context(), func(tx *outbox.Tx) error {
+			err := starter.Transact(t.Context(), func(tx *record.Tx) error {
 				for i := range n {
-					err := tx.Start(outbox.Start{WorkflowID: fmt.Sprintf("yield/%s/%d", org, i), Workflow: "probeWorkflow", Input: probeInput{}, OrgID: org, Kind: "lead"})
+					err := tx.Start(record.Start{WorkflowID: fmt.Sprintf("yield/%s/%d", org, i), Workflow: "probeWorkflow", Input: probeInput{}, OrgID: org, Kind: "lead"})
 					if err != nil {
 						return err
 					}

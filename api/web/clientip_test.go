@@ -8,9 +8,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"gorm.io/gorm"
+
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models/dbtest"
-	"gorm.io/gorm"
 )
 
 // ipApp answers each request with web.ClientIP, behind proxies.

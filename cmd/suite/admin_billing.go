@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // shellRequester is who a retry from the shell is recorded as.
@@ -109,7 +110,7 @@ func billingRetry(ctx context.Context, cfg Config, db *gorm.DB, changeID string)
 	var retry *models.SubscriptionChangeRetry
 	// A refusal commits too: its audit entry stays (billing.RetryAudited).
 	var refused error
-	err := svc.Starter.Transact(ctx, func(tx *outbox.Tx) (err error) {
+	err := svc.Starter.Transact(ctx, func(tx *record.Tx) (err error) {
 		change, retry, err = svc.RetryAudited(tx, changeID, models.StaffAuditEntry{Actor: shellRequester, Channel: models.StaffViaShell})
 		if billing.IsRefusal(err) {
 			refused, err = err, nil
