@@ -38,8 +38,11 @@ type IngestResult struct {
 	// Acknowledge: the message opened a ticket of a workspace that sends
 	// receipts.
 	Acknowledge bool `json:"acknowledge,omitempty"`
-	// NotificationID is the assignee's notification of a customer's reply,
-	// to push ("" when they have no browser subscribed).
+	// NotificationID was the assignee's notification of a customer's
+	// reply, for the workflow to push. It is no longer set: the push is
+	// started with the notification (record.Tx.Notify). It stays for the
+	// executions that recorded it before, which replay their push with it
+	// (docs/decisions.md, "Notifications").
 	NotificationID string `json:"notificationId,omitempty"`
 	// CancelAutoClose is the solve generation of the auto-close timer a
 	// reopened ticket no longer needs (0: none).
@@ -117,7 +120,9 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 			notify = t.AgentID
 		}
 		if notify != nil {
-			res.NotificationID, err = notifyReply(tx.DB, &m, &t, *notify, now)
+			n := models.CustomerRepliedNotice(&t, *notify, now)
+			n.ID = models.DerivedID(m.ID, "notify", *notify)
+			_, err = tx.Notify(n)
 		}
 		return err
 	})
@@ -147,27 +152,6 @@ func emitIngested(tx *record.Tx, t *models.Ticket, out models.IngestOutcome) err
 		return err
 	}
 	return tx.Emit(append([]models.Event{{OrgID: t.OrgID, Type: "ticket.comment_created", Object: view(&cm)}}, changed...)...)
-}
-
-// notifyReply records the assignee's notification of a customer's reply
-// by e-mail; it returns its id when the assignee has a browser to push it
-// to.
-func notifyReply(tx *gorm.DB, m *models.InboundEmail, t *models.Ticket, memberID string, now time.Time) (string, error) {
-	id := models.DerivedID(m.ID, "notify", memberID)
-	_, err := models.Notify(tx, &models.Notification{ID: id, OrgID: m.OrgID, MemberID: memberID, Type: "customer_replied",
-		Title: "Customer replied on ticket #" + models.Itoa(t.Number), Body: t.Subject, ResourceType: "ticket", ResourceID: t.ID,
-		CreatedAt: now})
-	if err != nil {
-		return "", err
-	}
-	var subscribed int64
-	if err := tx.Model(&models.PushSubscription{}).Where("org_id = ? AND member_id = ?", m.OrgID, memberID).Count(&subscribed).Error; err != nil {
-		return "", err
-	}
-	if subscribed == 0 {
-		return "", nil
-	}
-	return id, nil
 }
 
 // SendReply sends the public agent comment commentID to its ticket's

@@ -252,44 +252,26 @@ func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
 	return assignee, err
 }
 
-// NotifyAssignee tells the member a lead was assigned to them (once per
-// intake and member) and returns the id of the notification to push to
-// their browsers: "" when none is due (they created the lead themselves) or
-// when they have no push subscription — then the workflow schedules no push
-// at all, one activity task fewer per lead for the many agents who never
-// subscribed (the notification is stored and listed either way).
+// NotifyAssignee tells the member a lead was assigned to them, once per
+// intake and member (record.Tx.Notify, which starts the push to their
+// browsers when they have one subscribed); not when they created the lead
+// themselves. It returns "": the id it returned before, for the workflow to
+// push, stays in the signature for the executions that recorded one
+// (docs/decisions.md, "Notifications").
 func (a *Leads) NotifyAssignee(ctx context.Context, intakeID, leadID, memberID string) (string, error) {
-	db := a.DB.WithContext(ctx)
-	var lead models.Lead
-	if err := db.Take(&lead, "id = ?", leadID).Error; err != nil {
-		return "", missing("lead "+leadID, err)
-	}
-	if lead.CreatedBy == models.MemberActor(memberID) {
-		return "", nil // they created it themselves
-	}
-	title := "New lead assigned to you"
-	body := lead.Name
-	if body == "" {
-		body = lead.Email
-	}
-	if lead.Company != "" {
-		body += " (" + lead.Company + ")"
-	}
-	id := models.DerivedID(intakeID, "notify", memberID)
-	_, err := models.Notify(db, &models.Notification{ID: id, OrgID: lead.OrgID,
-		MemberID: memberID, Type: "lead_assigned", Title: title, Body: body, ResourceType: "lead", ResourceID: lead.ID,
-		CreatedAt: models.Now()})
-	if err != nil {
-		return "", err
-	}
-	var subscribed int64
-	if err := db.Model(&models.PushSubscription{}).Where("org_id = ? AND member_id = ?", lead.OrgID, memberID).Limit(1).Count(&subscribed).Error; err != nil {
-		return "", err
-	}
-	if subscribed == 0 {
-		return "", nil
-	}
-	return id, nil
+	return "", record.Transact(ctx, a.DB, func(tx *record.Tx) error {
+		var lead models.Lead
+		if err := tx.Take(&lead, "id = ?", leadID).Error; err != nil {
+			return missing("lead "+leadID, err)
+		}
+		if lead.CreatedBy == models.MemberActor(memberID) {
+			return nil // they created it themselves
+		}
+		n := models.LeadAssignedNotice(&lead, memberID, models.Now())
+		n.ID = models.DerivedID(intakeID, "notify", memberID)
+		_, err := tx.Notify(n)
+		return err
+	})
 }
 
 // CompleteIntake marks the intake processed.

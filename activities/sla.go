@@ -31,10 +31,11 @@ func (a *SLA) SLATimers(ctx context.Context, ticketID string) (SLAPlan, error) {
 	return SLAPlan{Timers: timers, Live: live}, err
 }
 
-// SLAFired is what firing a timer did: the notifications it stored for
-// members with a browser subscribed, for the workflow to push, and the
-// ticket's timers after it (read in the same transaction: the workflow
-// needs no second read).
+// SLAFired is what firing a timer did: the ticket's timers after it (read
+// in the same transaction: the workflow needs no second read). Push, the
+// notifications for the workflow to push, is no longer set — the push is
+// started with each notification (record.Tx.Notify) — and stays for the
+// executions that recorded it before (docs/decisions.md, "Notifications").
 type SLAFired struct {
 	Push []string `json:"push"`
 	Plan SLAPlan  `json:"plan"`
@@ -56,7 +57,7 @@ func (a *SLA) FireSLATimer(ctx context.Context, ticketID string, timer models.SL
 		out = SLAFired{}
 		t, fired, err := models.FireSLATimer(tx.DB, ticketID, timer)
 		if err == nil && fired {
-			err = a.tell(tx, t, timer, &out)
+			err = a.tell(tx, t, timer)
 		}
 		if err != nil {
 			return err
@@ -69,11 +70,11 @@ func (a *SLA) FireSLATimer(ctx context.Context, ticketID string, timer models.SL
 
 // tell records what a fired timer sets off (FireSLATimer), in its
 // transaction.
-func (a *SLA) tell(tx *record.Tx, t *models.Ticket, timer models.SLATimer, out *SLAFired) error {
+func (a *SLA) tell(tx *record.Tx, t *models.Ticket, timer models.SLATimer) error {
 	now := models.Now()
-	typ, event := "sla_warning", "ticket.sla_warning"
+	event := "ticket.sla_warning"
 	if timer.Fire == models.SLABreachTimer {
-		typ, event = "sla_breached", "ticket.sla_breached"
+		event = "ticket.sla_breached"
 		var err error
 		if t, err = a.escalate(tx, t, now); err != nil {
 			return err
@@ -86,21 +87,11 @@ func (a *SLA) tell(tx *record.Tx, t *models.Ticket, timer models.SLATimer, out *
 	if err != nil || len(recipients) == 0 {
 		return err
 	}
-	var subscribed []string
-	if err := tx.Model(&models.PushSubscription{}).Where("org_id = ? AND member_id IN ?", t.OrgID, recipients).
-		Distinct("member_id").Pluck("member_id", &subscribed).Error; err != nil {
-		return err
-	}
 	for _, member := range recipients {
-		n := &models.Notification{ID: models.DerivedID(t.ID, timer.Kind, timer.Fire, timer.At.UTC().Format(time.RFC3339Nano), member),
-			OrgID: t.OrgID, MemberID: member, Type: typ, Title: slaTitle(t, timer), Body: t.Subject,
-			ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now}
-		created, err := models.Notify(tx.DB, n)
-		if err != nil {
+		n := models.SLANotice(t, timer, member, now)
+		n.ID = models.DerivedID(t.ID, timer.Kind, timer.Fire, timer.At.UTC().Format(time.RFC3339Nano), member)
+		if _, err := tx.Notify(n); err != nil {
 			return err
-		}
-		if created && slices.Contains(subscribed, member) {
-			out.Push = append(out.Push, n.ID)
 		}
 	}
 	return nil
@@ -165,16 +156,4 @@ func slaRecipients(tx *gorm.DB, t *models.Ticket, breach bool) ([]string, error)
 		}
 	}
 	return out, nil
-}
-
-var slaKindNames = map[string]string{
-	models.SLAFirstResponse: "first response", models.SLANextResponse: "next response", models.SLAResolution: "resolution",
-}
-
-func slaTitle(t *models.Ticket, timer models.SLATimer) string {
-	what := "due soon"
-	if timer.Fire == models.SLABreachTimer {
-		what = "breached"
-	}
-	return "Ticket #" + models.Itoa(t.Number) + ": " + slaKindNames[timer.Kind] + " target " + what
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
 )
 
 // Webhooks delivers organizations' events to their endpoints, signed as
@@ -250,21 +251,21 @@ func (a *Webhooks) GiveUpWebhook(ctx context.Context, endpointID string) error {
 // disable disables e for reason and notifies the organization's admins,
 // once: an endpoint already disabled is left as it is.
 func (a *Webhooks) disable(ctx context.Context, e *models.WebhookEndpoint, reason string, now time.Time) error {
-	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return record.Transact(ctx, a.DB, func(tx *record.Tx) error {
 		res := tx.Model(&models.WebhookEndpoint{}).Where("id = ? AND status = ?", e.ID, models.WebhookEnabled).
 			Updates(map[string]any{"status": models.WebhookDisabled, "disabled_reason": reason, "disabled_by": models.DisabledByDelivery,
 				"updated_at": now})
 		if res.Error != nil || res.RowsAffected == 0 {
 			return res.Error
 		}
-		admins, err := models.ActiveAdminIDs(tx, e.OrgID)
+		admins, err := models.ActiveAdminIDs(tx.DB, e.OrgID)
 		if err != nil {
 			return err
 		}
 		for _, id := range admins {
-			_, err := models.Notify(tx, &models.Notification{ID: models.DerivedID(e.ID, "disabled", now.Format(time.RFC3339Nano), id),
-				OrgID: e.OrgID, MemberID: id, Type: "webhook_disabled", Title: "A webhook endpoint was disabled",
-				Body: e.URL + ": " + reason, ResourceType: "webhook_endpoint", ResourceID: e.ID, CreatedAt: now})
+			n := models.WebhookDisabledNotice(e, reason, id, now)
+			n.ID = models.DerivedID(e.ID, "disabled", now.Format(time.RFC3339Nano), id)
+			_, err := tx.Notify(n)
 			if err != nil {
 				return err
 			}

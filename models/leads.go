@@ -125,12 +125,3 @@ func NextAssignee(tx *gorm.DB, orgID, kind string) (string, error) {
 	}).Create(&cur).Error
 	return next, err
 }
-
-// Notify stores a notification once (give it an id derived from the event
-// to make the call idempotent) and reports whether it was new. The lead
-// intake's activity and the Helpdesk's handlers (helpdesk.RecordNotification,
-// which records its NotificationDelivery start with it) both store through it.
-func Notify(tx *gorm.DB, n *Notification) (bool, error) {
-	res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(n)
-	return res.RowsAffected == 1, res.Error
-}

@@ -7,13 +7,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/models"
 )
-
-// NotificationDeliveryInput names the notification to deliver.
-type NotificationDeliveryInput struct {
-	NotificationID string `json:"notificationId"`
-	OrgID          string `json:"orgId"`
-}
 
 // pushOptions: one attempt serves every subscription of the member, each
 // request bounded by the activity's HTTP timeout. A push service that is
@@ -33,8 +28,8 @@ var pushOptions = workflow.ActivityOptions{
 
 // NotificationDelivery pushes one notification to its member's browsers.
 // It is started, in the transaction that stores the notification, by
-// helpdesk.RecordNotification.
-func NotificationDelivery(ctx workflow.Context, in NotificationDeliveryInput) (activities.DeliveryResult, error) {
+// record.Tx.Notify.
+func NotificationDelivery(ctx workflow.Context, in models.NotificationDeliveryInput) (activities.DeliveryResult, error) {
 	var a *activities.Push
 	ctx = workflow.WithActivityOptions(ctx, pushOptions)
 	var out activities.DeliveryResult

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
 )
 
@@ -27,7 +28,7 @@ func TestNotificationDeliveryPushes(t *testing.T) {
 	var a *activities.Push
 	want := activities.DeliveryResult{Subscriptions: 2, Sent: 1, Removed: 1}
 	env.OnActivity(a.Deliver, mock.Anything, notificationID).Return(want, nil).Once()
-	env.ExecuteWorkflow(workflows.NotificationDelivery, workflows.NotificationDeliveryInput{NotificationID: notificationID})
+	env.ExecuteWorkflow(workflows.NotificationDelivery, models.NotificationDeliveryInput{NotificationID: notificationID})
 	var out activities.DeliveryResult
 	if err := env.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
@@ -46,7 +47,7 @@ func TestNotificationDeliveryRetriesTransientFailures(t *testing.T) {
 	transient := temporal.NewApplicationError("1 of 1 push subscriptions could not be served", activities.ErrTypePushTransient)
 	env.OnActivity(a.Deliver, mock.Anything, notificationID).Return(activities.DeliveryResult{}, transient).Twice()
 	env.OnActivity(a.Deliver, mock.Anything, notificationID).Return(activities.DeliveryResult{Subscriptions: 1, Sent: 1}, nil).Once()
-	env.ExecuteWorkflow(workflows.NotificationDelivery, workflows.NotificationDeliveryInput{NotificationID: notificationID})
+	env.ExecuteWorkflow(workflows.NotificationDelivery, models.NotificationDeliveryInput{NotificationID: notificationID})
 	var out activities.DeliveryResult
 	if err := env.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestNotificationDeliveryGivesUp(t *testing.T) {
 		calls++
 		return activities.DeliveryResult{}, temporal.NewApplicationError("push service answered 503", activities.ErrTypePushTransient)
 	})
-	env.ExecuteWorkflow(workflows.NotificationDelivery, workflows.NotificationDeliveryInput{NotificationID: notificationID})
+	env.ExecuteWorkflow(workflows.NotificationDelivery, models.NotificationDeliveryInput{NotificationID: notificationID})
 	var appErr *temporal.ApplicationError
 	if err := env.GetWorkflowError(); !errors.As(err, &appErr) || appErr.Type() != activities.ErrTypePushTransient {
 		t.Fatalf("workflow error %v, want the transient push failure", err)
@@ -82,7 +83,7 @@ func TestNotificationDeliveryNotConfiguredIsNotRetried(t *testing.T) {
 	var a *activities.Push
 	env.OnActivity(a.Deliver, mock.Anything, notificationID).Return(activities.DeliveryResult{},
 		temporal.NewNonRetryableApplicationError("no VAPID key", activities.ErrTypePushNotConfigured, nil)).Once()
-	env.ExecuteWorkflow(workflows.NotificationDelivery, workflows.NotificationDeliveryInput{NotificationID: notificationID})
+	env.ExecuteWorkflow(workflows.NotificationDelivery, models.NotificationDeliveryInput{NotificationID: notificationID})
 	if err := env.GetWorkflowError(); err == nil {
 		t.Fatal("workflow succeeded, want the configuration error")
 	}

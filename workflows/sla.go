@@ -91,7 +91,7 @@ func fireSLATimer(ctx workflow.Context, in models.TicketSLAInput, timer models.S
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 			TypedSearchAttributes: names.SearchAttributes(in.OrgID, names.KindNotificationDelivery),
 		})
-		child := workflow.ExecuteChildWorkflow(cctx, names.NotificationDeliveryWorkflow, NotificationDeliveryInput{NotificationID: id, OrgID: in.OrgID})
+		child := workflow.ExecuteChildWorkflow(cctx, names.NotificationDeliveryWorkflow, models.NotificationDeliveryInput{NotificationID: id, OrgID: in.OrgID})
 		var started workflow.Execution
 		if err := child.GetChildWorkflowExecution().Get(ctx, &started); err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
 			return nil, err

@@ -33,7 +33,7 @@ func newSLAEnv(t *testing.T) *slaEnv {
 	e := &slaEnv{env: s.NewTestWorkflowEnvironment()}
 	e.start = e.env.Now()
 	e.env.RegisterActivity(&activities.SLA{})
-	e.env.RegisterWorkflowWithOptions(func(_ workflow.Context, in workflows.NotificationDeliveryInput) (activities.DeliveryResult, error) {
+	e.env.RegisterWorkflowWithOptions(func(_ workflow.Context, in models.NotificationDeliveryInput) (activities.DeliveryResult, error) {
 		e.pushed = append(e.pushed, in.NotificationID)
 		return activities.DeliveryResult{}, nil
 	}, workflow.RegisterOptions{Name: names.NotificationDeliveryWorkflow})

@@ -116,10 +116,7 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 		return err
 	}
 	if cm.AuthorType == models.AuthorCustomer && change.Notify != nil {
-		err := RecordNotification(tx, &models.Notification{ID: models.NewID(), OrgID: t.OrgID, MemberID: *change.Notify,
-			Type: "customer_replied", Title: "Customer replied on ticket #" + models.Itoa(t.Number), Body: t.Subject,
-			ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now})
-		if err != nil {
+		if _, err := tx.Notify(models.CustomerRepliedNotice(t, *change.Notify, now)); err != nil {
 			return err
 		}
 	}

@@ -16,37 +16,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/models/record"
-	"github.com/business-suite/suite/workflows"
-	"github.com/business-suite/suite/workflows/names"
 )
-
-// RecordNotification stores n for its member and records, in the same
-// transaction, the start of its NotificationDelivery workflow (web push to
-// the member's browsers): a notification is never stored without its
-// delivery, nor pushed without being stored. n.ID and n.CreatedAt are set
-// when empty. Give n an id derived from the event (models.DerivedID) to
-// make the call idempotent: a notification already recorded is left as it
-// is, and so is its delivery.
-func RecordNotification(tx *record.Tx, n *models.Notification) error {
-	if n.ID == "" {
-		n.ID = models.NewID()
-	}
-	if n.CreatedAt.IsZero() {
-		n.CreatedAt = models.Now()
-	}
-	created, err := models.Notify(tx.DB, n)
-	if err != nil || !created {
-		return err
-	}
-	err = tx.Start(record.Start{WorkflowID: names.NotificationDeliveryID(n.ID), Workflow: names.NotificationDeliveryWorkflow,
-		Input: workflows.NotificationDeliveryInput{NotificationID: n.ID, OrgID: n.OrgID}, OrgID: n.OrgID,
-		Kind: names.KindNotificationDelivery})
-	if errors.Is(err, record.ErrDuplicate) {
-		return nil
-	}
-	return err
-}
 
 type vapidKeyResponse struct {
 	PublicKey string `json:"publicKey"`

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/business-suite/suite/activities"
-	"github.com/business-suite/suite/api/helpdesk"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
@@ -392,7 +391,7 @@ func TestNotificationRecordedAndPushed(t *testing.T) {
 			Title: "Bob replied on #1001", Body: "It is still on fire", ResourceType: "ticket", ResourceID: models.NewID()}
 		record := func() {
 			t.Helper()
-			if err := e.Starter.Transact(t.Context(), func(tx *record.Tx) error { return helpdesk.RecordNotification(tx, n) }); err != nil {
+			if err := e.Starter.Transact(t.Context(), func(tx *record.Tx) error { _, err := tx.Notify(n); return err }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -457,7 +456,7 @@ func TestPushToInternalAddressesIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		n := &models.Notification{ID: models.NewID(), OrgID: d.org, MemberID: d.agentID, Type: "customer_reply", Title: "Ping", Body: "Pong"}
-		if err := e.Starter.Transact(t.Context(), func(tx *record.Tx) error { return helpdesk.RecordNotification(tx, n) }); err != nil {
+		if err := e.Starter.Transact(t.Context(), func(tx *record.Tx) error { _, err := tx.Notify(n); return err }); err != nil {
 			t.Fatal(err)
 		}
 		e.Eventually(func() bool {

@@ -173,10 +173,7 @@ func (h *handlers) updateTicket(c *fiber.Ctx) error {
 		return err
 	}
 	if change.Notify != nil {
-		err := RecordNotification(tx, &models.Notification{ID: models.NewID(), OrgID: t.OrgID, MemberID: *change.Notify,
-			Type: "ticket_assigned", Title: "Ticket #" + models.Itoa(t.Number) + " assigned to you", Body: t.Subject,
-			ResourceType: "ticket", ResourceID: t.ID, CreatedAt: now})
-		if err != nil {
+		if _, err := tx.Notify(models.TicketAssignedNotice(t, *change.Notify, now)); err != nil {
 			return err
 		}
 	}
