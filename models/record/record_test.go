@@ -102,7 +102,9 @@ func TestEmitWakesEachEndpointOncePerTransaction(t *testing.T) {
 		ctx := telemetry.WithRequestID(context.Background(), "req-1")
 		wakeID := names.WebhookEndpointID(orgID, endpointID)
 		var recorded []string
-		ev := func(typ string) models.Event { return models.Event{OrgID: orgID, Type: typ, Object: map[string]any{"id": typ}} }
+		ev := func(typ string) models.Event {
+			return models.Event{OrgID: orgID, Type: typ, Object: map[string]any{"id": typ}}
+		}
 		err := db.Transaction(func(gtx *gorm.DB) error {
 			tx := record.In(ctx, gtx, func(org string) { recorded = append(recorded, org) })
 			if err := tx.Emit(ev("contact.created"), ev("deal.created")); err != nil {
