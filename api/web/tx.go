@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -445,26 +444,4 @@ func (o *oneStatement) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.T
 		return nil, gorm.ErrInvalidTransaction
 	}
 	return beginner.BeginTx(ctx, opts)
-}
-
-// newClaim is the in-flight claim of key, or a 422 naming what is wrong
-// with it.
-func newClaim(c *fiber.Ctx, key string, opts RequestOptions) (*models.IdempotencyKey, error) {
-	if len(key) > maxIdempotencyKeyLength {
-		return nil, models.Invalid(models.FieldError{Field: HeaderIdempotencyKey, Code: "max", Message: "Must be at most 255 characters long."})
-	}
-	if !printableASCII(key) {
-		return nil, models.Invalid(models.FieldError{Field: HeaderIdempotencyKey, Code: "printable",
-			Message: "Must be printable ASCII (letters, digits, punctuation, spaces)."})
-	}
-	now := opts.Now()
-	return &models.IdempotencyKey{
-		Scope:       strings.Clone(opts.Scope(c)),
-		Key:         strings.Clone(key),
-		RequestHash: requestHash(c),
-		State:       models.IdemInFlight,
-		CreatedAt:   now,
-		ExpiresAt:   now.Add(idempotencyRetention),
-		LockedUntil: now.Add(opts.Lease),
-	}, nil
 }
