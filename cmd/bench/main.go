@@ -122,10 +122,18 @@ func run(cfg config) error {
 		return fmt.Errorf("set up the bench organization: %w", err)
 	}
 	org, key, token := bench.org, bench.key, bench.token
+	var selected []load
+	var needs need
+	for _, l := range loads {
+		if cfg.only.MatchString(l.name) {
+			selected = append(selected, l)
+			needs |= l.needs
+		}
+	}
 	// Read only when the mail load runs: a binary from before the e-mail
 	// channel (a paired run's older side) has no address to read.
 	var mailbox string
-	if cfg.only.MatchString(mailLoad) {
+	if needs&needMailbox != 0 {
 		if mailbox, err = mailboxOf(s, org, token); err != nil {
 			return fmt.Errorf("the bench organization's e-mail address: %w", err)
 		}
@@ -134,129 +142,39 @@ func run(cfg config) error {
 		return err
 	}
 
-	var rows []row
-	add := func(r row, err error) error {
-		if err != nil {
-			return err
-		}
-		rows = append(rows, r)
-		fmt.Println(r.text())
-		return nil
-	}
 	dir := filepath.Join(dataDir, "bench")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	b := &bencher{cfg: cfg, dir: dir, dataDir: dataDir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof,
 		smtp: s.smtp, mailbox: mailbox, token: token}
-	var receiver *webhookReceiver
-	if cfg.only.MatchString(webhookLoad) {
-		if receiver, err = b.newWebhookReceiver(); err != nil {
+	r := &benchRun{b: b, ctx: ctx, db: db, suite: s}
+	if needs&needReceiver != 0 {
+		if r.receiver, err = b.newWebhookReceiver(); err != nil {
 			return err
 		}
-		defer receiver.srv.Close()
+		defer r.receiver.srv.Close()
 	}
-	if cfg.only.MatchString(slaLoad) || cfg.only.MatchString(ticketLoad) || cfg.only.MatchString(limitedTicketLoad) {
+	if needs&needHelpdeskKey != 0 {
 		if b.hdKey, err = b.newHelpdeskKey(); err != nil {
 			return fmt.Errorf("the bench organization's hd_ key: %w", err)
 		}
 	}
-	pair := func(name string, conns int, w workload) error {
-		if !cfg.only.MatchString(name) {
-			return nil
-		}
-		return add(b.pair(name, conns, w))
-	}
-	if err := pair("GET /crm/contacts?limit=25 (10k in org)", 16, getContacts); err != nil {
-		return err
-	}
-	if err := pair("GET /crm/contacts?limit=25 (10k in org)", 64, getContacts); err != nil {
-		return err
-	}
-	if err := pair("POST /crm/contacts", 16, postContact); err != nil {
-		return err
-	}
-	if err := pair(ticketLoad, 16, postTicket); err != nil {
-		return err
-	}
-	if cfg.only.MatchString(limitedTicketLoad) {
-		if err := b.onLimitedPlan(func() error { return pair(limitedTicketLoad, 16, postTicket) }); err != nil {
+	for _, l := range selected {
+		if err := l.run(r, l.name); err != nil {
 			return err
 		}
-	}
-	// The intake pipeline is measured before the webhook's accept run,
-	// whose ten thousand or so accepted intakes would otherwise still be
-	// queued ahead of the steady run's (the pipeline drains far slower
-	// than the API accepts); the SMTP run comes before it too, for the
-	// same reason (each round waits for what the last one accepted).
-	var notes []string
-	note := func(s fmt.Stringer) {
-		fmt.Println(s)
-		notes = append(notes, s.String())
-	}
-	if cfg.only.MatchString("web-form intake") {
-		steady, err := b.steadyIntake(ctx, db)
-		if err != nil {
-			return err
-		}
-		note(steady)
-		burst, err := b.burstIntake(ctx, db)
-		if err != nil {
-			return err
-		}
-		note(burst)
-	}
-	if cfg.only.MatchString(readsLoad) {
-		reads, err := b.intakeBesideReads(ctx, db)
-		if err != nil {
-			return err
-		}
-		note(reads)
-	}
-	if cfg.only.MatchString(floodLoad) {
-		other, err := setupOrg(s, cfg.binary, dbURL, dataDir)
-		if err != nil {
-			return fmt.Errorf("set up the second organization: %w", err)
-		}
-		flood, err := b.intakeBesideFlood(ctx, db, other.tenant)
-		if err != nil {
-			return err
-		}
-		note(flood)
-	}
-	if err := pair(mailLoad, 4, inboundMail); err != nil {
-		return err
-	}
-	if err := pair("POST /crm/leads/webhook (202)", 16, postWebhook); err != nil {
-		return err
-	}
-
-	// Webhook delivery last: it needs no drained pipeline, and leaves none.
-	if receiver != nil {
-		delivery, err := b.webhookDelivery(receiver)
-		if err != nil {
-			return err
-		}
-		note(delivery)
-	}
-	// The SLA timers after everything: its workflows stay open.
-	if cfg.only.MatchString(slaLoad) {
-		slas, err := b.slaTimers(ctx, db, b.hdKey)
-		if err != nil {
-			return err
-		}
-		note(slas)
 	}
 	if err := b.heapProfile(); err != nil {
 		return err
 	}
 	if rss, err := harness.PeakRSS(s.cmd.Process.Pid); err == nil {
-		note(stringer(fmt.Sprintf("suite dev's peak resident memory over the run: %d MiB", rss)))
+		r.note(stringer(fmt.Sprintf("suite dev's peak resident memory over the run: %d MiB", rss)))
 	} else {
 		return err
 	}
 
-	table := renderTable(rows, notes, cfg)
+	table := renderTable(r.rows, r.notes, cfg)
 	fmt.Println()
 	fmt.Println(table)
 	if cfg.out != "" {
