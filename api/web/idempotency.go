@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +124,28 @@ func heartbeat(ctx context.Context, db *gorm.DB, row *models.IdempotencyKey, opt
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { close(quit) }) }
+}
+
+// newClaim is the in-flight claim of key, or a 422 naming what is wrong
+// with it.
+func newClaim(c *fiber.Ctx, key string, opts RequestOptions) (*models.IdempotencyKey, error) {
+	if len(key) > maxIdempotencyKeyLength {
+		return nil, models.Invalid(models.FieldError{Field: HeaderIdempotencyKey, Code: "max", Message: "Must be at most 255 characters long."})
+	}
+	if !printableASCII(key) {
+		return nil, models.Invalid(models.FieldError{Field: HeaderIdempotencyKey, Code: "printable",
+			Message: "Must be printable ASCII (letters, digits, punctuation, spaces)."})
+	}
+	now := opts.Now()
+	return &models.IdempotencyKey{
+		Scope:       strings.Clone(opts.Scope(c)),
+		Key:         strings.Clone(key),
+		RequestHash: requestHash(c),
+		State:       models.IdemInFlight,
+		CreatedAt:   now,
+		ExpiresAt:   now.Add(idempotencyRetention),
+		LockedUntil: now.Add(opts.Lease),
+	}, nil
 }
 
 // claimKey inserts the in-flight row. When the key already exists it loads

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// A load is one measurement of the bench: rows of the table (a paired
+// database and API run) or notes under it. run walks loads in order and
+// runs those whose name -only matches.
+type load struct {
+	name string
+	// needs is what the load needs set up before any load runs.
+	needs need
+	run   func(r *benchRun, name string) error
+}
+
+// need is a set of things the loads need from the suite before they run.
+type need uint8
+
+const (
+	// needMailbox: the organization's e-mail address (bencher.mailbox).
+	needMailbox need = 1 << iota
+	// needReceiver: a webhook endpoint that counts what reaches it.
+	needReceiver
+	// needHelpdeskKey: an hd_ key of the organization (bencher.hdKey).
+	needHelpdeskKey
+)
+
+// loads are the bench's measurements, in the order they run.
+var loads = []load{
+	{name: "GET /crm/contacts?limit=25 (10k in org)", run: paired(16, getContacts)},
+	{name: "GET /crm/contacts?limit=25 (10k in org)", run: paired(64, getContacts)},
+	{name: "POST /crm/contacts", run: paired(16, postContact)},
+	{name: ticketLoad, needs: needHelpdeskKey, run: paired(16, postTicket)},
+	{name: limitedTicketLoad, needs: needHelpdeskKey, run: func(r *benchRun, name string) error {
+		return r.b.onLimitedPlan(func() error { return paired(16, postTicket)(r, name) })
+	}},
+	// The intake pipeline is measured before the webhook's accept run,
+	// whose ten thousand or so accepted intakes would otherwise still be
+	// queued ahead of the steady run's (the pipeline drains far slower
+	// than the API accepts); the SMTP run comes before it too, for the
+	// same reason (each round waits for what the last one accepted).
+	{name: "web-form intake", run: func(r *benchRun, _ string) error {
+		steady, err := r.b.steadyIntake(r.ctx, r.db)
+		if err != nil {
+			return err
+		}
+		r.note(steady)
+		burst, err := r.b.burstIntake(r.ctx, r.db)
+		if err != nil {
+			return err
+		}
+		r.note(burst)
+		return nil
+	}},
+	{name: readsLoad, run: func(r *benchRun, _ string) error {
+		reads, err := r.b.intakeBesideReads(r.ctx, r.db)
+		if err != nil {
+			return err
+		}
+		r.note(reads)
+		return nil
+	}},
+	{name: floodLoad, run: func(r *benchRun, _ string) error {
+		other, err := setupOrg(r.suite, r.b.cfg.binary, r.b.dbURL, r.b.dataDir)
+		if err != nil {
+			return fmt.Errorf("set up the second organization: %w", err)
+		}
+		flood, err := r.b.intakeBesideFlood(r.ctx, r.db, other.tenant)
+		if err != nil {
+			return err
+		}
+		r.note(flood)
+		return nil
+	}},
+	{name: mailLoad, needs: needMailbox, run: paired(4, inboundMail)},
+	{name: "POST /crm/leads/webhook (202)", run: paired(16, postWebhook)},
+	// Webhook delivery last: it needs no drained pipeline, and leaves none.
+	{name: webhookLoad, needs: needReceiver, run: func(r *benchRun, _ string) error {
+		delivery, err := r.b.webhookDelivery(r.receiver)
+		if err != nil {
+			return err
+		}
+		r.note(delivery)
+		return nil
+	}},
+	// The SLA timers after everything: its workflows stay open.
+	{name: slaLoad, needs: needHelpdeskKey, run: func(r *benchRun, _ string) error {
+		slas, err := r.b.slaTimers(r.ctx, r.db, r.b.hdKey)
+		if err != nil {
+			return err
+		}
+		r.note(slas)
+		return nil
+	}},
+}
+
+// paired is a load that measures w's database statement and its API
+// request side by side at conns connections (bencher.pair): one row.
+func paired(conns int, w workload) func(r *benchRun, name string) error {
+	return func(r *benchRun, name string) error { return r.add(r.b.pair(name, conns, w)) }
+}
+
+// benchRun is what the loads run with, and what they found: the table's
+// rows and the notes under it, each printed as it comes.
+type benchRun struct {
+	b        *bencher
+	ctx      context.Context
+	db       *sql.DB
+	suite    *suite
+	receiver *webhookReceiver // with needReceiver
+	rows     []row
+	notes    []string
+}
+
+// add keeps a paired run's row, or passes its error on.
+func (r *benchRun) add(rw row, err error) error {
+	if err != nil {
+		return err
+	}
+	r.rows = append(r.rows, rw)
+	fmt.Println(rw.text())
+	return nil
+}
+
+// note keeps a line for under the table.
+func (r *benchRun) note(s fmt.Stringer) {
+	fmt.Println(s)
+	r.notes = append(r.notes, s.String())
+}
