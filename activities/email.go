@@ -137,10 +137,15 @@ func emitIngested(tx *gorm.DB, t *models.Ticket, out models.IngestOutcome) error
 	if err := tx.Take(&cm, "id = ?", *out.CommentID).Error; err != nil {
 		return err
 	}
-	view, err := views.Comments(tx, []models.TicketComment{cm})
+	sent, err := models.EmailsSentForComments(tx, []string{cm.ID})
 	if err != nil {
 		return err
 	}
+	files, err := models.AttachmentsOfComments(tx, []string{cm.ID})
+	if err != nil {
+		return err
+	}
+	view := views.Comments(sent, files)
 	changed, err := views.TicketChangeEvents(&out.Change.Before, t)
 	if err != nil {
 		return err
