@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/internal/database"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 )
 
 // Email is the Helpdesk's e-mail channel: reading a received message into

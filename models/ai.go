@@ -517,7 +517,7 @@ var aiJobMoves = map[string][]string{
 }
 
 // AIJobWorkflowID is the ID of job jobID's workflow (workflows.AIJobID),
-// named here for the job's view (internal/views), which activities build.
+// named here for the job's view (models/views), which activities build.
 func AIJobWorkflowID(jobID string) string { return "ai-job/" + jobID }
 
 // MoveAIJob moves job id to status `to` (setting the columns in set as

@@ -15,8 +15,8 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows"
 )
 

@@ -162,32 +162,3 @@ func Comments(sent []models.EmailMessage, files []models.TicketAttachment) func(
 		return out
 	}
 }
-
-// TicketOpenedEvents are the webhook events of ticket t's opening:
-// customer.created when it created newCustomer for its requester, then
-// ticket.created.
-func TicketOpenedEvents(t *models.Ticket, newCustomer *models.Customer) []models.Event {
-	var events []models.Event
-	if newCustomer != nil {
-		events = append(events, models.Event{OrgID: t.OrgID, Type: "customer.created", Object: ToCustomer(newCustomer)})
-	}
-	return append(events, models.Event{OrgID: t.OrgID, Type: "ticket.created", Object: ToTicket(t)})
-}
-
-// TicketChangeEvents are the webhook events of a ticket's change from
-// before to after (models.ChangeEvents): ticket.updated, with
-// ticket.status_changed when its status moved and ticket.assigned when
-// its assignee changed (to null too: unassigned).
-func TicketChangeEvents(before, after *models.Ticket) ([]models.Event, error) {
-	b, a := ToTicket(before), ToTicket(after)
-	types := []string{"ticket.updated"}
-	if b.Status != a.Status {
-		types = append(types, "ticket.status_changed")
-	}
-	if !equalID(b.AgentID, a.AgentID) {
-		types = append(types, "ticket.assigned")
-	}
-	return models.ChangeEvents(a.WorkspaceID, b, a, a, types...)
-}
-
-func equalID(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
