@@ -14,10 +14,10 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/ai"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/aidata"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 )
 
 // AIJobs are the activities of the AIJob workflow: Begin loads the input

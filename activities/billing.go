@@ -14,9 +14,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/internal/stripeconfig"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 )
 
 // StripeFailure is why Stripe refused a request or a payment failed, as

@@ -11,9 +11,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/internal/database"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 )
 
 // Email is the Helpdesk's e-mail channel: reading a received message into
@@ -143,10 +143,15 @@ func emitIngested(tx *record.Tx, t *models.Ticket, out models.IngestOutcome) err
 	if err := tx.Take(&cm, "id = ?", *out.CommentID).Error; err != nil {
 		return err
 	}
-	view, err := views.Comments(tx.DB, []models.TicketComment{cm})
+	sent, err := models.EmailsSentForComments(tx.DB, []string{cm.ID})
 	if err != nil {
 		return err
 	}
+	files, err := models.AttachmentsOfComments(tx.DB, []string{cm.ID})
+	if err != nil {
+		return err
+	}
+	view := views.Comments(sent, files)
 	changed, err := views.TicketChangeEvents(&out.Change.Before, t)
 	if err != nil {
 		return err

@@ -12,9 +12,9 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/business-suite/suite/internal/database"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 )
 
 // Leads are the activities of lead intake. Every write is idempotent: rows

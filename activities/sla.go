@@ -7,9 +7,9 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 )
 
 // SLA are the activities of a ticket's SLA workflow: read its timers, and

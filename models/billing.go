@@ -139,7 +139,7 @@ func (c *SubscriptionChange) WorkflowID() string {
 
 // SubscriptionChangeWorkflowID is the ID of one run of a change
 // (workflows.SubscriptionChangeID), named here for the change's view
-// (internal/views), which activities build too: the first run is
+// (models/views), which activities build too: the first run is
 // subscription/<org>/<change>; billing-staff retry n runs as
 // subscription/<org>/<change>/retry-<n> (each ID runs once, ever).
 func SubscriptionChangeWorkflowID(orgID, changeID string, retry int) string {

@@ -151,6 +151,31 @@ type TicketAttachment struct {
 	CreatedAt   time.Time
 }
 
+// EmailsSentForComments are the outbound messages that e-mailed comments
+// commentIDs to their tickets' requesters: each one's delivery status.
+// No comments, no query.
+func EmailsSentForComments(db *gorm.DB, commentIDs []string) ([]EmailMessage, error) {
+	if len(commentIDs) == 0 {
+		return nil, nil
+	}
+	var sent []EmailMessage
+	err := db.Where("comment_id IN ? AND direction = ?", commentIDs, EmailOut).Find(&sent).Error
+	return sent, err
+}
+
+// AttachmentsOfComments are the files that came with comments commentIDs,
+// oldest first, without their Content: a list names them, and a file's
+// bytes are read one at a time when asked for. No comments, no query.
+func AttachmentsOfComments(db *gorm.DB, commentIDs []string) ([]TicketAttachment, error) {
+	if len(commentIDs) == 0 {
+		return nil, nil
+	}
+	var files []TicketAttachment
+	err := db.Select("id, comment_id, filename, content_type, size").Where("comment_id IN ?", commentIDs).
+		Order("created_at, id").Find(&files).Error
+	return files, err
+}
+
 // wsAddress matches a workspace's own inbound local part.
 var wsAddress = regexp.MustCompile(`^ws-([0-9a-f]{32})$`)
 

@@ -22,7 +22,6 @@ import (
 
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/views"
 )
 
 // Deps are the AI interface's dependencies.
@@ -43,7 +42,7 @@ type Deps struct {
 type handlers struct {
 	Deps
 	// temporalUI links a job to its workflow in the Temporal Web UI.
-	temporalUI views.TemporalUI
+	temporalUI web.TemporalUI
 }
 
 // Routes mounts the AI interface on r (the /v1/ai group, behind the ai_
@@ -53,7 +52,7 @@ func Routes(r fiber.Router, d Deps) {
 		d.Log = slog.Default()
 	}
 	h := &handlers{Deps: d}
-	h.temporalUI = views.NewTemporalUI(d.TemporalUI, d.Namespace)
+	h.temporalUI = web.NewTemporalUI(d.TemporalUI, d.Namespace)
 	r.Get("/documents", h.listDocuments)
 	r.Post("/documents", h.createDocument)
 	r.Get("/documents/:id", h.getDocument)

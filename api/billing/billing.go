@@ -25,9 +25,9 @@ import (
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/stripeconfig"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )

@@ -11,9 +11,9 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 )
 
 // The operator API for billing staff (/ops/v1/billing/…): they work across

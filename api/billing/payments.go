@@ -8,9 +8,9 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 )
 
 // The Helpdesk's payments routes (/helpdesk/payments/…). Every one of them

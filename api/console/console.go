@@ -30,7 +30,6 @@ import (
 	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 )
 
@@ -114,7 +113,7 @@ var funcs = template.FuncMap{
 type handler struct {
 	d Deps
 	// temporalUI links workflows to the Temporal Web UI.
-	temporalUI views.TemporalUI
+	temporalUI web.TemporalUI
 }
 
 // Mount serves the console under /ops/ on app. It needs the identity
@@ -128,7 +127,7 @@ func Mount(app *fiber.App, d Deps) {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	h := &handler{d: d, temporalUI: views.NewTemporalUI(d.TemporalUIURL, d.Namespace)}
+	h := &handler{d: d, temporalUI: web.NewTemporalUI(d.TemporalUIURL, d.Namespace)}
 
 	// Each route names its middleware: a group's would run for the
 	// operator API under /ops/v1 too.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -25,10 +25,28 @@ func (h *handlers) listComments(c *fiber.Ctx) error {
 	}
 	return web.List(c, h.DB, inWorkspace, web.Listing[models.TicketComment, views.Comment]{
 		PageView: func(rows []models.TicketComment) (func(*models.TicketComment) views.Comment, error) {
-			return views.Comments(h.DB.WithContext(c.UserContext()), rows)
+			return commentView(h.DB.WithContext(c.UserContext()), rows)
 		},
 		Narrow: func(q *gorm.DB) *gorm.DB { return q.Where("ticket_id = ?", t.ID) },
 		Cursor: func(cm *models.TicketComment) web.Cursor { return web.Cursor{CreatedAt: cm.CreatedAt, ID: cm.ID} }})
+}
+
+// commentView is the view of comments, with their e-mails and attachments
+// read on db for all of them at once.
+func commentView(db *gorm.DB, comments []models.TicketComment) (func(*models.TicketComment) views.Comment, error) {
+	ids := make([]string, len(comments))
+	for i := range comments {
+		ids[i] = comments[i].ID
+	}
+	sent, err := models.EmailsSentForComments(db, ids)
+	if err != nil {
+		return nil, err
+	}
+	files, err := models.AttachmentsOfComments(db, ids)
+	if err != nil {
+		return nil, err
+	}
+	return views.Comments(sent, files), nil
 }
 
 type ticketAttachmentResponse struct {
@@ -126,7 +144,7 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 	if err := h.emailReply(tx, t, cm, now); err != nil {
 		return err
 	}
-	view, err := views.Comments(tx.DB, []models.TicketComment{*cm})
+	view, err := commentView(tx.DB, []models.TicketComment{*cm})
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 )
 
 func customerCursor(c *models.Customer) web.Cursor {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/views"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )

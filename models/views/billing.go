@@ -107,17 +107,3 @@ func ToSubscription(o *models.BillingOverview) Subscription {
 	}
 	return out
 }
-
-// SubscriptionChangedEvents are the webhook events of a change of the
-// workspace's billing from before to after: subscription.changed when its
-// plan or its Stripe subscription moved, with the object as
-// GET /helpdesk/payments/subscription shows it. The change of plan under
-// way (pendingChange) is part of the object but moves at every step of
-// its workflow, so its moves alone tell nothing: the plan applied, or
-// Stripe's subscription changing, does.
-func SubscriptionChangedEvents(before, after *models.BillingOverview) ([]models.Event, error) {
-	b, a := ToSubscription(before), ToSubscription(after)
-	object := a
-	b.PendingChange, a.PendingChange = nil, nil
-	return models.ChangeEvents(after.OrgID, b, a, object, models.EventSubscriptionChanged)
-}

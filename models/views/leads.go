@@ -38,17 +38,3 @@ func ToLead(l *models.Lead) Lead {
 		ScoreFactors: factors, AssignedToID: l.AssignedToID, ContactID: l.ContactID, DealID: l.DealID,
 		LastActivityAt: l.LastActivityAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
 }
-
-// LeadChangeTypes are the webhook event types of a lead's change from
-// before to after: typ (lead.updated, lead.converted, or none when typ is
-// ""), and lead.scored when its score moved.
-func LeadChangeTypes(before, after Lead, typ string) []string {
-	var types []string
-	if typ != "" {
-		types = append(types, typ)
-	}
-	if before.Score != after.Score || before.Probability != after.Probability {
-		types = append(types, "lead.scored")
-	}
-	return types
-}

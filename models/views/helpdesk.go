@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/business-suite/suite/models"
 )
 
@@ -141,32 +139,18 @@ type Attachment struct {
 	Size        int    `json:"size"`
 }
 
-// Comments is the view of comments with their delivery and
-// attachments, read for all of them at once on db.
-func Comments(db *gorm.DB, comments []models.TicketComment) (func(*models.TicketComment) Comment, error) {
-	ids := make([]string, len(comments))
-	for i := range comments {
-		ids[i] = comments[i].ID
-	}
+// Comments is the view of comments, given the e-mails that sent them
+// (models.EmailsSentForComments) and the files that came with them
+// (models.AttachmentsOfComments).
+func Comments(sent []models.EmailMessage, files []models.TicketAttachment) func(*models.TicketComment) Comment {
 	deliveries := map[string]*Delivery{}
+	for _, m := range sent {
+		deliveries[*m.CommentID] = &Delivery{Status: m.Status, Error: m.Error}
+	}
 	attachments := map[string][]Attachment{}
-	if len(ids) > 0 {
-		var sent []models.EmailMessage
-		if err := db.Where("comment_id IN ? AND direction = ?", ids, models.EmailOut).Find(&sent).Error; err != nil {
-			return nil, err
-		}
-		for _, m := range sent {
-			deliveries[*m.CommentID] = &Delivery{Status: m.Status, Error: m.Error}
-		}
-		var files []models.TicketAttachment
-		if err := db.Select("id, comment_id, filename, content_type, size").Where("comment_id IN ?", ids).
-			Order("created_at, id").Find(&files).Error; err != nil {
-			return nil, err
-		}
-		for _, f := range files {
-			attachments[*f.CommentID] = append(attachments[*f.CommentID], Attachment{ID: f.ID, Filename: f.Filename,
-				ContentType: f.ContentType, Size: f.Size})
-		}
+	for _, f := range files {
+		attachments[*f.CommentID] = append(attachments[*f.CommentID], Attachment{ID: f.ID, Filename: f.Filename,
+			ContentType: f.ContentType, Size: f.Size})
 	}
 	return func(cm *models.TicketComment) Comment {
 		out := Comment{ID: cm.ID, TicketID: cm.TicketID, AuthorType: cm.AuthorType, AuthorMemberID: cm.AuthorMemberID,
@@ -176,34 +160,5 @@ func Comments(db *gorm.DB, comments []models.TicketComment) (func(*models.Ticket
 			out.Attachments = []Attachment{}
 		}
 		return out
-	}, nil
-}
-
-// TicketOpenedEvents are the webhook events of ticket t's opening:
-// customer.created when it created newCustomer for its requester, then
-// ticket.created.
-func TicketOpenedEvents(t *models.Ticket, newCustomer *models.Customer) []models.Event {
-	var events []models.Event
-	if newCustomer != nil {
-		events = append(events, models.Event{OrgID: t.OrgID, Type: "customer.created", Object: ToCustomer(newCustomer)})
 	}
-	return append(events, models.Event{OrgID: t.OrgID, Type: "ticket.created", Object: ToTicket(t)})
 }
-
-// TicketChangeEvents are the webhook events of a ticket's change from
-// before to after (models.ChangeEvents): ticket.updated, with
-// ticket.status_changed when its status moved and ticket.assigned when
-// its assignee changed (to null too: unassigned).
-func TicketChangeEvents(before, after *models.Ticket) ([]models.Event, error) {
-	b, a := ToTicket(before), ToTicket(after)
-	types := []string{"ticket.updated"}
-	if b.Status != a.Status {
-		types = append(types, "ticket.status_changed")
-	}
-	if !equalID(b.AgentID, a.AgentID) {
-		types = append(types, "ticket.assigned")
-	}
-	return models.ChangeEvents(a.WorkspaceID, b, a, a, types...)
-}
-
-func equalID(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -1,6 +1,0 @@
-// Package views holds the JSON the API answers for the objects whose
-// changes are also told outside a request: a webhook event's data.object
-// is the object as the API shows it, whether the change came through the
-// API (api/...) or from a workflow's activity (activities) — lead intake,
-// e-mail ingest — so both layers build it here.
-package views
