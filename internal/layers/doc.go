@@ -4,7 +4,14 @@
 // models by path, is the layer above it: the objects as the API shows them
 // (a webhook event's data.object too), built from models by api and
 // activities alike; models must not import it, nor may workflows or the
-// worker, and it reads nothing through gorm itself.
+// worker, and it reads nothing through gorm itself. models/record, the
+// recording of the work a change sets off (workflow starts, signals,
+// events, notifications) in the change's transaction, is likewise above
+// models and below the API and activities, which both record through it.
+// It names the workflows it wakes through workflows/names, the one leaf of
+// a layer above that every layer may import: names only, importing
+// nothing of the suite (package workflows itself imports activities, so
+// the names cannot live there).
 //
 // internal/ is platform code below every layer — models included, since
 // models imports internal/database — so it imports none of the suite's
