@@ -102,6 +102,11 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 		if fresh && out.Change.Unsolved {
 			res.CancelAutoClose = t.SolveCount
 		}
+		if out.Change.SLAMoved {
+			if err := tx.WakeTicketSLA(&t); err != nil {
+				return err
+			}
+		}
 		if fresh {
 			if err := emitIngested(tx, &t, out); err != nil {
 				return err

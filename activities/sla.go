@@ -129,6 +129,11 @@ func (a *SLA) escalate(tx *record.Tx, t *models.Ticket, now time.Time) (*models.
 	if err != nil {
 		return nil, err
 	}
+	if change.SLAMoved {
+		if err := tx.WakeTicketSLA(after); err != nil {
+			return nil, err
+		}
+	}
 	events, err := views.TicketChangeEvents(&change.Before, after)
 	if err != nil {
 		return nil, err

@@ -41,8 +41,8 @@ func (a *Tickets) CloseIfStillSolved(ctx context.Context, ticketID string, solve
 			return err
 		}
 		closed = true
-		if after.SLAState != nil { // closed is final: its SLA workflow ends
-			if err := models.WakeTicketSLA(tx.DB, &after); err != nil {
+		if after.HasSLA() { // closed is final: its SLA workflow ends
+			if err := tx.WakeTicketSLA(&after); err != nil {
 				return err
 			}
 		}

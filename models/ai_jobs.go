@@ -149,10 +149,6 @@ var aiJobMoves = map[string][]string{
 	AIJobRunning: {AIJobSucceeded, AIJobFailed, AIJobCanceled},
 }
 
-// AIJobWorkflowID is the ID of job jobID's workflow (workflows.AIJobID),
-// named here for the job's view (internal/views), which activities build.
-func AIJobWorkflowID(jobID string) string { return "ai-job/" + jobID }
-
 // MoveAIJob moves job id to status `to` (setting the columns in set as
 // well) when its current status allows that move, and reports whether it
 // moved. A job already canceled, say, does not move to succeeded: a result

@@ -2,7 +2,6 @@ package models
 
 import (
 	"slices"
-	"strconv"
 	"time"
 )
 
@@ -130,25 +129,6 @@ type StripeRefs struct {
 
 // Retry is the number of the current run's retry (0 for the first run).
 func (c *SubscriptionChange) Retry() int { return max(c.Attempts-1, 0) }
-
-// WorkflowID is the ID of the change's current workflow run (the first
-// run, or the latest retry): what the Temporal UI shows.
-func (c *SubscriptionChange) WorkflowID() string {
-	return SubscriptionChangeWorkflowID(c.OrgID, c.ID, c.Retry())
-}
-
-// SubscriptionChangeWorkflowID is the ID of one run of a change
-// (workflows.SubscriptionChangeID), named here for the change's view
-// (models/views), which activities build too: the first run is
-// subscription/<org>/<change>; billing-staff retry n runs as
-// subscription/<org>/<change>/retry-<n> (each ID runs once, ever).
-func SubscriptionChangeWorkflowID(orgID, changeID string, retry int) string {
-	id := "subscription/" + orgID + "/" + changeID
-	if retry > 0 {
-		id += "/retry-" + strconv.Itoa(retry)
-	}
-	return id
-}
 
 // SubscriptionChangeRetry records one billing-staff re-run of a failed
 // change: who asked, when, from which step, and how it ended.

@@ -151,6 +151,10 @@ func (s *TicketSLA) Paused() bool {
 	return len(s.Clocks) > 0 && !slices.ContainsFunc(s.Clocks, func(k SLAClock) bool { return k.Since != nil })
 }
 
+// HasSLA tells whether t has SLA clocks: whether an SLA workflow holds
+// its timers.
+func (t *Ticket) HasSLA() bool { return t.SLAState != nil }
+
 // SLAOf reads a ticket's SLA state (nil: none applies).
 func SLAOf(t *Ticket) (*TicketSLA, error) {
 	if t.SLAState == nil {
@@ -163,39 +167,10 @@ func SLAOf(t *Ticket) (*TicketSLA, error) {
 	return &s, nil
 }
 
-// TicketSLAWorkflowType, TicketSLAWakeSignal and TicketSLAWorkflowID name
-// a ticket's SLA workflow (names.TicketSLAWorkflow), which holds its
-// warning and breach timers: here, below every layer that changes
-// tickets, which wake it through the outbox (signal-with-start) in the
-// transaction of the change.
-const (
-	TicketSLAWorkflowType = "TicketSLA"
-	TicketSLAWakeSignal   = "sla-wake"
-	TicketSLAKind         = "ticket-sla"
-	// TaskQueue is the task queue of the suite's workflows
-	// (names.TaskQueue).
-	TaskQueue = "suite"
-)
-
-// TicketSLAWorkflowID is the ID of ticket ticketID's SLA workflow.
-func TicketSLAWorkflowID(ticketID string) string { return "ticket-sla/" + ticketID }
-
 // TicketSLAInput is the SLA workflow's input.
 type TicketSLAInput struct {
 	TicketID string `json:"ticketId"`
 	OrgID    string `json:"orgId"`
-}
-
-// WakeTicketSLA records, in tx, the signal-with-start that tells t's SLA
-// workflow to read its timers again: with every change that moves its
-// clocks, and when the ticket closes or is deleted (the workflow ends).
-func WakeTicketSLA(tx *gorm.DB, t *Ticket) error {
-	input, err := json.Marshal(TicketSLAInput{TicketID: t.ID, OrgID: t.OrgID})
-	if err != nil {
-		return err
-	}
-	return InsertWorkflowSignal(tx, &WorkflowStart{WorkflowID: TicketSLAWorkflowID(t.ID), WorkflowType: TicketSLAWorkflowType,
-		TaskQueue: TaskQueue, Input: string(input), OrgID: t.OrgID, Kind: TicketSLAKind, SignalName: TicketSLAWakeSignal, SignalInput: "null"})
 }
 
 // planSLA moves ticket t's SLA clocks for its change from before (nil:
@@ -212,20 +187,20 @@ func WakeTicketSLA(tx *gorm.DB, t *Ticket) error {
 //   - another priority gives the clocks its targets, keeping the time
 //     they ran (none: the clock ends).
 //
-// When the clocks moved, t's SLA workflow is woken to set its timers.
-func planSLA(tx *gorm.DB, before, t *Ticket, cm *TicketComment, now time.Time) error {
+// It reports whether the clocks moved: then t's SLA workflow is to be
+// woken to set its timers (record.Tx.WakeTicketSLA, by the caller, in tx).
+func planSLA(tx *gorm.DB, before, t *Ticket, cm *TicketComment, now time.Time) (moved bool, err error) {
 	var (
-		s   *TicketSLA
-		p   *SLAPolicy
-		err error
+		s *TicketSLA
+		p *SLAPolicy
 	)
 	if before == nil {
 		v, err := CurrentSLAPolicy(tx, t.OrgID)
 		if err != nil || v == nil {
-			return err
+			return false, err
 		}
 		if p, err = v.Parsed(); err != nil {
-			return err
+			return false, err
 		}
 		s = &TicketSLA{PolicyVersion: v.Version}
 		for _, kind := range []string{SLAFirstResponse, SLAResolution} {
@@ -235,26 +210,22 @@ func planSLA(tx *gorm.DB, before, t *Ticket, cm *TicketComment, now time.Time) e
 		}
 	} else {
 		if s, err = SLAOf(t); err != nil || s == nil {
-			return err
+			return false, err
 		}
 		if p, err = SLAPolicyOf(tx, t.OrgID, s.PolicyVersion); err != nil {
-			return err
+			return false, err
 		}
 	}
 	cal, err := p.Calendar()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if before != nil {
 		s.move(p, cal, before, t, cm, now)
 	} else if t.Status == TicketPending {
 		s.pause(cal, now)
 	}
-	moved, err := s.store(t, p, cal)
-	if err != nil || !moved {
-		return err
-	}
-	return WakeTicketSLA(tx, t)
+	return s.store(t, p, cal)
 }
 
 // move applies a change of the ticket from before to t (planSLA).
@@ -462,34 +433,36 @@ func FireSLATimer(tx *gorm.DB, ticketID string, timer SLATimer) (*Ticket, bool, 
 // keeps the business time it has run and takes the new targets of its
 // ticket's priority (a kind without one ends); a first response not yet
 // given and the resolution start now where they had no clock — on a
-// ticket opened before any policy too. It returns the version and how
-// many tickets it moved; with no policy it is a 404.
-func ApplySLAPolicy(tx *gorm.DB, orgID string, now time.Time) (version, moved int, err error) {
+// ticket opened before any policy too. It returns the version, how many
+// tickets it moved, and those whose clocks moved: their SLA workflows are
+// to be woken (record.Tx.WakeTicketSLA, by the caller, in tx). With no
+// policy it is a 404.
+func ApplySLAPolicy(tx *gorm.DB, orgID string, now time.Time) (version, moved int, wake []*Ticket, err error) {
 	v, err := CurrentSLAPolicy(tx, orgID)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	if v == nil {
-		return 0, 0, ErrNoSLAPolicy
+		return 0, 0, nil, ErrNoSLAPolicy
 	}
 	p, err := v.Parsed()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	cal, err := p.Calendar()
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	var tickets []Ticket
 	if err := LockForUpdate(tx).Where("org_id = ? AND status NOT IN ?", orgID, []string{TicketSolved, TicketClosed}).
 		Order("id").Find(&tickets).Error; err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	for i := range tickets {
 		t := &tickets[i]
 		s, err := SLAOf(t)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		if s == nil {
 			s = &TicketSLA{}
@@ -506,17 +479,15 @@ func ApplySLAPolicy(tx *gorm.DB, orgID string, now time.Time) (version, moved in
 		}
 		moved, err := s.store(t, p, cal)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
 		if !moved {
 			continue
 		}
 		if err := saveSLA(tx, t); err != nil {
-			return 0, 0, err
+			return 0, 0, nil, err
 		}
-		if err := WakeTicketSLA(tx, t); err != nil {
-			return 0, 0, err
-		}
+		wake = append(wake, t)
 	}
-	return v.Version, len(tickets), nil
+	return v.Version, len(tickets), wake, nil
 }

@@ -21,7 +21,9 @@ import (
 // e-mail's local part), and records both on the customer's history, by
 // actor. Two creations can never both take the last slot of a limited
 // plan (takeTicketSlot). It returns the customer
-// when it created one (nil when the requester was one already).
+// when it created one (nil when the requester was one already). A ticket
+// opened under an SLA policy has clocks (t.HasSLA): the caller wakes its
+// SLA workflow in tx (record.Tx.WakeTicketSLA).
 func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor) (*Customer, error) {
 	number, err := takeTicketSlot(tx, org, t.CreatedAt)
 	if err != nil {
@@ -39,7 +41,7 @@ func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string,
 		newCustomer = cust
 		history = append(history, NewCustomerEvent(org.ID, cust.ID, nil, "customer_created", customerFromTicket, by))
 	}
-	if err := planSLA(tx, nil, t, nil, t.CreatedAt); err != nil {
+	if _, err := planSLA(tx, nil, t, nil, t.CreatedAt); err != nil {
 		return nil, err
 	}
 	if err := tx.Create(t).Error; err != nil {
@@ -89,6 +91,9 @@ type TicketChange struct {
 	// Before is the ticket as it was before the change (its webhook
 	// events' previous values).
 	Before Ticket
+	// SLAMoved: the change moved the ticket's SLA clocks; its SLA workflow
+	// is to be woken in the change's transaction (record.Tx.WakeTicketSLA).
+	SLAMoved bool
 }
 
 // UpdateTicket applies u to the workspace's ticket id, locked, by actor:
@@ -133,7 +138,7 @@ func UpdateTicket(tx *gorm.DB, orgID, id string, u TicketUpdate, by Actor, now t
 		t.Tags = *u.Tags
 	}
 	t.UpdatedAt = now
-	if err := planSLA(tx, &change.Before, t, nil, now); err != nil {
+	if change.SLAMoved, err = planSLA(tx, &change.Before, t, nil, now); err != nil {
 		return nil, change, err
 	}
 	if err := tx.Save(t).Error; err != nil {
@@ -212,7 +217,7 @@ func AddTicketComment(tx *gorm.DB, orgID, id string, cm *TicketComment, by Actor
 		return nil, change, err
 	}
 	t.UpdatedAt = now
-	if err := planSLA(tx, &change.Before, t, cm, now); err != nil {
+	if change.SLAMoved, err = planSLA(tx, &change.Before, t, cm, now); err != nil {
 		return nil, change, err
 	}
 	if err := tx.Save(t).Error; err != nil {
@@ -228,7 +233,8 @@ func AddTicketComment(tx *gorm.DB, orgID, id string, cm *TicketComment, by Actor
 
 // DeleteTicket deletes the workspace's ticket id, locked, and tells it on
 // the customer's history by actor; its SLA clocks end. It returns the
-// deleted ticket.
+// deleted ticket; when it had clocks (HasSLA), the caller wakes its SLA
+// workflow in tx, which then finds no ticket and ends.
 func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
 	t, err := FindInOrg[Ticket](LockForUpdate(tx), orgID, id, "The ticket")
 	if err != nil {
@@ -236,11 +242,6 @@ func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
 	}
 	if err := tx.Delete(t).Error; err != nil {
 		return nil, err
-	}
-	if t.SLAState != nil { // its clocks end: the workflow finds no ticket
-		if err := WakeTicketSLA(tx, t); err != nil {
-			return nil, err
-		}
 	}
 	if t.CustomerID == nil {
 		return t, nil

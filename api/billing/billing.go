@@ -51,7 +51,7 @@ func (s *Service) Configured() bool { return s.Config.Configured() }
 // start is the outbox start of the change's current run.
 func start(c *models.SubscriptionChange) record.Start {
 	return record.Start{
-		WorkflowID: c.WorkflowID(),
+		WorkflowID: names.SubscriptionChangeID(c.OrgID, c.ID, c.Retry()),
 		Workflow:   names.SubscriptionChangeWorkflow,
 		Input:      workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: c.OrgID, Retry: c.Retry()},
 		OrgID:      c.OrgID,

@@ -110,7 +110,7 @@ func TestOpenRecordsTheChangeWithItsWorkflowStart(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.Input), &in); err != nil {
 			t.Fatal(err)
 		}
-		if r.WorkflowID != "subscription/"+org+"/"+c.ID || r.WorkflowID != c.WorkflowID() || r.WorkflowType != names.SubscriptionChangeWorkflow ||
+		if r.WorkflowID != "subscription/"+org+"/"+c.ID || r.WorkflowID != names.SubscriptionChangeID(c.OrgID, c.ID, c.Retry()) || r.WorkflowType != names.SubscriptionChangeWorkflow ||
 			r.Kind != names.KindSubscriptionChange || r.SignalName != "" || in != (workflows.SubscriptionChangeInput{ChangeID: c.ID, OrgID: org}) {
 			t.Fatalf("start %+v input %+v", r, in)
 		}
@@ -135,7 +135,7 @@ func TestRetryStartsANewRunOfTheChange(t *testing.T) {
 			t.Fatalf("%+v %+v %v", retried, r, err)
 		}
 		rows := outboxRows(t, db, org)
-		if len(rows) != 2 || rows[1].WorkflowID != "subscription/"+org+"/"+c.ID+"/retry-1" || rows[1].WorkflowID != retried.WorkflowID() {
+		if len(rows) != 2 || rows[1].WorkflowID != "subscription/"+org+"/"+c.ID+"/retry-1" || rows[1].WorkflowID != names.SubscriptionChangeID(retried.OrgID, retried.ID, retried.Retry()) {
 			t.Fatalf("rows %+v", rows)
 		}
 		var in workflows.SubscriptionChangeInput
@@ -187,7 +187,7 @@ func TestReceiveEventStoresOnceAndSignalsTheChange(t *testing.T) {
 		if err := json.Unmarshal([]byte(s.SignalInput), &sig); err != nil {
 			t.Fatal(err)
 		}
-		if s.WorkflowID != c.WorkflowID() || s.WorkflowType != names.SubscriptionChangeWorkflow || s.OrgID != org ||
+		if s.WorkflowID != names.SubscriptionChangeID(c.OrgID, c.ID, c.Retry()) || s.WorkflowType != names.SubscriptionChangeWorkflow || s.OrgID != org ||
 			sig != (workflows.StripeEventSignal{EventID: evID.ID, Type: "invoice.paid", SubscriptionID: sub, InvoiceID: "in_" + c.ID}) {
 			t.Fatalf("signal %+v %+v", s, sig)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // billingEnv is a complete suite (real Temporal, worker, app, database)
@@ -141,7 +142,7 @@ func TestSubscriptionChangeEndToEnd(t *testing.T) {
 			t.Fatal("business has 25 seats: the invite must now succeed")
 		}
 		var res workflows.SubscriptionChangeResult
-		if err := e.Temporal.GetWorkflow(ctx, c.WorkflowID(), "").Get(ctx, &res); err != nil || res.Status != models.ChangeApplied {
+		if err := e.Temporal.GetWorkflow(ctx, names.SubscriptionChangeID(c.OrgID, c.ID, c.Retry()), "").Get(ctx, &res); err != nil || res.Status != models.ChangeApplied {
 			t.Fatalf("workflow result %+v %v", res, err)
 		}
 		account, _ := models.FindBillingAccount(ctx, e.DB, b.org)
@@ -178,7 +179,7 @@ func TestFailedPaymentRetriedByStaff(t *testing.T) {
 		if failed.LastErrorCode == "" || failed.LastErrorMessage == "" || failed.Step != models.StepPayment {
 			t.Fatalf("failed change %+v", failed)
 		}
-		err := e.Temporal.GetWorkflow(ctx, c.WorkflowID(), "").Get(ctx, nil)
+		err := e.Temporal.GetWorkflow(ctx, names.SubscriptionChangeID(c.OrgID, c.ID, c.Retry()), "").Get(ctx, nil)
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeChangeFailed {
 			t.Fatalf("the failed run: %v", err)
@@ -217,8 +218,8 @@ func TestFailedPaymentRetriedByStaff(t *testing.T) {
 		}
 		b.waitStatus(c.ID, models.ChangeApplied)
 		var res workflows.SubscriptionChangeResult
-		if err := e.Temporal.GetWorkflow(ctx, retried.WorkflowID(), "").Get(ctx, &res); err != nil || res.Status != models.ChangeApplied {
-			t.Fatalf("retry run %s: %+v %v", retried.WorkflowID(), res, err)
+		if err := e.Temporal.GetWorkflow(ctx, names.SubscriptionChangeID(retried.OrgID, retried.ID, retried.Retry()), "").Get(ctx, &res); err != nil || res.Status != models.ChangeApplied {
+			t.Fatalf("retry run %s: %+v %v", names.SubscriptionChangeID(retried.OrgID, retried.ID, retried.Retry()), res, err)
 		}
 		if b.plan().Name != models.PlanStarter {
 			t.Fatal("the plan was not applied after the retry")

@@ -14,6 +14,7 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/models/views"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // The operator API for billing staff (/ops/v1/billing/…): they work across
@@ -162,7 +163,7 @@ func (s *Service) RetryAudited(tx *record.Tx, changeID string, who models.StaffA
 	switch {
 	case err == nil:
 		who.OrgID, who.Outcome = change.OrgID, models.StaffOutcomeDone
-		who.Detail = fmt.Sprintf("retry %d from step %s: workflow %s", retry.Number, retry.FromStep, change.WorkflowID())
+		who.Detail = fmt.Sprintf("retry %d from step %s: workflow %s", retry.Number, retry.FromStep, names.SubscriptionChangeID(change.OrgID, change.ID, change.Retry()))
 	case IsRefusal(err):
 		who.Outcome, who.Detail = models.StaffOutcomeRefused, web.ToProblem(err).Code
 		if models.ValidID(changeID) {

@@ -8,6 +8,7 @@ import (
 	"github.com/business-suite/suite/activities/stripetest"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // subscriptionEvent is a subscription.changed delivery as a receiver
@@ -41,7 +42,7 @@ func TestWebhooksTellSubscriptionChanges(t *testing.T) {
 		// The run ends by reading the subscription back from Stripe
 		// (SyncSubscription); stripe-mock, which keeps no state, would
 		// still call it active after the deletion below.
-		if err := e.Temporal.GetWorkflow(t.Context(), c.WorkflowID(), "").Get(t.Context(), nil); err != nil {
+		if err := e.Temporal.GetWorkflow(t.Context(), names.SubscriptionChangeID(c.OrgID, c.ID, c.Retry()), "").Get(t.Context(), nil); err != nil {
 			t.Fatal(err)
 		}
 		b.deliver("customer.subscription.deleted", map[string]any{"id": c.StripeSubscriptionID, "object": "subscription",

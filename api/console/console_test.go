@@ -14,6 +14,7 @@ import (
 	"github.com/business-suite/suite/api/console"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 func TestMain(m *testing.M) { stripetest.Main(m) }
@@ -273,7 +274,7 @@ func TestConsoleReRunsAFailedChange(t *testing.T) {
 		expectPage(t, b.Get("/ops/changes?from=2026-02-01&to=2026-01-01"), http.StatusUnprocessableEntity, "must not be before")
 
 		page := b.Get("/ops/changes/" + c.ID)
-		link := "http://temporal-ui.test/namespaces/" + url.PathEscape(e.Namespace()) + "/workflows/" + url.PathEscape(c.WorkflowID())
+		link := "http://temporal-ui.test/namespaces/" + url.PathEscape(e.Namespace()) + "/workflows/" + url.PathEscape(names.SubscriptionChangeID(c.OrgID, c.ID, c.Retry()))
 		expectPage(t, page, http.StatusOK, "Re-run", "Requested", "EnsureCustomer", "CreateSubscription",
 			"Stripe webhook invoice.payment_failed", "Run 1 failed", link, c.StripeCustomerID)
 		expectPage(t, b.Get("/ops/changes/"+c.ID+"/retry"), http.StatusOK, "Re-run this change?", "charged twice", `name="confirm"`)

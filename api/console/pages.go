@@ -18,6 +18,7 @@ import (
 	"github.com/business-suite/suite/api/billing"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // pageSize is the rows of a list page.
@@ -115,7 +116,7 @@ func (h *handler) changes(c *fiber.Ctx) error {
 		page.PrevPage = pageLink("/ops/changes", page.Filter, max(offset-pageSize, 0))
 	}
 	for i := range rows {
-		page.Rows = append(page.Rows, changeRow{StaffChangeRow: rows[i], Workflow: h.temporalUI.Workflow(rows[i].WorkflowID())})
+		page.Rows = append(page.Rows, changeRow{StaffChangeRow: rows[i], Workflow: h.temporalUI.Workflow(names.SubscriptionChangeID(rows[i].OrgID, rows[i].ID, rows[i].Retry()))})
 	}
 	return h.render(c, http.StatusOK, "changes", view{Title: "Subscription changes", Data: page})
 }
@@ -189,7 +190,7 @@ func (h *handler) change(c *fiber.Ctx) error {
 	page := changePage{Change: ch, OrgName: orgName, Retries: retries, Timeline: timeline, Retryable: ch.Status == models.ChangeFailed}
 	page.ReloadURL = reloadURL(c, ch, runOpen)
 	for r := 0; r <= ch.Retry(); r++ {
-		id := models.SubscriptionChangeWorkflowID(ch.OrgID, ch.ID, r)
+		id := names.SubscriptionChangeID(ch.OrgID, ch.ID, r)
 		page.Runs = append(page.Runs, run{Number: r + 1, WorkflowID: id, URL: h.temporalUI.Workflow(id)})
 	}
 	return h.render(c, http.StatusOK, "change", view{Title: "Change " + ch.ID, Notice: notice(c, ch.Status, page.ReloadURL != ""), Data: page})
@@ -333,7 +334,7 @@ func (h *handler) organization(c *fiber.Ctx) error {
 		return err
 	}
 	for i := range rows {
-		page.Changes = append(page.Changes, changeRow{StaffChangeRow: rows[i], Workflow: h.temporalUI.Workflow(rows[i].WorkflowID())})
+		page.Changes = append(page.Changes, changeRow{StaffChangeRow: rows[i], Workflow: h.temporalUI.Workflow(names.SubscriptionChangeID(rows[i].OrgID, rows[i].ID, rows[i].Retry()))})
 	}
 	page.WorkflowsSearchQuery = `OrgId = "` + id + `"`
 	page.WorkflowsURL = h.temporalUI.Search(page.WorkflowsSearchQuery)

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // event is one line of a change's timeline.
@@ -52,7 +53,7 @@ func (h *handler) timeline(ctx context.Context, ch *models.SubscriptionChange, r
 	tctx, cancel := context.WithTimeout(ctx, temporalTimeout)
 	defer cancel()
 	for r := 0; r <= ch.Retry(); r++ {
-		events, closed := h.runEvents(tctx, models.SubscriptionChangeWorkflowID(ch.OrgID, ch.ID, r), r+1)
+		events, closed := h.runEvents(tctx, names.SubscriptionChangeID(ch.OrgID, ch.ID, r), r+1)
 		out, runOpen = append(out, events...), !closed
 	}
 	switch {

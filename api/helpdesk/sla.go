@@ -83,9 +83,15 @@ func (h *handlers) applySLAPolicy(c *fiber.Ctx) error {
 	if err := auth.RequireAdmin(p); err != nil {
 		return err
 	}
-	version, moved, err := models.ApplySLAPolicy(web.Tx(c), p.OrgID, models.Now())
+	tx := h.Starter.In(c, web.Tx(c))
+	version, moved, wake, err := models.ApplySLAPolicy(tx.DB, p.OrgID, models.Now())
 	if err != nil {
 		return err
+	}
+	for _, t := range wake {
+		if err := tx.WakeTicketSLA(t); err != nil {
+			return err
+		}
 	}
 	return c.JSON(slaApplyResponse{Version: version, Tickets: moved})
 }

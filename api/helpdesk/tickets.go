@@ -105,6 +105,11 @@ func (h *handlers) openTicket(c *fiber.Ctx, t *models.Ticket, requesterName stri
 	if err != nil {
 		return err
 	}
+	if t.HasSLA() {
+		if err := tx.WakeTicketSLA(t); err != nil {
+			return err
+		}
+	}
 	return tx.Emit(views.TicketOpenedEvents(t, newCustomer)...)
 }
 
@@ -196,9 +201,15 @@ func emitTicketChange(tx *record.Tx, before, after *models.Ticket) error {
 	return tx.Emit(events...)
 }
 
-// followStatus records in tx the timers a status change asks for: solving
-// starts the auto-close timer of this solve, leaving solved cancels it.
+// followStatus records in tx the timers a change asks for: its SLA
+// workflow reads its timers again when the clocks moved; solving starts
+// the auto-close timer of this solve, leaving solved cancels it.
 func (h *handlers) followStatus(tx *record.Tx, t *models.Ticket, change models.TicketChange) error {
+	if change.SLAMoved {
+		if err := tx.WakeTicketSLA(t); err != nil {
+			return err
+		}
+	}
 	switch {
 	case change.Solved:
 		after := h.AutoCloseAfter
@@ -237,6 +248,11 @@ func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 	t, err := models.DeleteTicket(tx.DB, p.OrgID, c.Params("id"), p.Actor())
 	if err != nil {
 		return err
+	}
+	if t.HasSLA() { // its clocks end: the workflow finds no ticket
+		if err := tx.WakeTicketSLA(t); err != nil {
+			return err
+		}
 	}
 	if t.Status == models.TicketSolved {
 		if err := cancelAutoClose(tx, t); err != nil {

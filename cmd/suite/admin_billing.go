@@ -17,6 +17,7 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // shellRequester is who a retry from the shell is recorded as.
@@ -137,6 +138,6 @@ func billingRetry(ctx context.Context, cfg Config, db *gorm.DB, changeID string)
 		return err
 	}
 	fmt.Fprintf(stdout, "retry %d of change %s recorded (from step %s); workflow %s starts through the outbox\n",
-		retry.Number, change.ID, retry.FromStep, change.WorkflowID())
+		retry.Number, change.ID, retry.FromStep, names.SubscriptionChangeID(change.OrgID, change.ID, change.Retry()))
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // AIJob is a Generative AI job as the API shows it and, once it
@@ -68,7 +69,7 @@ func ToAIJob(j *models.AIJob) AIJob {
 		Usage: AIJobUsage{PromptTokens: j.PromptTokens, CompletionTokens: j.CompletionTokens,
 			TotalTokens: j.PromptTokens + j.CompletionTokens, ModelCalls: j.ModelCalls},
 		Timings:    AIJobTimings{QueuedMS: t.QueuedMS, RunMS: t.RunMS, ModelMS: t.ModelMS},
-		WorkflowID: models.AIJobWorkflowID(j.ID),
+		WorkflowID: names.AIJobID(j.ID),
 		CreatedAt:  j.CreatedAt.UTC(), StartedAt: utcTime(j.StartedAt), FinishedAt: utcTime(j.FinishedAt)}
 	if out.Result == nil {
 		out.Result = json.RawMessage("null")

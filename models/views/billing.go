@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // SubscriptionChangeFields are the parts of a change of plan that both the
@@ -52,7 +53,7 @@ type SubscriptionChange struct {
 
 func ToSubscriptionChangeFields(c *models.SubscriptionChange) SubscriptionChangeFields {
 	f := SubscriptionChangeFields{Kind: c.Kind, FromPlan: c.FromPlan, ToPlan: c.ToPlan, Interval: c.Interval, Status: c.Status,
-		Step: c.Step, Attempts: c.Attempts, EffectiveAt: c.EffectiveAt, RequestedBy: c.RequestedBy, WorkflowID: c.WorkflowID(),
+		Step: c.Step, Attempts: c.Attempts, EffectiveAt: c.EffectiveAt, RequestedBy: c.RequestedBy, WorkflowID: names.SubscriptionChangeID(c.OrgID, c.ID, c.Retry()),
 		CompletedAt: c.CompletedAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 		Stripe: StripeIDs{CustomerID: optionalText(c.StripeCustomerID), SubscriptionID: optionalText(c.StripeSubscriptionID),
 			PriceID: optionalText(c.StripePriceID), InvoiceID: optionalText(c.StripeInvoiceID),
