@@ -495,7 +495,7 @@ func finishJob(tx *record.Tx, id, to string, set map[string]any) (bool, error) {
 	if err := tx.Take(&job, "id = ?", id).Error; err != nil {
 		return false, err
 	}
-	return true, tx.Emit(models.Event{OrgID: job.OrgID, Type: "ai.job." + to, Object: views.ToAIJob(&job)})
+	return true, tx.Emit(models.Event{OrgID: job.OrgID, Type: models.AIJobEventType(to), Object: views.ToAIJob(&job)})
 }
 
 // Cancel marks a job canceled (unless it already finished): the workflow

@@ -110,7 +110,7 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 				return err
 			}
 			after := views.ToLead(&lead)
-			if err := tx.EmitChange(lead.OrgID, before, after, after, views.LeadChangeTypes(before, after, "lead.updated")...); err != nil {
+			if err := tx.EmitChange(lead.OrgID, before, after, after, views.LeadChangeTypes(before, after, models.EventLeadUpdated)...); err != nil {
 				return err
 			}
 			return tx.Model(&models.LeadIntake{}).Where("id = ?", intakeID).
@@ -128,8 +128,8 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 			return err
 		}
 		view := views.ToLead(&lead)
-		return tx.Emit(models.Event{OrgID: lead.OrgID, Type: "lead.created", Object: view},
-			models.Event{OrgID: lead.OrgID, Type: "lead.scored", Object: view})
+		return tx.Emit(models.Event{OrgID: lead.OrgID, Type: models.EventLeadCreated, Object: view},
+			models.Event{OrgID: lead.OrgID, Type: models.EventLeadScored, Object: view})
 	})
 	if database.IsUniqueViolation(err) && !retried(ctx) {
 		// A concurrent intake created the lead for this e-mail first: run
@@ -247,7 +247,7 @@ func (a *Leads) AssignLead(ctx context.Context, leadID string) (string, error) {
 			return err
 		}
 		after := views.ToLead(&lead)
-		return tx.EmitChange(lead.OrgID, before, after, after, "lead.updated")
+		return tx.EmitChange(lead.OrgID, before, after, after, models.EventLeadUpdated)
 	})
 	return assignee, err
 }

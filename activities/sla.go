@@ -72,9 +72,8 @@ func (a *SLA) FireSLATimer(ctx context.Context, ticketID string, timer models.SL
 // transaction.
 func (a *SLA) tell(tx *record.Tx, t *models.Ticket, timer models.SLATimer) error {
 	now := models.Now()
-	event := "ticket.sla_warning"
+	event := models.TicketSLAEventType(timer.Fire)
 	if timer.Fire == models.SLABreachTimer {
-		event = "ticket.sla_breached"
 		var err error
 		if t, err = a.escalate(tx, t, now); err != nil {
 			return err

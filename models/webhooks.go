@@ -45,25 +45,6 @@ const MaxWebhookEndpoints = 20
 // change of anything, and no endpoint subscribes to it.
 const WebhookTestEvent = "webhook.test"
 
-// EventTypes are the event types an endpoint may subscribe to, by name or
-// by their group ("deal.*"), or all of them ("*").
-var EventTypes = []string{
-	"contact.created", "contact.updated", "contact.deleted",
-	"deal.created", "deal.updated", "deal.stage_changed", "deal.won", "deal.lost", "deal.deleted",
-	"lead.created", "lead.scored", "lead.updated", "lead.converted", "lead.deleted",
-	"task.created", "task.updated", "task.deleted",
-	"ticket.created", "ticket.updated", "ticket.status_changed", "ticket.assigned", "ticket.deleted", "ticket.comment_created",
-	"ticket.sla_warning", "ticket.sla_breached",
-	"customer.created", "customer.updated", "customer.deleted",
-	"member.invited", "member.joined", "member.removed",
-	EventSubscriptionChanged,
-	"ai.job.succeeded", "ai.job.failed",
-}
-
-// EventSubscriptionChanged tells that an organization's plan or its Stripe
-// subscription changed.
-const EventSubscriptionChanged = "subscription.changed"
-
 // WebhookEndpoint is one URL an organization has events POSTed to.
 type WebhookEndpoint struct {
 	ID          string `gorm:"primaryKey"`

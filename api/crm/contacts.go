@@ -109,7 +109,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 		if err := database.Insert(tx, ct); err != nil {
 			return err
 		}
-		if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: p.OrgID, Type: "contact.created", Object: view}); err != nil {
+		if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: p.OrgID, Type: models.EventContactCreated, Object: view}); err != nil {
 			return err
 		}
 	}
@@ -149,7 +149,7 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 		return err
 	}
 	after := toContact(ct)
-	if err := h.Starter.In(c, web.Tx(c)).EmitChange(ct.OrgID, before, after, after, "contact.updated"); err != nil {
+	if err := h.Starter.In(c, web.Tx(c)).EmitChange(ct.OrgID, before, after, after, models.EventContactUpdated); err != nil {
 		return err
 	}
 	return c.JSON(after)
@@ -159,6 +159,6 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 // existing and lose the link (ON DELETE SET NULL).
 func (h *handlers) deleteContact(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg(""), "The contact", func(tx *gorm.DB, ct *models.Contact) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: ct.OrgID, Type: "contact.deleted", Object: toContact(ct)})
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: ct.OrgID, Type: models.EventContactDeleted, Object: toContact(ct)})
 	})
 }

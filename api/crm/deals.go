@@ -161,7 +161,7 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 		return err
 	}
 	view := withHistory(tx, d)
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: "deal.created", Object: view}); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: models.EventDealCreated, Object: view}); err != nil {
 		return err
 	}
 	c.Location("/crm/deals/" + d.ID)
@@ -234,27 +234,16 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 }
 
 // emitDealChange records the events of a deal's change from before to
-// after: deal.updated with the fields' earlier values, and — when its
-// stage moved — deal.stage_changed, then deal.won or deal.lost when it
-// moved there. A change that changed nothing emits nothing.
+// after (models.DealChangeTypes), with the fields' earlier values. A
+// change that changed nothing emits nothing.
 func (h *handlers) emitDealChange(c *fiber.Ctx, tx *gorm.DB, before, after dealResponse) error {
-	types := []string{"deal.updated"}
-	if before.Stage != after.Stage {
-		types = append(types, "deal.stage_changed")
-		switch after.Stage {
-		case models.StageWon:
-			types = append(types, "deal.won")
-		case models.StageLost:
-			types = append(types, "deal.lost")
-		}
-	}
 	b, a := before, after
 	b.History, a.History = nil, nil // compared without the history
-	return h.Starter.In(c, tx).EmitChange(after.OrgID, b, a, after, types...)
+	return h.Starter.In(c, tx).EmitChange(after.OrgID, b, a, after, models.DealChangeTypes(before.Stage, after.Stage)...)
 }
 
 func (h *handlers) deleteDeal(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg("assigned_to_id"), "The deal", func(tx *gorm.DB, d *models.Deal) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: "deal.deleted", Object: toDeal(d)})
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: models.EventDealDeleted, Object: toDeal(d)})
 	})
 }

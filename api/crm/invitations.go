@@ -198,7 +198,7 @@ func (h *handlers) acceptInvitation(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: "member.joined", Object: toMember(m)}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberJoined, Object: toMember(m)}); err != nil {
 		return err
 	}
 	return c.JSON(acceptInvitationResponse{Organization: toOrg(org, m.Role), Member: toMember(m)})

@@ -114,7 +114,7 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 		return err
 	}
 	view := views.ToLead(lead)
-	for _, typ := range []string{"lead.created", "lead.scored"} {
+	for _, typ := range []string{models.EventLeadCreated, models.EventLeadScored} {
 		if err := tx.Emit(models.Event{OrgID: p.OrgID, Type: typ, Object: view}); err != nil {
 			return err
 		}
@@ -203,7 +203,7 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 		return err
 	}
 	after := views.ToLead(l)
-	if err := h.emitLeadChange(c, web.Tx(c), before, after, "lead.updated"); err != nil {
+	if err := h.emitLeadChange(c, web.Tx(c), before, after, models.EventLeadUpdated); err != nil {
 		return err
 	}
 	return c.JSON(after)
@@ -217,7 +217,7 @@ func (h *handlers) emitLeadChange(c *fiber.Ctx, tx *gorm.DB, before, after views
 
 func (h *handlers) deleteLead(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg("assigned_to_id"), "The lead", func(tx *gorm.DB, l *models.Lead) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: "lead.deleted", Object: views.ToLead(l)})
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventLeadDeleted, Object: views.ToLead(l)})
 	})
 }
 
@@ -412,13 +412,13 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		return err
 	}
 	out.Lead, out.Contact.ID, out.Deal = views.ToLead(l), contact.ID, toDeal(deal)
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: "contact.created", Object: toContact(contact)}); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventContactCreated, Object: toContact(contact)}); err != nil {
 		return err
 	}
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: "deal.created", Object: out.Deal}); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventDealCreated, Object: out.Deal}); err != nil {
 		return err
 	}
-	if err := h.emitLeadChange(c, tx, before, out.Lead, "lead.converted"); err != nil {
+	if err := h.emitLeadChange(c, tx, before, out.Lead, models.EventLeadConverted); err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(out)

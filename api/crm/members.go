@@ -120,7 +120,7 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: "member.invited", Object: toMember(m)}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberInvited, Object: toMember(m)}); err != nil {
 		return err
 	}
 	c.Location("/crm/organization/" + p.OrgID + "/members/" + m.ID)
@@ -232,7 +232,7 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: "member.removed", Object: toMember(m)}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberRemoved, Object: toMember(m)}); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)

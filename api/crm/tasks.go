@@ -152,7 +152,7 @@ func (h *handlers) createTask(c *fiber.Ctx) error {
 	if err := database.Insert(tx, t); err != nil {
 		return err
 	}
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: "task.created", Object: toTask(t)}); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: models.EventTaskCreated, Object: toTask(t)}); err != nil {
 		return err
 	}
 	c.Location("/crm/tasks/" + t.ID)
@@ -188,7 +188,7 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 		return err
 	}
 	after := toTask(t)
-	if err := h.Starter.In(c, web.Tx(c)).EmitChange(t.OrgID, before, after, after, "task.updated"); err != nil {
+	if err := h.Starter.In(c, web.Tx(c)).EmitChange(t.OrgID, before, after, after, models.EventTaskUpdated); err != nil {
 		return err
 	}
 	return c.JSON(after)
@@ -200,7 +200,7 @@ func (h *handlers) getTask(c *fiber.Ctx) error {
 
 func (h *handlers) deleteTask(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg("assigned_to_id"), "The task", func(tx *gorm.DB, t *models.Task) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: "task.deleted", Object: toTask(t)})
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: models.EventTaskDeleted, Object: toTask(t)})
 	})
 }
 

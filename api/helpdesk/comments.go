@@ -149,7 +149,7 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 		return err
 	}
 	shown := view(cm)
-	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: "ticket.comment_created", Object: shown}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: models.EventTicketCommentCreated, Object: shown}); err != nil {
 		return err
 	}
 	if err := emitTicketChange(tx, &change.Before, t); err != nil {

@@ -73,7 +73,7 @@ func (h *handlers) createCustomer(c *fiber.Ctx) error {
 		return err
 	}
 	view := views.ToCustomer(cust)
-	if err := tx.Emit(models.Event{OrgID: p.OrgID, Type: "customer.created", Object: view}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: p.OrgID, Type: models.EventCustomerCreated, Object: view}); err != nil {
 		return err
 	}
 	c.Location("/helpdesk/customers/" + cust.ID)
@@ -116,7 +116,7 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 		return err
 	}
 	after := views.ToCustomer(cust)
-	if err := h.Starter.In(c, web.Tx(c)).EmitChange(p.OrgID, before, after, after, "customer.updated"); err != nil {
+	if err := h.Starter.In(c, web.Tx(c)).EmitChange(p.OrgID, before, after, after, models.EventCustomerUpdated); err != nil {
 		return err
 	}
 	return c.JSON(after)
@@ -129,7 +129,7 @@ func (h *handlers) deleteCustomer(c *fiber.Ctx) error {
 		return err
 	}
 	return web.Delete(c, inWorkspace, "The customer", func(tx *gorm.DB, cust *models.Customer) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: cust.OrgID, Type: "customer.deleted", Object: views.ToCustomer(cust)})
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: cust.OrgID, Type: models.EventCustomerDeleted, Object: views.ToCustomer(cust)})
 	})
 }
 

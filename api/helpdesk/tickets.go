@@ -259,7 +259,7 @@ func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: "ticket.deleted", Object: views.ToTicket(t)}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: models.EventTicketDeleted, Object: views.ToTicket(t)}); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -2,8 +2,8 @@ package views
 
 import "github.com/business-suite/suite/models"
 
-// The functions that decide a webhook event's type. They stay here, beside
-// the views they compare, until they move into models.
+// The webhook events of changes, built from views: models decides their
+// types (models/event_types.go).
 
 // TicketOpenedEvents are the webhook events of ticket t's opening:
 // customer.created when it created newCustomer for its requester, then
@@ -11,28 +11,18 @@ import "github.com/business-suite/suite/models"
 func TicketOpenedEvents(t *models.Ticket, newCustomer *models.Customer) []models.Event {
 	var events []models.Event
 	if newCustomer != nil {
-		events = append(events, models.Event{OrgID: t.OrgID, Type: "customer.created", Object: ToCustomer(newCustomer)})
+		events = append(events, models.Event{OrgID: t.OrgID, Type: models.EventCustomerCreated, Object: ToCustomer(newCustomer)})
 	}
-	return append(events, models.Event{OrgID: t.OrgID, Type: "ticket.created", Object: ToTicket(t)})
+	return append(events, models.Event{OrgID: t.OrgID, Type: models.EventTicketCreated, Object: ToTicket(t)})
 }
 
 // TicketChangeEvents are the webhook events of a ticket's change from
-// before to after (models.ChangeEvents): ticket.updated, with
-// ticket.status_changed when its status moved and ticket.assigned when
-// its assignee changed (to null too: unassigned).
+// before to after, of the types models.TicketChangeTypes decides, with the
+// ticket's view and its fields' earlier values (models.ChangeEvents).
 func TicketChangeEvents(before, after *models.Ticket) ([]models.Event, error) {
 	b, a := ToTicket(before), ToTicket(after)
-	types := []string{"ticket.updated"}
-	if b.Status != a.Status {
-		types = append(types, "ticket.status_changed")
-	}
-	if !equalID(b.AgentID, a.AgentID) {
-		types = append(types, "ticket.assigned")
-	}
-	return models.ChangeEvents(a.WorkspaceID, b, a, a, types...)
+	return models.ChangeEvents(a.WorkspaceID, b, a, a, models.TicketChangeTypes(before, after)...)
 }
-
-func equalID(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
 
 // SubscriptionChangedEvents are the webhook events of a change of the
 // workspace's billing from before to after: subscription.changed when its
@@ -48,16 +38,9 @@ func SubscriptionChangedEvents(before, after *models.BillingOverview) ([]models.
 	return models.ChangeEvents(after.OrgID, b, a, object, models.EventSubscriptionChanged)
 }
 
-// LeadChangeTypes are the webhook event types of a lead's change from
-// before to after: typ (lead.updated, lead.converted, or none when typ is
-// ""), and lead.scored when its score moved.
+// LeadChangeTypes are the event types of a lead's change from before to
+// after, their views (models.LeadChangeTypes): typ, and lead.scored when
+// its score or probability moved.
 func LeadChangeTypes(before, after Lead, typ string) []string {
-	var types []string
-	if typ != "" {
-		types = append(types, typ)
-	}
-	if before.Score != after.Score || before.Probability != after.Probability {
-		types = append(types, "lead.scored")
-	}
-	return types
+	return models.LeadChangeTypes(typ, before.Score != after.Score || before.Probability != after.Probability)
 }
