@@ -101,17 +101,6 @@ func ActiveAdminIDs(tx *gorm.DB, orgID string) ([]string, error) {
 // CheckMember fails with a 422 on field unless memberID is a (not removed)
 // member of orgID; nil or "" passes.
 func CheckMember(db *gorm.DB, orgID, field string, memberID *string) error {
-	if memberID == nil || *memberID == "" {
-		return nil
-	}
-	if ValidID(*memberID) {
-		var n int64
-		if err := db.Model(&Member{}).Where("id = ? AND org_id = ? AND status <> ?", *memberID, orgID, MemberRemoved).Count(&n).Error; err != nil {
-			return err
-		}
-		if n == 1 {
-			return nil
-		}
-	}
-	return Invalid(FieldError{Field: field, Code: "not_a_member", Message: "Must be the id of a member of this organization."})
+	return checkReference(db.Where("status <> ?", MemberRemoved), &Member{}, orgID, memberID,
+		FieldError{Field: field, Code: "not_a_member", Message: "Must be the id of a member of this organization."})
 }

@@ -2,7 +2,6 @@ package crm
 
 import (
 	"github.com/gofiber/fiber/v2"
-	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
@@ -33,22 +32,9 @@ func userBody(c *fiber.Ctx, req any) (*auth.Principal, error) {
 // AGENTs do; ADMINs, OWNERs and API keys see everything.
 func agentScoped(p *auth.Principal) bool { return !p.IsKey() && p.Role == models.RoleAgent }
 
-// checkLinked fails with 422 on field unless id names a row of model in orgID.
-func checkLinked(db *gorm.DB, model any, orgID, field string, id *string) error {
-	if id == nil || *id == "" {
-		return nil
-	}
-	if models.ValidID(*id) {
-		var n int64
-		if err := db.Model(model).Where("id = ? AND org_id = ?", *id, orgID).Count(&n).Error; err != nil {
-			return err
-		}
-		if n == 1 {
-			return nil
-		}
-	}
-	return models.Invalid(models.FieldError{Field: field, Code: "not_found", Message: "Must be the id of a record of this organization."})
-}
+// linked is what a reference to another CRM record must name
+// (models.CheckReference).
+const linked = "a record of this organization"
 
 // rowScope is the rows of the organization p acts in that p sees: for an
 // AGENT, when the rows have an assignee column, only theirs.

@@ -108,8 +108,8 @@ func (f *dealFields) apply(d *models.Deal) {
 func (f *dealFields) check(db *gorm.DB, orgID string) error {
 	return web.MergeInvalid(
 		models.CheckMember(db, orgID, "assignedToId", f.AssignedToID),
-		checkLinked(db, &models.Contact{}, orgID, "contactId", f.ContactID),
-		checkLinked(db, &models.Lead{}, orgID, "leadId", f.LeadID),
+		models.CheckReference(db, &models.Contact{}, orgID, "contactId", f.ContactID, linked),
+		models.CheckReference(db, &models.Lead{}, orgID, "leadId", f.LeadID, linked),
 	)
 }
 

@@ -123,9 +123,9 @@ func (f *taskFields) checkFormats() error {
 func (f *taskFields) check(db *gorm.DB, orgID string) error {
 	return web.MergeInvalid(
 		models.CheckMember(db, orgID, "assignedToId", f.AssignedToID),
-		checkLinked(db, &models.Lead{}, orgID, "leadId", f.LeadID),
-		checkLinked(db, &models.Deal{}, orgID, "dealId", f.DealID),
-		checkLinked(db, &models.Contact{}, orgID, "contactId", f.ContactID),
+		models.CheckReference(db, &models.Lead{}, orgID, "leadId", f.LeadID, linked),
+		models.CheckReference(db, &models.Deal{}, orgID, "dealId", f.DealID, linked),
+		models.CheckReference(db, &models.Contact{}, orgID, "contactId", f.ContactID, linked),
 	)
 }
 

@@ -213,26 +213,6 @@ type updateArticleRequest struct {
 	articleFields
 }
 
-// checkCategory fails with 422 on categoryId unless it names a category of
-// the workspace; "" means none. A malformed id gets the same answer.
-func (h *handlers) checkCategory(c *fiber.Ctx, orgID string, id *string) error {
-	if id == nil || *id == "" {
-		return nil
-	}
-	if models.ValidID(*id) {
-		var n int64
-		if err := h.DB.WithContext(c.UserContext()).Model(&models.KBCategory{}).
-			Where("id = ? AND org_id = ?", *id, orgID).Count(&n).Error; err != nil {
-			return err
-		}
-		if n == 1 {
-			return nil
-		}
-	}
-	return models.Invalid(models.FieldError{Field: "categoryId", Code: "not_found",
-		Message: "Must be the id of a category of this workspace."})
-}
-
 // apply copies the fields present onto a (not the slug). Publishing for the
 // first time sets publishedAt; unpublishing keeps it.
 func (f *articleFields) apply(a *models.KBArticle, now time.Time) error {
@@ -282,7 +262,10 @@ func (h *handlers) createArticle(c *fiber.Ctx) error {
 			slug, err = slugFor(req.Slug, req.Title, "title")
 			return err
 		},
-		func() error { return h.checkCategory(c, p.OrgID, req.CategoryID) },
+		func() error {
+			return models.CheckReference(h.DB.WithContext(c.UserContext()), &models.KBCategory{}, p.OrgID, "categoryId", req.CategoryID,
+				"a category of this workspace")
+		},
 	); err != nil {
 		return err
 	}
@@ -315,7 +298,10 @@ func (h *handlers) updateArticle(c *fiber.Ctx) error {
 	var req updateArticleRequest
 	if err := web.Decode(c, &req,
 		func() error { return checkSlug(req.Slug) },
-		func() error { return h.checkCategory(c, p.OrgID, req.CategoryID) },
+		func() error {
+			return models.CheckReference(h.DB.WithContext(c.UserContext()), &models.KBCategory{}, p.OrgID, "categoryId", req.CategoryID,
+				"a category of this workspace")
+		},
 	); err != nil {
 		return err
 	}
