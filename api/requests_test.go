@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities/stripetest"
@@ -23,23 +22,25 @@ import (
 
 // Every request that may change data runs in one transaction (web.Tx): when
 // the last statement of a request fails, after everything its handler
-// wrote, nothing of the request remains. The test Env's BeforeCommit hook
-// is that statement — an UPDATE that breaks a NOT NULL column — and every
-// POST, PUT, PATCH and DELETE route of the app is called once, as its own
-// organization with a valid request, while it fails. Each must answer 500
-// and leave every table as it was. A handler that wrote on the pool instead
-// of in its request's transaction, or a route without the middleware,
-// fails here.
+// wrote, nothing of the request remains. The test Env's commit hook
+// (apitest.WithCommitHook) is that statement — an UPDATE that breaks a NOT
+// NULL column, run just before the COMMIT of the app's transactions — and
+// every POST, PUT, PATCH and DELETE route of the app is called once, as its
+// own organization with a valid request, while it fails. Each must answer
+// 500 and leave every table as it was. A handler that wrote on the pool
+// instead of in its request's transaction, or a route without the
+// middleware, fails here.
 //
 // apitest.Each runs it on both dialects, without and with an
 // Idempotency-Key. The routes whose handler is one statement
 // (web.OneStatementTx) have no transaction to fail in without a key; they
-// must succeed there, and are tested with one.
+// must succeed there (but the intake on SQLite: oneStatementRoutes), and
+// are tested with one.
 func TestEveryMutatingRouteIsOneTransaction(t *testing.T) {
 	var failing atomic.Bool
 	var reached atomic.Int32
 	var orgID atomic.Pointer[string]
-	lastStatementFails := apitest.WithBeforeCommit(func(c *fiber.Ctx, tx *gorm.DB) error {
+	lastStatementFails := apitest.WithCommitHook(func(tx *gorm.DB) error {
 		if !failing.Load() {
 			return nil
 		}
@@ -76,7 +77,7 @@ func TestEveryMutatingRouteIsOneTransaction(t *testing.T) {
 			failing.Store(true)
 			resp := e.Do(req)
 			failing.Store(false)
-			if oneStatementRoutes[route] && !e.Keyed {
+			if oneStatementRoutes[route] && !e.Keyed && !(e.Dialect == database.SQLite && route == "POST /crm/leads/webhook") {
 				if resp.Status >= 300 || reached.Load() != 0 {
 					t.Errorf("%s, one statement: %d %s (the failing statement reached %d times), want success outside any transaction",
 						route, resp.Status, resp.Body, reached.Load())
@@ -101,7 +102,10 @@ func TestEveryMutatingRouteIsOneTransaction(t *testing.T) {
 }
 
 // oneStatementRoutes are the routes whose handler writes with
-// web.OneStatementTx.
+// web.OneStatementTx. On SQLite the lead intake's one statement is a
+// transaction of two (its INSERT and its workflow start,
+// models.RecordWithStart), which fails and leaves nothing as a request's
+// does.
 var oneStatementRoutes = map[string]bool{
 	"POST /crm/contacts":      true,
 	"POST /crm/leads/webhook": true,

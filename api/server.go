@@ -102,7 +102,7 @@ type Deps struct {
 	// outbox.Starter.YieldTo).
 	InFlight *web.InFlight
 	// Requests tunes the request transactions and Idempotency-Keys (tests
-	// set a clock or a BeforeCommit hook); the zero value is production's.
+	// set a clock); the zero value is production's.
 	Requests web.RequestOptions
 	// MailDomain is the domain of the workspaces' e-mail addresses (""
 	// turns the e-mail channel off); MailOutbound tells whether the workers

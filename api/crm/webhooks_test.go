@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	enumspb "go.temporal.io/api/enums/v1"
 	"gorm.io/gorm"
@@ -24,6 +23,7 @@ import (
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/cmd/apitest"
 	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/internal/telemetry"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -39,10 +39,11 @@ type delivery struct {
 	LastStatusCode                            *int
 }
 
-// failOnHeader makes a request with X-Test-Fail fail after its last
-// statement: the whole request rolls back.
-var failOnHeader = apitest.WithBeforeCommit(func(c *fiber.Ctx, _ *gorm.DB) error {
-	if c.Get("X-Test-Fail") != "" {
+// failOnHeader makes a request whose X-Request-Id starts with "fail-" fail
+// after its last statement (its transaction's COMMIT fails): the whole
+// request rolls back.
+var failOnHeader = apitest.WithCommitHook(func(tx *gorm.DB) error {
+	if strings.HasPrefix(telemetry.RequestID(tx.Statement.Context), "fail-") {
 		return errors.New("the request's last statement failed")
 	}
 	return nil
@@ -84,7 +85,7 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 		}
 		put(map[string]any{"stage": "QUALIFIED"}).Expect(200)
 		// Rolled back after its event was recorded: nothing is sent.
-		put(map[string]any{"title": "Never happened"}, "X-Test-Fail", "1").Expect(500)
+		put(map[string]any{"title": "Never happened"}, "X-Request-Id", "fail-deal-update").Expect(500)
 		put(map[string]any{"amount": 200}).Expect(200)
 		put(map[string]any{"amount": 200}).Expect(200) // changes nothing: no event
 		put(map[string]any{"stage": "WON"}).Expect(200)
@@ -539,14 +540,14 @@ func TestWebhooksTellContactChanges(t *testing.T) {
 		rc := apitest.Subscribe(t, e, o.owner, o.id, "contact.*")
 		var ada, keyed struct{ ID string }
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: key, Body: map[string]any{"name": "Ada"}}).Expect(201).JSON(&ada)
-		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: with(key, "X-Test-Fail", "1"),
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: with(key, "X-Request-Id", "fail-contact-create"),
 			Body: map[string]any{"name": "Rolled back"}, SkipSpec: true}).Expect(500)
 		idem := with(key, "Idempotency-Key", "contact-"+models.NewID())
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: idem, Body: map[string]any{"name": "Keyed"}}).Expect(201).JSON(&keyed)
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: idem, Body: map[string]any{"name": "Keyed"}}).Expect(201)
 		e.Do(apitest.Request{Method: "PUT", Path: "/crm/contacts/" + ada.ID, Headers: key, Body: map[string]any{"company": "Engines"}}).Expect(200)
 		e.Do(apitest.Request{Method: "PUT", Path: "/crm/contacts/" + ada.ID, Headers: key, Body: map[string]any{"company": "Engines"}}).Expect(200)
-		e.Do(apitest.Request{Method: "PUT", Path: "/crm/contacts/" + before.ID, Headers: with(key, "X-Test-Fail", "1"),
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/contacts/" + before.ID, Headers: with(key, "X-Request-Id", "fail-contact-update"),
 			Body: map[string]any{"company": "X"}, SkipSpec: true}).Expect(500)
 		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/contacts/" + ada.ID, Headers: key}).Expect(204)
 		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/contacts/" + before.ID, Headers: key}).Expect(204)

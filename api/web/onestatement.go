@@ -56,8 +56,8 @@ type oneStatement struct {
 }
 
 var (
-	_ gorm.ConnPool   = (*oneStatement)(nil)
-	_ gorm.TxBeginner = (*oneStatement)(nil)
+	_ gorm.ConnPool         = (*oneStatement)(nil)
+	_ gorm.ConnPoolBeginner = (*oneStatement)(nil)
 )
 
 // take claims the handle's one statement.
@@ -100,14 +100,22 @@ func (o *oneStatement) QueryRowContext(ctx context.Context, query string, args .
 
 // BeginTx lets the one statement be a transaction of several, begun on the
 // handle (db.Transaction): on SQLite an INSERT and its workflow start are
-// two statements (models.RecordWithStart).
-func (o *oneStatement) BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error) {
+// two statements (models.RecordWithStart). It begins on the pool as GORM's
+// Begin does, on a pool that begins a *sql.Tx (the suite's) or one that
+// begins a pool of its own (a test's commithook).
+func (o *oneStatement) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
 	if err := o.take(); err != nil {
 		return nil, err
 	}
-	beginner, ok := o.pool.(gorm.TxBeginner)
-	if !ok {
-		return nil, gorm.ErrInvalidTransaction
+	switch beginner := o.pool.(type) {
+	case gorm.TxBeginner:
+		tx, err := beginner.BeginTx(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return tx, nil
+	case gorm.ConnPoolBeginner:
+		return beginner.BeginTx(ctx, opts)
 	}
-	return beginner.BeginTx(ctx, opts)
+	return nil, gorm.ErrInvalidTransaction
 }

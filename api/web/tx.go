@@ -52,19 +52,13 @@ type RequestOptions struct {
 	// Lease is how long an in-flight key stays claimed without renewal
 	// (DefaultIdempotencyLease when zero).
 	Lease time.Duration
-	// BeforeCommit, when set, runs last in every request transaction that
-	// is about to commit, after the answer stored under its key; an error
-	// rolls the request back and is its answer. The API tests use it to
-	// make a request's last statement fail.
-	BeforeCommit func(c *fiber.Ctx, tx *gorm.DB) error
 }
 
 // requestTx is one request's transaction and what ends it.
 type requestTx struct {
-	db   *gorm.DB        // the pool the transaction is begun on
-	ctx  context.Context // the request's, without its cancellation
-	opts *RequestOptions
-	tx   *gorm.DB // nil until Tx
+	db  *gorm.DB        // the pool the transaction is begun on
+	ctx context.Context // the request's, without its cancellation
+	tx  *gorm.DB        // nil until Tx
 	// one is the handle OneStatementTx gave out, nil when none.
 	one *oneStatement
 	// key is the Idempotency-Key's claim, nil without a key.
@@ -159,7 +153,7 @@ func KeepOnRefusal(c *fiber.Ctx) {
 // whose acknowledgement is lost, answers its error and leaves the key in
 // flight: if it did land, the retry after the lease replays the answer; if
 // not, the retry runs again. A failure before the COMMIT (the stored
-// answer, BeforeCommit) releases the key at once.
+// answer) releases the key at once.
 func Transactional(db *gorm.DB, opts RequestOptions) fiber.Handler {
 	if opts.Scope == nil {
 		opts.Scope = PrincipalScope
@@ -175,7 +169,7 @@ func Transactional(db *gorm.DB, opts RequestOptions) fiber.Handler {
 			return c.Next()
 		}
 		ctx := c.UserContext()
-		rt := &requestTx{db: db, ctx: context.WithoutCancel(ctx), opts: &opts}
+		rt := &requestTx{db: db, ctx: context.WithoutCancel(ctx)}
 		if key := c.Get(HeaderIdempotencyKey); key != "" && c.Method() == fiber.MethodPost {
 			row, err := newClaim(c, key, opts)
 			if err != nil {
@@ -251,8 +245,8 @@ func (rt *requestTx) end(c *fiber.Ctx) error {
 	return nil
 }
 
-// commit stores the answer under the request's key, runs the BeforeCommit
-// hook, commits, and then runs the AfterCommit functions.
+// commit stores the answer under the request's key, commits, and then runs
+// the AfterCommit functions.
 func (rt *requestTx) commit(c *fiber.Ctx) error {
 	if err := rt.commitTx(c); err != nil {
 		return err
@@ -262,13 +256,10 @@ func (rt *requestTx) commit(c *fiber.Ctx) error {
 }
 
 func (rt *requestTx) commitTx(c *fiber.Ctx) error {
-	opts := rt.opts
 	if rt.tx == nil {
 		switch {
 		case rt.one != nil:
 			return nil // OneStatementTx's statement committed on its own
-		case opts.BeforeCommit != nil:
-			// Begun below, for the hook to run in.
 		case rt.key != nil:
 			// The request wrote nothing: its stored answer is the one
 			// statement to commit.
@@ -280,11 +271,6 @@ func (rt *requestTx) commitTx(c *fiber.Ctx) error {
 	tx := Tx(c)
 	if rt.key != nil {
 		if err := storeOutcome(rt.ctx, tx, rt.key, c.Response()); err != nil {
-			return err
-		}
-	}
-	if opts.BeforeCommit != nil {
-		if err := opts.BeforeCommit(c, tx); err != nil {
 			return err
 		}
 	}

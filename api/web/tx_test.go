@@ -12,6 +12,7 @@ import (
 
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/internal/database/commithook"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
 )
@@ -175,24 +176,53 @@ func retryKey(key []string, suffix string) []string {
 	return []string{key[0], key[1] + "-" + suffix}
 }
 
-// The BeforeCommit hook runs last in the transaction; when it fails, as a
-// last statement that fails would, nothing of the request remains.
+// A statement that fails last in the transaction, just before its COMMIT
+// (a commithook on the test's own handle runs it there), leaves nothing of
+// the request: the COMMIT fails and rolls everything back. Whether a COMMIT
+// that failed landed is unknown to the API, so a keyed request's key stays
+// in flight: its retry is a 409.
 func TestALastStatementThatFailsLeavesNothing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		keyings(t, func(t *testing.T, key []string) {
-			fail := func(c *fiber.Ctx, tx *gorm.DB) error {
+			failing := commithook.Wrap(db, func(tx *gorm.DB) error {
 				return tx.Exec("INSERT INTO tx_notes (id, note) VALUES (1000, NULL)").Error // NOT NULL
-			}
-			app, notes := txApp(t, db, web.RequestOptions{BeforeCommit: fail})
+			})
+			app, notes := txApp(t, failing, web.RequestOptions{})
 			if r := send(t, app, "POST", "/notes?notes=a,b", "", key...); r.status != 500 || len(notes()) != 0 {
 				t.Fatalf("%d %s, notes %v", r.status, r.body, notes())
 			}
-			if key != nil { // not an outcome: the retry runs again
-				if r := send(t, app, "POST", "/notes?notes=a,b", "", key...); r.status != 500 || r.header.Get(web.HeaderIdempotentReplayed) != "" {
-					t.Fatalf("the retry: %d %s", r.status, r.body)
+			if key != nil {
+				if r := send(t, app, "POST", "/notes?notes=a,b", "", key...); r.status != 409 || !strings.Contains(r.body, "idempotency_key_in_flight") {
+					t.Fatalf("the retry: %d %s, want the key in flight", r.status, r.body)
 				}
 			}
 		})
+	})
+}
+
+// A keyed request's stored answer is the last statement before its COMMIT;
+// when it fails, nothing of the request remains and, nothing having been
+// committed, the key is released: the retry runs again.
+func TestAStoredAnswerThatFailsReleasesTheKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		app, notes := txApp(t, db, web.RequestOptions{})
+		// The answer is stored as an UPDATE of the key's row in the
+		// request's transaction; the claim and its release run on the pool.
+		failStored := func(tx *gorm.DB) {
+			if _, inTx := tx.Statement.ConnPool.(gorm.TxCommitter); inTx && tx.Statement.Table == "idempotency_keys" {
+				_ = tx.AddError(errors.New("storing the answer failed"))
+			}
+		}
+		if err := db.Callback().Update().Before("gorm:update").Register("test:fail_stored_answer", failStored); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Callback().Update().Remove("test:fail_stored_answer") })
+		for _, attempt := range []string{"first", "retry"} {
+			r := send(t, app, "POST", "/notes?notes=a,b", "", web.HeaderIdempotencyKey, "k")
+			if r.status != 500 || r.header.Get(web.HeaderIdempotentReplayed) != "" || len(notes()) != 0 {
+				t.Fatalf("%s: %d %s, notes %v; want a 500 that leaves nothing", attempt, r.status, r.body, notes())
+			}
+		}
 	})
 }
 

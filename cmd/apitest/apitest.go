@@ -39,8 +39,8 @@ import (
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/api/outbox"
-	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
+	"github.com/business-suite/suite/internal/database/commithook"
 	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/internal/stripeconfig"
@@ -108,7 +108,7 @@ type options struct {
 	webhookEgressPolicy *netguard.Policy
 	mailReject          func(rcpt string) *smtp.SMTPError
 	temporalLog         io.Writer
-	beforeCommit        func(c *fiber.Ctx, tx *gorm.DB) error
+	commitHook          func(tx *gorm.DB) error
 	console             console.Options
 	temporalUI          string
 }
@@ -123,11 +123,15 @@ func WithTemporalUI(url string) Option {
 	return func(o *options) { o.temporalUI = url }
 }
 
-// WithBeforeCommit runs fn last in every request transaction that is about
-// to commit (web.RequestOptions.BeforeCommit): a test makes a request's
-// last statement fail with it.
-func WithBeforeCommit(fn func(c *fiber.Ctx, tx *gorm.DB) error) Option {
-	return func(o *options) { o.beforeCommit = fn }
+// WithCommitHook runs fn last in every transaction begun on the app's
+// database handle (a request's, web.Tx, and one begun on OneStatementTx's
+// handle), just before its COMMIT (commithook.Wrap; the app's FindAll then
+// reads through GORM's Find): a test makes a request's last statement fail
+// with it, or counts the transactions. tx.Statement.Context is the
+// request's: telemetry.RequestID names the request (its X-Request-Id). The
+// worker, the outbox relay and the test's own e.DB are not hooked.
+func WithCommitHook(fn func(tx *gorm.DB) error) Option {
+	return func(o *options) { o.commitHook = fn }
 }
 
 // WithTemporalLog writes the log lines of the Env's Temporal clients and
@@ -300,11 +304,15 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 	go e.Starter.Run(relayCtx)
 	t.Cleanup(stopRelay)
 
-	e.App = api.New(api.Deps{DB: e.DB, Temporal: e.Temporal, Starter: e.Starter, Log: log,
+	appDB := e.DB
+	if o.commitHook != nil {
+		appDB = commithook.Wrap(e.DB, o.commitHook)
+	}
+	e.App = api.New(api.Deps{DB: appDB, Temporal: e.Temporal, Starter: e.Starter, Log: log,
 		Metrics: prometheus.NewRegistry(), Version: "test", TemporalNamespace: e.namespace,
 		Identity: e.Identity, IdentityClient: idClient, Auth: auth.New(e.DB, verifier), TicketAutoCloseAfter: o.autoClose,
 		VAPIDPublicKey: vapidKey.PublicKey, PushEgress: o.pushEgress(), InviteURL: InviteURL,
-		WebhookKeyRate: o.webhookKeyRate, WebhookEgress: o.webhookEgress(), Billing: o.billing, Requests: web.RequestOptions{BeforeCommit: o.beforeCommit},
+		WebhookKeyRate: o.webhookKeyRate, WebhookEgress: o.webhookEgress(), Billing: o.billing,
 		MailDomain: MailDomain, MailOutbound: true, Console: o.console, TemporalUIURL: o.temporalUI})
 	smtpLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
