@@ -11,7 +11,6 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -149,7 +148,7 @@ func (h *handlers) createTask(c *fiber.Ctx) error {
 		t.AssignedToID = &p.MemberID // an AGENT's own task stays visible to them
 	}
 	tx := web.Tx(c)
-	if err := database.Insert(tx, t); err != nil {
+	if err := tx.Create(t).Error; err != nil {
 		return err
 	}
 	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: models.EventTaskCreated, Object: toTask(t)}); err != nil {
