@@ -374,7 +374,7 @@ func (p *pushPeer) hits() int {
 	return len(p.auth)
 }
 
-// RecordNotification stores the notification and starts its delivery in
+// record.Tx.Notify stores the notification and starts its delivery in
 // one transaction: the real worker pushes it to the member's browser.
 func TestNotificationRecordedAndPushed(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
