@@ -2,7 +2,6 @@ package models
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -12,83 +11,9 @@ import (
 	"github.com/business-suite/suite/internal/sla"
 )
 
-// SLAPolicyVersion is one version of a workspace's SLA policy: a PUT
-// records the next one, and a ticket keeps the version it was opened
-// under (POST /helpdesk/sla-policy/apply moves open tickets to the
-// latest).
-type SLAPolicyVersion struct {
-	OrgID     string `gorm:"primaryKey"`
-	Version   int    `gorm:"primaryKey"`
-	Policy    string // SLAPolicy's JSON
-	CreatedBy string
-	CreatedAt time.Time
-}
-
-func (SLAPolicyVersion) TableName() string { return "sla_policies" }
-
-// Parsed is the version's policy.
-func (v *SLAPolicyVersion) Parsed() (*SLAPolicy, error) {
-	var p SLAPolicy
-	if err := json.Unmarshal([]byte(v.Policy), &p); err != nil {
-		return nil, fmt.Errorf("SLA policy %s/%d: %w", v.OrgID, v.Version, err)
-	}
-	return &p, nil
-}
-
-// SaveSLAPolicy validates p and records it as the workspace's next policy
-// version, by the member or key named by, for the tickets opened from now
-// on. escalation.reassignTo must name an active member of the workspace.
-func SaveSLAPolicy(tx *gorm.DB, orgID string, p *SLAPolicy, by string, now time.Time) (*SLAPolicyVersion, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if r := p.Escalation.ReassignTo; r != nil {
-		active, err := IsActiveMember(tx, orgID, *r)
-		if err != nil {
-			return nil, err
-		}
-		if !active {
-			return nil, Invalid(FieldError{Field: "escalation.reassignTo", Code: "member", Message: "Must be null or an active member's id."})
-		}
-	}
-	// One version at a time: the workspace's row is the lock.
-	if err := LockForUpdate(tx).Select("id").Take(&Organization{}, "id = ?", orgID).Error; err != nil {
-		return nil, err
-	}
-	var latest int
-	if err := tx.Model(&SLAPolicyVersion{}).Where("org_id = ?", orgID).Select("COALESCE(MAX(version), 0)").Scan(&latest).Error; err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	v := &SLAPolicyVersion{OrgID: orgID, Version: latest + 1, Policy: string(body), CreatedBy: by, CreatedAt: now}
-	return v, tx.Create(v).Error
-}
-
-// ErrNoSLAPolicy is the 404 of a workspace without an SLA policy.
-var ErrNoSLAPolicy = Err(ErrNotFound, "not_found", "The workspace has no SLA policy; PUT one.")
-
-// CurrentSLAPolicy is the workspace's latest policy version, or nil when
-// it has none.
-func CurrentSLAPolicy(db *gorm.DB, orgID string) (*SLAPolicyVersion, error) {
-	var v SLAPolicyVersion
-	err := db.Where("org_id = ?", orgID).Order("version DESC").Take(&v).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, nil
-	}
-	return &v, err
-}
-
-// SLAPolicyOf is version version of the workspace's policy.
-func SLAPolicyOf(db *gorm.DB, orgID string, version int) (*SLAPolicy, error) {
-	var v SLAPolicyVersion
-	if err := db.Take(&v, "org_id = ? AND version = ?", orgID, version).Error; err != nil {
-		return nil, err
-	}
-	return v.Parsed()
-}
+// A ticket's SLA state and its clocks: planned when the ticket is opened
+// and moved by each change of it (planSLA), with their due and warning
+// times stored on the ticket.
 
 // TicketSLA is a ticket's SLA state (Ticket.SLAState): the clocks that
 // still run or wait, and what has happened.
@@ -165,12 +90,6 @@ func SLAOf(t *Ticket) (*TicketSLA, error) {
 		return nil, fmt.Errorf("ticket %s's SLA state: %w", t.ID, err)
 	}
 	return &s, nil
-}
-
-// TicketSLAInput is the SLA workflow's input.
-type TicketSLAInput struct {
-	TicketID string `json:"ticketId"`
-	OrgID    string `json:"orgId"`
 }
 
 // planSLA moves ticket t's SLA clocks for its change from before (nil:
@@ -336,158 +255,4 @@ func (s *TicketSLA) store(t *Ticket, p *SLAPolicy, cal sla.Calendar) (moved bool
 // saveSLA writes t's SLA columns alone (store set them).
 func saveSLA(tx *gorm.DB, t *Ticket) error {
 	return tx.Model(t).Select("sla_state", "sla_breached", "sla_next_due_at", "sla_next_warn_at").Updates(t).Error
-}
-
-// SLA timer kinds: a warning before a due time, and the breach at it.
-const (
-	SLAWarningTimer = "warning"
-	SLABreachTimer  = "breach"
-)
-
-// SLATimer is one timer of a ticket's SLA workflow: the warning or the
-// breach of a clock, at At.
-type SLATimer struct {
-	Kind string    `json:"kind"` // the clock's: firstResponse, nextResponse, resolution
-	Fire string    `json:"fire"` // SLAWarningTimer or SLABreachTimer
-	At   time.Time `json:"at"`
-}
-
-// SLATimers are the timers ticket ticketID's SLA workflow is to set now:
-// every warning and breach not yet fired of its running clocks (none
-// while they wait, or are all met: a change may start them again). ok is
-// false once the ticket is closed (final) or deleted — the workflow ends;
-// it is never started again, as Temporal refuses to reuse a finished
-// workflow's ID for a signal-with-start.
-func SLATimers(db *gorm.DB, ticketID string) (timers []SLATimer, ok bool, err error) {
-	var t Ticket
-	err = db.Select("id", "status", "sla_state").Take(&t, "id = ?", ticketID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, false, nil
-	}
-	if err != nil || t.Status == TicketClosed {
-		return nil, false, err
-	}
-	s, err := SLAOf(&t)
-	if err != nil || s == nil {
-		return nil, false, err
-	}
-	for _, k := range s.Clocks {
-		if k.WarnAt != nil && !k.Warned && !k.Breached {
-			timers = append(timers, SLATimer{Kind: k.Kind, Fire: SLAWarningTimer, At: *k.WarnAt})
-		}
-		if k.DueAt != nil && !k.Breached {
-			timers = append(timers, SLATimer{Kind: k.Kind, Fire: SLABreachTimer, At: *k.DueAt})
-		}
-	}
-	slices.SortFunc(timers, func(a, b SLATimer) int { return a.At.Compare(b.At) })
-	return timers, true, nil
-}
-
-// FireSLATimer records timer as fired on the ticket, locked, once: a
-// warning marks its clock warned; a breach marks it breached and adds it
-// to the ticket's breaches. It returns the ticket and whether the timer
-// fired now — false when it fired before, or no longer stands (the clock
-// was met, paused or re-planned since the workflow read it, or the ticket
-// is gone).
-func FireSLATimer(tx *gorm.DB, ticketID string, timer SLATimer) (*Ticket, bool, error) {
-	var t Ticket
-	err := LockForUpdate(tx).Take(&t, "id = ?", ticketID).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	s, err := SLAOf(&t)
-	if err != nil || s == nil {
-		return nil, false, err
-	}
-	k := s.Clock(timer.Kind)
-	switch {
-	case k == nil:
-		return &t, false, nil
-	case timer.Fire == SLAWarningTimer && k.WarnAt != nil && k.WarnAt.Equal(timer.At) && !k.Warned && !k.Breached:
-		k.Warned = true
-	case timer.Fire == SLABreachTimer && k.DueAt != nil && k.DueAt.Equal(timer.At) && !k.Breached:
-		k.Breached = true
-		s.Breaches = append(s.Breaches, SLABreach{Kind: k.Kind, At: timer.At})
-	default:
-		return &t, false, nil
-	}
-	p, err := SLAPolicyOf(tx, t.OrgID, s.PolicyVersion)
-	if err != nil {
-		return nil, false, err
-	}
-	cal, err := p.Calendar()
-	if err != nil {
-		return nil, false, err
-	}
-	if _, err := s.store(&t, p, cal); err != nil {
-		return nil, false, err
-	}
-	return &t, true, saveSLA(tx, &t)
-}
-
-// ApplySLAPolicy moves the workspace's open tickets (neither solved nor
-// closed), locked, to its current policy version, at now: each clock
-// keeps the business time it has run and takes the new targets of its
-// ticket's priority (a kind without one ends); a first response not yet
-// given and the resolution start now where they had no clock — on a
-// ticket opened before any policy too. It returns the version, how many
-// tickets it moved, and those whose clocks moved: their SLA workflows are
-// to be woken (record.Tx.WakeTicketSLA, by the caller, in tx). With no
-// policy it is a 404.
-func ApplySLAPolicy(tx *gorm.DB, orgID string, now time.Time) (version, moved int, wake []*Ticket, err error) {
-	v, err := CurrentSLAPolicy(tx, orgID)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	if v == nil {
-		return 0, 0, nil, ErrNoSLAPolicy
-	}
-	p, err := v.Parsed()
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	cal, err := p.Calendar()
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	var tickets []Ticket
-	if err := LockForUpdate(tx).Where("org_id = ? AND status NOT IN ?", orgID, []string{TicketSolved, TicketClosed}).
-		Order("id").Find(&tickets).Error; err != nil {
-		return 0, 0, nil, err
-	}
-	for i := range tickets {
-		t := &tickets[i]
-		s, err := SLAOf(t)
-		if err != nil {
-			return 0, 0, nil, err
-		}
-		if s == nil {
-			s = &TicketSLA{}
-		}
-		s.PolicyVersion = v.Version
-		s.retarget(p, t.Priority)
-		for _, kind := range []string{SLAFirstResponse, SLAResolution} {
-			if target, ok := p.Target(t.Priority, kind); ok && s.Clock(kind) == nil && (kind != SLAFirstResponse || t.FirstResponseAt == nil) {
-				s.Clocks = append(s.Clocks, SLAClock{Kind: kind, Target: target, Since: &now})
-			}
-		}
-		if t.Status == TicketPending {
-			s.pause(cal, now)
-		}
-		moved, err := s.store(t, p, cal)
-		if err != nil {
-			return 0, 0, nil, err
-		}
-		if !moved {
-			continue
-		}
-		if err := saveSLA(tx, t); err != nil {
-			return 0, 0, nil, err
-		}
-		wake = append(wake, t)
-	}
-	return v.Version, len(tickets), wake, nil
 }

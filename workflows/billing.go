@@ -12,6 +12,10 @@ import (
 	"github.com/business-suite/suite/workflows/names"
 )
 
+// One file over 400 lines on purpose: it is the SubscriptionChange workflow
+// read top to bottom (its inputs and options, the run, the waits for Stripe,
+// the ways a change ends); split, one run's steps would be spread over files.
+
 // Error types a SubscriptionChange run fails with (visible in the Temporal
 // UI; the change records the code and message).
 const (

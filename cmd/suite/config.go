@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/mail"
-	"net/url"
 	"os"
 	"path/filepath"
-	"reflect"
-	"runtime"
 	"strings"
 	"time"
 
@@ -199,30 +195,6 @@ func (c Config) WebhookEgress() netguard.Policy {
 	return netguard.Policy{Allow: allow, PlainHTTP: len(allow) > 0}
 }
 
-// The e-mail channel's defaults under `suite dev`.
-const (
-	devMailDomain = "suite.localhost"
-	devSMTPAddr   = "127.0.0.1:2525"
-	// devWebhookAllowHosts: under `suite dev`, webhook endpoints may be
-	// receivers on this machine.
-	devWebhookAllowHosts = "127.0.0.1,::1"
-)
-
-// applyDevMail gives `suite dev` its mail domain and SMTP listener, and
-// lets its webhooks reach receivers on this machine, unless the environment
-// sets them (an explicitly empty one turns it off).
-func (c *Config) applyDevMail() {
-	if _, set := os.LookupEnv("SUITE_MAIL_DOMAIN"); !set {
-		c.MailDomain = devMailDomain
-	}
-	if _, set := os.LookupEnv("SUITE_SMTP_ADDR"); !set {
-		c.SMTPAddr = devSMTPAddr
-	}
-	if _, set := os.LookupEnv("SUITE_WEBHOOK_ALLOW_HOSTS"); !set {
-		c.WebhookAllowHosts = devWebhookAllowHosts
-	}
-}
-
 // LoadConfig reads the environment.
 func LoadConfig() (Config, error) {
 	var cfg Config
@@ -346,150 +318,4 @@ func (c Config) Billing() stripeconfig.Config {
 		}
 	}
 	return stripeconfig.Config{SecretKey: c.StripeSecretKey, WebhookSecret: c.StripeWebhookSecret, APIBase: c.StripeAPIBase, Prices: prices}
-}
-
-// DemoEnabled tells whether to seed the demo organization.
-func (c Config) DemoEnabled(devDefault bool) bool {
-	if c.Demo == nil {
-		return devDefault
-	}
-	return *c.Demo
-}
-
-// Relay concurrency by mode. Against a Temporal cluster (`suite api`) a
-// start is a network round trip, and 16 at a time keep a relay ahead of a
-// busy web form. Under `suite dev` the embedded server writes one SQLite
-// file on the cores that also serve the API: starting more than two at a
-// time made the intake drain no faster (112–129 leads/s at 1 to 16) but took
-// the CPU from the API, whose intake accepted 976 submissions a second with
-// one, 732 with two and 263 with sixteen (docs/decisions.md, "Performance").
-const (
-	clusterOutboxConcurrency = 16
-	devOutboxConcurrency     = 2
-)
-
-// OutboxConcurrencyFor is the relay's concurrency: SUITE_OUTBOX_CONCURRENCY,
-// else the mode's default.
-func (c Config) OutboxConcurrencyFor(dev bool) int {
-	switch {
-	case c.OutboxConcurrency > 0:
-		return c.OutboxConcurrency
-	case dev:
-		return devOutboxConcurrency
-	}
-	return clusterOutboxConcurrency
-}
-
-// devOutboxYieldRate is the relay's pace under `suite dev` while the API
-// is saturated: there the workflows it starts run on the API's own cores
-// (Starter.YieldTo). Against a cluster they run elsewhere, and the relay
-// never yields.
-const devOutboxYieldRate = 5
-
-// OutboxYieldRateFor is the relay's pace while the API is saturated, in
-// starts a second (0: it never yields): SUITE_OUTBOX_YIELD_RATE, else the
-// mode's default.
-func (c Config) OutboxYieldRateFor(dev bool) int {
-	switch {
-	case c.OutboxYieldRate != nil:
-		return *c.OutboxYieldRate
-	case dev:
-		return devOutboxYieldRate
-	}
-	return 0
-}
-
-// clusterAccessLog is the access log of `suite api`: every error and slow
-// request, and one in ten of the rest. At production rates a line per
-// request costs more than it tells — the metrics count and time every
-// request, and what operators look up by request id is the request that
-// failed or was slow, which is always written; the sample keeps the
-// traffic's shape visible in the logs. `suite dev` writes every request.
-var clusterAccessLog = web.AccessLog{Every: 10}
-
-// AccessLogFor is the access-log policy: SUITE_ACCESS_LOG, else the mode's
-// default (dev: all).
-func (c Config) AccessLogFor(dev bool) web.AccessLog {
-	switch {
-	case c.AccessLog != "":
-		policy, _ := web.ParseAccessLog(c.AccessLog) // checked by LoadConfig
-		return policy
-	case dev:
-		return web.AccessLogAll
-	}
-	return clusterAccessLog
-}
-
-// DBMaxActiveFor is how many reads the process runs on the database at
-// once outside transactions (database.Options.MaxActive):
-// SUITE_DB_MAX_ACTIVE, else under `suite dev` twice the cores, which the
-// database shares with the API there (more made the queries contend inside
-// it and the slowest wait longer, docs/decisions.md "Performance"), and
-// otherwise the whole pool, whose database runs elsewhere with cores this
-// process cannot see.
-func (c Config) DBMaxActiveFor(dev bool) int {
-	switch {
-	case c.DBMaxActive > 0:
-		return c.DBMaxActive
-	case dev:
-		return min(2*runtime.GOMAXPROCS(0), c.DBMaxOpenConns)
-	}
-	return c.DBMaxOpenConns
-}
-
-// LogAttrs lists every setting by its variable name, secrets masked.
-func (c Config) LogAttrs() []any {
-	var attrs []any
-	v := reflect.ValueOf(c)
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name := f.Tag.Get("env")
-		val := v.Field(i)
-		var text string
-		switch {
-		case val.Kind() == reflect.Pointer && val.IsNil():
-			text = "(default)"
-		case val.Kind() == reflect.Pointer:
-			text = fmt.Sprint(val.Elem().Interface())
-		default:
-			text = fmt.Sprint(val.Interface())
-		}
-		switch f.Tag.Get("secret") {
-		case "true":
-			if text != "" {
-				text = "****"
-			}
-		case "url":
-			text = redactURL(text)
-		}
-		attrs = append(attrs, slog.String(name, text))
-	}
-	return attrs
-}
-
-// logStart logs the version and the whole configuration, secrets masked,
-// at info level: what a process runs with is the first thing an operator
-// looks for.
-func logStart(log *slog.Logger, cfg Config) {
-	log.Info("starting", append([]any{"version", version}, cfg.LogAttrs()...)...)
-}
-
-func redactURL(raw string) string {
-	if raw == "" || !strings.Contains(raw, "://") {
-		return raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "****"
-	}
-	return u.Redacted()
-}
-
-func newLogger(level string) *slog.Logger {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		l = slog.LevelInfo
-	}
-	return slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: l}))
 }

@@ -3,10 +3,8 @@ package aidata
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -199,36 +197,6 @@ func columnType(rows [][]string, c int) string {
 	}
 }
 
-// trendAxis: the first date column with two distinct dates (x = days), else
-// row order (x = row index).
-func trendAxis(t *Table, types []string) (string, []float64) {
-	for c, typ := range types {
-		if typ != TypeDate {
-			continue
-		}
-		xs := make([]float64, len(t.Rows))
-		distinct := map[float64]bool{}
-		ok := true
-		for i, row := range t.Rows {
-			d, parsed := ParseDate(row[c])
-			if !parsed {
-				ok = false // a missing date: this column cannot place every row
-				break
-			}
-			xs[i] = float64(d.Unix()) / 86400
-			distinct[xs[i]] = true
-		}
-		if ok && len(distinct) > 1 {
-			return t.Columns[c], xs
-		}
-	}
-	xs := make([]float64, len(t.Rows))
-	for i := range xs {
-		xs[i] = float64(i)
-	}
-	return AxisRowOrder, xs
-}
-
 func columnStats(t *Table, name string, c int, typ string, rows []int, xs []float64) ColumnStats {
 	s := ColumnStats{Name: name, Type: typ}
 	switch typ {
@@ -300,101 +268,6 @@ func columnStats(t *Table, name string, c int, typ string, rows []int, xs []floa
 		}
 	}
 	return s
-}
-
-// trend fits y = a + b·x by least squares. Fewer than two distinct x
-// values have no trend.
-func trend(xs, ys []float64, mean float64) *Trend {
-	n := float64(len(xs))
-	if len(xs) < 2 {
-		return nil
-	}
-	var sx, sy float64
-	for i := range xs {
-		sx += xs[i]
-		sy += ys[i]
-	}
-	mx, my := sx/n, sy/n
-	var sxy, sxx float64
-	lo, hi := xs[0], xs[0]
-	for i := range xs {
-		sxy += (xs[i] - mx) * (ys[i] - my)
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-		lo, hi = math.Min(lo, xs[i]), math.Max(hi, xs[i])
-	}
-	if sxx == 0 {
-		return nil
-	}
-	slope := sxy / sxx
-	first := my + slope*(lo-mx)
-	change := slope * (hi - lo)
-	tr := &Trend{Slope: round(slope), Change: round(change), Points: len(xs)}
-	if first != 0 {
-		tr.ChangePct = ptr(round(change / math.Abs(first) * 100))
-	}
-	scale := math.Abs(mean)
-	if scale == 0 {
-		scale = math.Abs(change)
-	}
-	switch {
-	case scale == 0 || math.Abs(change) < FlatThreshold*scale:
-		tr.Direction = TrendFlat
-	case change > 0:
-		tr.Direction = TrendUp
-	default:
-		tr.Direction = TrendDown
-	}
-	return tr
-}
-
-var (
-	thousands = regexp.MustCompile(`^[-+]?\d{1,3}(,\d{3})+(\.\d+)?$`)
-	missing   = map[string]bool{"": true, "-": true, "n/a": true, "na": true, "null": true, "none": true, "nan": true}
-)
-
-func isMissing(v string) bool { return missing[strings.ToLower(strings.TrimSpace(v))] }
-
-// ParseNumber reads a number as people write it in tables: an optional
-// currency sign ($ € £ ¥), thousands separators (1,234.50) and a trailing
-// percent sign (12% → 12).
-func ParseNumber(v string) (float64, bool) {
-	s := strings.TrimSpace(v)
-	if isMissing(s) {
-		return 0, false
-	}
-	neg := false
-	if strings.HasPrefix(s, "-") {
-		neg, s = true, s[1:]
-	}
-	for _, sign := range []string{"$", "€", "£", "¥"} {
-		s = strings.TrimPrefix(s, sign)
-	}
-	s = strings.TrimSpace(strings.TrimSuffix(s, "%"))
-	if thousands.MatchString(s) {
-		s = strings.ReplaceAll(s, ",", "")
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return 0, false
-	}
-	if neg {
-		f = -f
-	}
-	return f, true
-}
-
-var dateLayouts = []string{time.DateOnly, time.RFC3339, "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02T15:04:05", "2006-01", "2006/01/02"}
-
-// ParseDate reads an ISO 8601 date (2026-03-01), date-time or month
-// (2026-03, the month's first day).
-func ParseDate(v string) (time.Time, bool) {
-	s := strings.TrimSpace(v)
-	for _, l := range dateLayouts {
-		if d, err := time.Parse(l, s); err == nil {
-			return d, true
-		}
-	}
-	return time.Time{}, false
 }
 
 func ptr(f float64) *float64 { return &f }
