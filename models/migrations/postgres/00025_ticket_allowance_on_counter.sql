@@ -14,7 +14,10 @@
 -- counter row: the month and what its stripes used. PostgreSQL numbers
 -- tickets from a sequence, so a workspace may have no counter row yet: it
 -- is made, past the workspace's highest number (its numbering's start,
--- should the sequence be missing).
+-- should the sequence be missing). The stripes are locked first, so that
+-- no creation of a running process commits a count between the copy and
+-- the drop.
+LOCK TABLE ticket_allowances IN ACCESS EXCLUSIVE MODE;
 INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at)
     SELECT a.org_id, COALESCE((SELECT max(number) FROM tickets t WHERE t.org_id = a.org_id), 1000),
            a.month, sum(a.used), max(a.updated_at)
