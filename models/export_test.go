@@ -16,5 +16,15 @@ func MigrateTo(ctx context.Context, db *gorm.DB, version int64) error {
 	return err
 }
 
+// MigrateDownTo rolls the migrations back to version (tests of down steps).
+func MigrateDownTo(ctx context.Context, db *gorm.DB, version int64) error {
+	p, err := newMigrationProvider(db)
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
+}
+
 // StartColumns are the workflow_starts columns RecordWithStart writes.
 const StartColumns = startColumns

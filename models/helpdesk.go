@@ -22,27 +22,14 @@ type Customer struct {
 }
 
 // TicketCounter numbers an organization's tickets on SQLite (PostgreSQL
-// numbers them from a sequence, nextTicketNumber). Its month and count are
-// no longer written: the allowance is counted on TicketAllowance's stripes.
+// numbers them from a sequence, nextTicketNumber) and counts, in Month and
+// MonthCount, the month's tickets of a limited plan (takeMonthlyTicket).
 type TicketCounter struct {
 	OrgID      string `gorm:"primaryKey"`
 	LastNumber int
 	Month      string
 	MonthCount int
 	UpdatedAt  time.Time
-}
-
-// TicketAllowance is one stripe of a limited plan's monthly ticket
-// allowance (takeMonthlyTicket): it counts, in Used, the tickets of Month
-// opened on it, at most its share of SizedFor, the allowance the shares
-// were cut from.
-type TicketAllowance struct {
-	OrgID     string `gorm:"primaryKey"`
-	Stripe    int    `gorm:"primaryKey"`
-	Month     string
-	Used      int
-	SizedFor  int
-	UpdatedAt time.Time
 }
 
 // Ticket states, priorities and channels (DESIGN §7).

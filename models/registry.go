@@ -54,6 +54,5 @@ func All() []any {
 		&TicketAttachment{},
 		&StaffSession{},
 		&StaffAuditEntry{},
-		&TicketAllowance{},
 	}
 }

@@ -277,13 +277,11 @@ func TestMonthlyTicketAllowance(t *testing.T) {
 	})
 }
 
-// The allowance is counted on stripes, a share of it on each; it stays
-// exact when the plan changes in the month, its shares cut again from
-// what the month has used: on a smaller plan whose allowance the month has
-// already passed nothing more opens, and a larger plan after it still
-// counts every ticket of the month. The count left by the counter row
-// (stripe 0, sized for no allowance, as migration 00024 moves it) is kept,
-// and a stripe of an earlier month counts as empty.
+// The allowance stays exact when the plan changes in the month: on a
+// smaller plan whose allowance the month has already passed nothing more
+// opens, and a larger plan after it still counts every ticket of the
+// month. The count the counter row holds is kept, and a count of an
+// earlier month counts as nothing.
 func TestMonthlyTicketAllowanceAcrossPlanChangesAndMonths(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		plan := func(name string, perMonth int) {
@@ -296,8 +294,8 @@ func TestMonthlyTicketAllowanceAcrossPlanChangesAndMonths(t *testing.T) {
 		plan("large", 100)
 		org := newOrg(t, db, "mid", "UTC")
 		month := models.Now().Format("2006-01")
-		// 30 counted before the stripes, on the counter row.
-		if err := db.Create(&models.TicketAllowance{OrgID: org.ID, Stripe: 0, Month: month, Used: 30, UpdatedAt: models.Now()}).Error; err != nil {
+		// 30 counted already.
+		if err := db.Create(&models.TicketCounter{OrgID: org.ID, LastNumber: 1000, Month: month, MonthCount: 30, UpdatedAt: models.Now()}).Error; err != nil {
 			t.Fatal(err)
 		}
 		opened := func(plan string, n, want int) {
@@ -310,8 +308,8 @@ func TestMonthlyTicketAllowanceAcrossPlanChangesAndMonths(t *testing.T) {
 		}
 		opened("mid", 40, 34)
 		opened("small", 5, 0)
-		// A caller that goes on after the refusal commits the shares cut
-		// for the smaller plan: the month's count must survive them.
+		// A caller that goes on after the refusal commits what the refusal
+		// wrote: the month's count must survive it.
 		org.Plan = "small"
 		if err := db.Transaction(func(tx *gorm.DB) error {
 			if _, err := models.OpenTicket(tx, org, newTicket(org.ID, "late@acme.io"), "", models.ActorSystem); domainCode(err) != "ticket_limit_reached" {
@@ -323,42 +321,75 @@ func TestMonthlyTicketAllowanceAcrossPlanChangesAndMonths(t *testing.T) {
 		}
 		opened("large", 40, 36)
 		opened("large", 1, 0)
-		var stripes []models.TicketAllowance
-		db.Where("org_id = ?", org.ID).Order("stripe").Find(&stripes)
-		total := 0
-		for _, s := range stripes {
-			total += s.Used
+		var counter models.TicketCounter
+		if err := db.Take(&counter, "org_id = ?", org.ID).Error; err != nil || counter.Month != month || counter.MonthCount != 100 {
+			t.Fatalf("counter %+v (%v), want %s counting 100", counter, err, month)
 		}
-		if len(stripes) != 32 || total != 100 {
-			t.Fatalf("%d stripes counting %d, want 32 counting 100", len(stripes), total)
-		}
-		db.Model(&models.TicketAllowance{}).Where("org_id = ?", org.ID).Update("month", "2000-01")
+		db.Model(&models.TicketCounter{}).Where("org_id = ?", org.ID).Update("month", "2000-01")
 		opened("small", 12, 10)
 	})
 }
 
-// Migration 00024 moves the month counted on the counter row to the
-// stripes, and the allowance goes on from it.
-func TestTicketAllowancesTakeTheCounterRowsMonth(t *testing.T) {
+// Migration 00025 moves each workspace's latest month counted on the
+// stripes back to its counter row, making the row where PostgreSQL's
+// numbering had not, and the allowance goes on from it; its down step
+// moves the month back to stripe 0.
+func TestTicketAllowanceBackOnTheCounterRow(t *testing.T) {
 	for _, d := range dbtest.Dialects(t) {
 		t.Run(string(d), func(t *testing.T) {
 			db := dbtest.OpenEmpty(t, d)
-			if err := models.MigrateTo(t.Context(), db, 23); err != nil {
+			if err := models.MigrateTo(t.Context(), db, 24); err != nil {
 				t.Fatal(err)
 			}
 			three := 3
 			if err := db.Create(&models.Plan{Name: "tiny", TicketsPerMonth: &three, CreatedAt: models.Now(), UpdatedAt: models.Now()}).Error; err != nil {
 				t.Fatal(err)
 			}
-			org := newOrg(t, db, "tiny", "UTC")
 			month := models.Now().Format("2006-01")
-			dbtest.MustExec(t, db, "INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (?, 1001, ?, 2, ?)",
-				org.ID, month, models.Now())
+			stripe := func(org string, stripe int, month string, used int) {
+				dbtest.MustExec(t, db, "INSERT INTO ticket_allowances (org_id, stripe, month, used, sized_for, updated_at) VALUES (?, ?, ?, ?, 3, ?)",
+					org, stripe, month, used, models.Now())
+			}
+			// numbered has a counter row (numbered up to 1004) still
+			// holding the month 00024 moved off it; on the stripes, two
+			// of this month, and an earlier month's count on a stripe not
+			// counted on since.
+			numbered := newOrg(t, db, "tiny", "UTC")
+			dbtest.MustExec(t, db, "INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (?, 1004, '2000-01', 7, ?)",
+				numbered.ID, models.Now())
+			stripe(numbered.ID, 0, month, 1)
+			stripe(numbered.ID, 1, month, 1)
+			stripe(numbered.ID, 2, "2000-01", 1)
+			// rowless has no counter row, and two of this month.
+			rowless := newOrg(t, db, "tiny", "UTC")
+			stripe(rowless.ID, 0, month, 1)
+			stripe(rowless.ID, 31, month, 1)
 			if _, err := models.Migrate(t.Context(), db); err != nil {
 				t.Fatal(err)
 			}
-			if numbers, refused := openTickets(t, db, org, 3); len(numbers) != 1 || len(refused) != 2 {
-				t.Fatalf("with 2 of 3 counted before: opened %v, refused %v; want one opened", numbers, refused)
+			for _, c := range []struct {
+				org  *models.Organization
+				want int
+			}{{numbered, 1005}, {rowless, models.FirstTicketNumber}} {
+				var counter models.TicketCounter
+				if err := db.Take(&counter, "org_id = ?", c.org.ID).Error; err != nil || counter.Month != month || counter.MonthCount != 2 {
+					t.Fatalf("counter %+v (%v), want %s counting 2", counter, err, month)
+				}
+				numbers, refused := openTickets(t, db, c.org, 3)
+				if !slices.Equal(numbers, []int{c.want}) || len(refused) != 2 {
+					t.Fatalf("with 2 of 3 counted on the stripes: opened %v, refused %v; want #%d alone", numbers, refused, c.want)
+				}
+			}
+			if err := models.MigrateDownTo(t.Context(), db, 24); err != nil {
+				t.Fatal(err)
+			}
+			var stripes []struct {
+				Stripe, Used, SizedFor int
+				Month                  string
+			}
+			db.Raw("SELECT stripe, month, used, sized_for FROM ticket_allowances WHERE org_id = ?", numbered.ID).Scan(&stripes)
+			if len(stripes) != 1 || stripes[0].Stripe != 0 || stripes[0].Month != month || stripes[0].Used != 3 || stripes[0].SizedFor != 0 {
+				t.Fatalf("after the down step: stripes %+v, want stripe 0 counting 3 of %s, sized for none", stripes, month)
 			}
 		})
 	}

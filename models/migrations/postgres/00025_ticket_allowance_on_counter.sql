@@ -1,0 +1,44 @@
+-- A limited plan's monthly ticket allowance is counted on the workspace's
+-- counter row again (ticket_counters.month, month_count; locked by each
+-- creation to its commit, models.takeMonthlyTicket), as before 00024. The
+-- stripes of 00024 let a limited workspace's creations run side by side
+-- (564–629 a second at 16 connections on the business plan in `make
+-- bench`, against 230–244 on the one row), but no user of a limited plan
+-- can feel that: the largest limited allowance is the business plan's
+-- 10,000 tickets a month (free 100, starter 1,000; enterprise is
+-- unlimited and counts nothing), which even the one row's 230 creations a
+-- second would use up in 43 seconds. The stripes did not earn their lines.
+
+-- +goose Up
+-- Each workspace's latest month counted on the stripes moves to its
+-- counter row: the month and what its stripes used. PostgreSQL numbers
+-- tickets from a sequence, so a workspace may have no counter row yet: it
+-- is made, past the workspace's highest number (its numbering's start,
+-- should the sequence be missing). The stripes are locked first, so that
+-- no creation of a running process commits a count between the copy and
+-- the drop.
+LOCK TABLE ticket_allowances IN ACCESS EXCLUSIVE MODE;
+INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at)
+    SELECT a.org_id, COALESCE((SELECT max(number) FROM tickets t WHERE t.org_id = a.org_id), 1000),
+           a.month, sum(a.used), max(a.updated_at)
+    FROM ticket_allowances a
+    WHERE a.month <> '' AND a.month = (SELECT max(month) FROM ticket_allowances m WHERE m.org_id = a.org_id)
+    GROUP BY a.org_id, a.month
+    ON CONFLICT (org_id) DO UPDATE SET month = excluded.month, month_count = excluded.month_count;
+DROP TABLE ticket_allowances;
+
+-- +goose Down
+-- Back to the stripes, as 00024's Up made them: the month counted on the
+-- counter row moves to stripe 0, sized for no allowance, and the first
+-- creation after shares it out.
+CREATE TABLE ticket_allowances (
+    org_id     uuid        NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+    stripe     integer     NOT NULL,
+    month      text        NOT NULL,
+    used       integer     NOT NULL,
+    sized_for  integer     NOT NULL,
+    updated_at timestamptz NOT NULL,
+    PRIMARY KEY (org_id, stripe)
+);
+INSERT INTO ticket_allowances (org_id, stripe, month, used, sized_for, updated_at)
+    SELECT org_id, 0, month, month_count, 0, updated_at FROM ticket_counters WHERE month <> '';
