@@ -13,17 +13,15 @@ INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at
     WHERE a.month <> '' AND a.month = (SELECT max(month) FROM ticket_allowances m WHERE m.org_id = a.org_id)
     GROUP BY a.org_id, a.month
     ON CONFLICT (org_id) DO UPDATE SET month = excluded.month, month_count = excluded.month_count;
-DROP TABLE ticket_allowances;
+-- The table stays, unused, so that a process of the release before this
+-- one, still running while this one rolls out, keeps opening tickets (a
+-- migration here is additive: deploy/README.md); what it counts there
+-- meanwhile is not seen on the counter row. A later migration drops it.
 
 -- +goose Down
-CREATE TABLE ticket_allowances (
-    org_id     text        NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-    stripe     integer     NOT NULL,
-    month      text        NOT NULL,
-    used       integer     NOT NULL,
-    sized_for  integer     NOT NULL,
-    updated_at datetime    NOT NULL,
-    PRIMARY KEY (org_id, stripe)
-);
+-- Back to the stripes, as 00024's Up made them: the month counted on the
+-- counter row moves to stripe 0, sized for no allowance, and the first
+-- creation after shares it out.
+DELETE FROM ticket_allowances;
 INSERT INTO ticket_allowances (org_id, stripe, month, used, sized_for, updated_at)
     SELECT org_id, 0, month, month_count, 0, updated_at FROM ticket_counters WHERE month <> '';
