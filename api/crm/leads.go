@@ -412,7 +412,7 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		return err
 	}
 	out.Lead, out.Contact.ID, out.Deal = views.ToLead(l), contact.ID, toDeal(deal)
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventContactCreated, Object: toContact(contact)}); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventContactCreated, Object: views.ToContact(contact)}); err != nil {
 		return err
 	}
 	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventDealCreated, Object: out.Deal}); err != nil {
