@@ -27,16 +27,17 @@ type Task struct {
 
 // ToTask is t as the CRM shows it.
 func ToTask(t *models.Task) Task {
-	return Task{ID: t.ID, OrgID: t.OrgID, Title: t.Title, Description: t.Description, DueDate: orNull(&t.DueDate),
+	return Task{ID: t.ID, OrgID: t.OrgID, Title: t.Title, Description: t.Description, DueDate: orNull(t.DueDate),
 		Priority: t.Priority, Status: t.Status, AssignedToID: t.AssignedToID, LeadID: t.LeadID, DealID: t.DealID,
 		ContactID: t.ContactID, CompletedAt: t.CompletedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
-// orNull is s, or nil when it is "": an optional field that is not set
-// shows as null.
-func orNull(s *string) *string {
-	if *s == "" {
+// orNull is a copy of s, or nil when it is "": an optional field that is
+// not set shows as null. A copy, not the row's own field: an update takes
+// its view before changing the row.
+func orNull(s string) *string {
+	if s == "" {
 		return nil
 	}
-	return s
+	return &s
 }
