@@ -41,3 +41,11 @@ func CheckDeal(d *Deal) error {
 	}
 	return nil
 }
+
+// DealStageHistory is the deal dealID's moves between stages, oldest
+// first, read on db (a request's transaction after it moved the deal).
+func DealStageHistory(db *gorm.DB, dealID string) ([]DealStageChange, error) {
+	var changes []DealStageChange
+	err := db.Where("deal_id = ?", dealID).Order("created_at, id").Find(&changes).Error
+	return changes, err
+}

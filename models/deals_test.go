@@ -11,7 +11,8 @@ import (
 )
 
 // A stage move has one home, reachable without HTTP: it follows the
-// pipeline rules, keeps WonAt and LostReason in step and writes the history.
+// pipeline rules, keeps WonAt and LostReason in step and writes the history,
+// which DealStageHistory reads back oldest first.
 func TestMoveDealStage(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		orgID := billingOrg(t, db, models.PlanFree, 1, 0, false)
@@ -51,8 +52,8 @@ func TestMoveDealStage(t *testing.T) {
 		if err := models.CheckDeal(d); err == nil {
 			t.Fatal("a LOST deal without a reason passes")
 		}
-		var history []models.DealStageChange
-		if err := db.Order("created_at").Find(&history, "deal_id = ?", d.ID).Error; err != nil {
+		history, err := models.DealStageHistory(db, d.ID)
+		if err != nil {
 			t.Fatal(err)
 		}
 		var moves []string

@@ -68,14 +68,3 @@ func nullable(s *string) *string {
 
 // dateRule validates YYYY-MM-DD dates (empty allowed where optional).
 const dateRule = "omitempty,datetime=2006-01-02"
-
-// shownActor is an actor as the CRM interface publishes it (createdBy,
-// changedBy): a member by their bare member id, anything else as stored
-// (`key:<API key id>`, `intake`). Only the presentation differs from the
-// Helpdesk's; what is stored is one encoding (models.Actor).
-func shownActor(a models.Actor) string {
-	if id, ok := a.MemberID(); ok {
-		return id
-	}
-	return string(a)
-}

@@ -2,7 +2,6 @@ package crm
 
 import (
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
@@ -10,26 +9,8 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 )
-
-type contactResponse struct {
-	ID          string    `json:"id"`
-	OrgID       string    `json:"orgId"`
-	Name        string    `json:"name"`
-	Email       string    `json:"email"`
-	Phone       string    `json:"phone"`
-	Company     string    `json:"company"`
-	Designation string    `json:"designation"`
-	Type        string    `json:"type"`
-	Notes       string    `json:"notes"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
-}
-
-func toContact(ct *models.Contact) contactResponse {
-	return contactResponse{ID: ct.ID, OrgID: ct.OrgID, Name: ct.Name, Email: ct.Email, Phone: ct.Phone, Company: ct.Company,
-		Designation: ct.Designation, Type: ct.Type, Notes: ct.Notes, CreatedAt: ct.CreatedAt, UpdatedAt: ct.UpdatedAt}
-}
 
 func contactCursor(ct *models.Contact) web.Cursor {
 	return web.Cursor{CreatedAt: ct.CreatedAt, ID: ct.ID}
@@ -42,7 +23,7 @@ func (h *handlers) listContacts(c *fiber.Ctx) error {
 		Type string `json:"type" validate:"omitempty,oneof=person company"`
 		Q    string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return web.List(c, h.DB, h.inOrg(""), web.Listing[models.Contact, contactResponse]{Filter: &f, Cursor: contactCursor, View: toContact,
+	return web.List(c, h.DB, h.inOrg(""), web.Listing[models.Contact, views.Contact]{Filter: &f, Cursor: contactCursor, View: views.ToContact,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			return web.Containing(web.Equal(q, "type", f.Type), f.Q, "name", "email", "company")
 		}})
@@ -103,7 +84,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	view := toContact(ct)
+	view := views.ToContact(ct)
 	if !inserted {
 		tx := web.Tx(c)
 		if err := database.Insert(tx, ct); err != nil {
@@ -118,7 +99,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 }
 
 func (h *handlers) getContact(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, h.inOrg(""), "The contact", toContact)
+	return web.Get(c, h.DB, h.inOrg(""), "The contact", views.ToContact)
 }
 
 type updateContactRequest struct {
@@ -135,9 +116,9 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var before contactResponse
+	var before views.Contact
 	ct, err := web.Update(c, rowScope(p, ""), "The contact", func(tx *gorm.DB, ct *models.Contact) error {
-		before = toContact(ct)
+		before = views.ToContact(ct)
 		if req.Name != nil {
 			ct.Name = strings.TrimSpace(*req.Name)
 		}
@@ -148,7 +129,7 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	after := toContact(ct)
+	after := views.ToContact(ct)
 	if err := h.Starter.In(c, web.Tx(c)).EmitChange(ct.OrgID, before, after, after, models.EventContactUpdated); err != nil {
 		return err
 	}
@@ -159,6 +140,6 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 // existing and lose the link (ON DELETE SET NULL).
 func (h *handlers) deleteContact(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg(""), "The contact", func(tx *gorm.DB, ct *models.Contact) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: ct.OrgID, Type: models.EventContactDeleted, Object: toContact(ct)})
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: ct.OrgID, Type: models.EventContactDeleted, Object: views.ToContact(ct)})
 	})
 }

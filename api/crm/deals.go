@@ -2,7 +2,6 @@ package crm
 
 import (
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
@@ -10,43 +9,8 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 )
-
-type dealResponse struct {
-	ID             string           `json:"id"`
-	OrgID          string           `json:"orgId"`
-	Title          string           `json:"title"`
-	Amount         float64          `json:"amount"`
-	Currency       string           `json:"currency"`
-	Stage          string           `json:"stage"`
-	Probability    float64          `json:"probability"`
-	CloseDate      string           `json:"closeDate"`
-	CompanyName    string           `json:"companyName"`
-	ContactEmail   string           `json:"contactEmail"`
-	ContactID      *string          `json:"contactId"`
-	LeadID         *string          `json:"leadId"`
-	AssignedToID   *string          `json:"assignedToId"`
-	LostReason     string           `json:"lostReason"`
-	StageChangedAt time.Time        `json:"stageChangedAt"`
-	WonAt          *time.Time       `json:"wonAt"`
-	CreatedAt      time.Time        `json:"createdAt"`
-	UpdatedAt      time.Time        `json:"updatedAt"`
-	History        []stageChangeOut `json:"history,omitempty"`
-}
-
-type stageChangeOut struct {
-	From      string    `json:"from"`
-	To        string    `json:"to"`
-	ChangedBy string    `json:"changedBy"`
-	ChangedAt time.Time `json:"changedAt"`
-}
-
-func toDeal(d *models.Deal) dealResponse {
-	return dealResponse{ID: d.ID, OrgID: d.OrgID, Title: d.Title, Amount: d.Amount, Currency: d.Currency, Stage: d.Stage,
-		Probability: models.StageProbability[d.Stage], CloseDate: d.CloseDate, CompanyName: d.CompanyName,
-		ContactEmail: d.ContactEmail, ContactID: d.ContactID, LeadID: d.LeadID, AssignedToID: d.AssignedToID,
-		LostReason: d.LostReason, StageChangedAt: d.StageChangedAt, WonAt: d.WonAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
-}
 
 func dealCursor(d *models.Deal) web.Cursor { return web.Cursor{CreatedAt: d.CreatedAt, ID: d.ID} }
 
@@ -56,7 +20,7 @@ func (h *handlers) listDeals(c *fiber.Ctx) error {
 		Stage        string `validate:"omitempty,oneof=NEW QUALIFIED MEETING PROPOSAL NEGOTIATION WON LOST" json:"stage"`
 		AssignedToID string `validate:"omitempty,uuid" json:"assignedToId"`
 	}
-	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Deal, dealResponse]{Filter: &f, Cursor: dealCursor, View: toDeal,
+	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Deal, views.Deal]{Filter: &f, Cursor: dealCursor, View: views.ToDeal,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			return web.Equal(web.Equal(q, "stage", f.Stage), "assigned_to_id", f.AssignedToID)
 		}})
@@ -160,7 +124,10 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	view := withHistory(tx, d)
+	view, err := withHistory(tx, d)
+	if err != nil {
+		return err
+	}
 	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: models.EventDealCreated, Object: view}); err != nil {
 		return err
 	}
@@ -168,24 +135,26 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(view)
 }
 
-// withHistory adds the stage history, read on db (the request's
-// transaction after a change), to a deal response.
-func withHistory(db *gorm.DB, d *models.Deal) dealResponse {
-	out := toDeal(d)
-	var changes []models.DealStageChange
-	if err := db.Where("deal_id = ?", d.ID).Order("created_at, id").Find(&changes).Error; err == nil {
-		out.History = make([]stageChangeOut, len(changes))
-		for i, ch := range changes {
-			out.History[i] = stageChangeOut{From: ch.FromStage, To: ch.ToStage, ChangedBy: shownActor(ch.ChangedBy), ChangedAt: ch.CreatedAt}
-		}
+// withHistory is d as the CRM shows it with its stage history, read on db
+// (the request's transaction after a change).
+func withHistory(db *gorm.DB, d *models.Deal) (views.Deal, error) {
+	history, err := models.DealStageHistory(db, d.ID)
+	if err != nil {
+		return views.Deal{}, err
 	}
-	return out
+	return views.DealWithHistory(d, history), nil
 }
 
 func (h *handlers) getDeal(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, h.inOrg("assigned_to_id"), "The deal", func(d *models.Deal) dealResponse {
-		return withHistory(h.DB.WithContext(c.UserContext()), d)
-	})
+	d, err := web.Load[models.Deal](c, h.DB, h.inOrg("assigned_to_id"), "The deal")
+	if err != nil {
+		return err
+	}
+	view, err := withHistory(h.DB.WithContext(c.UserContext()), d)
+	if err != nil {
+		return err
+	}
+	return c.JSON(view)
 }
 
 type updateDealRequest struct {
@@ -203,9 +172,9 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var before dealResponse
+	var before views.Deal
 	d, err := web.Update(c, rowScope(p, "assigned_to_id"), "The deal", func(tx *gorm.DB, d *models.Deal) error {
-		before = toDeal(d)
+		before = views.ToDeal(d)
 		if req.Title != nil {
 			d.Title = strings.TrimSpace(*req.Title)
 		}
@@ -226,7 +195,10 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 		return err
 	}
 	tx := web.Tx(c)
-	view := withHistory(tx, d)
+	view, err := withHistory(tx, d)
+	if err != nil {
+		return err
+	}
 	if err := h.emitDealChange(c, tx, before, view); err != nil {
 		return err
 	}
@@ -236,7 +208,7 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 // emitDealChange records the events of a deal's change from before to
 // after (models.DealChangeTypes), with the fields' earlier values. A
 // change that changed nothing emits nothing.
-func (h *handlers) emitDealChange(c *fiber.Ctx, tx *gorm.DB, before, after dealResponse) error {
+func (h *handlers) emitDealChange(c *fiber.Ctx, tx *gorm.DB, before, after views.Deal) error {
 	b, a := before, after
 	b.History, a.History = nil, nil // compared without the history
 	return h.Starter.In(c, tx).EmitChange(after.OrgID, b, a, after, models.DealChangeTypes(before.Stage, after.Stage)...)
@@ -244,6 +216,6 @@ func (h *handlers) emitDealChange(c *fiber.Ctx, tx *gorm.DB, before, after dealR
 
 func (h *handlers) deleteDeal(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg("assigned_to_id"), "The deal", func(tx *gorm.DB, d *models.Deal) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: models.EventDealDeleted, Object: toDeal(d)})
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: d.OrgID, Type: models.EventDealDeleted, Object: views.ToDeal(d)})
 	})
 }

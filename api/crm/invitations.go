@@ -13,6 +13,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -116,7 +117,7 @@ func (h *handlers) pendingInvitations(db *gorm.DB, members []models.Member) (map
 }
 
 type invitedMemberResponse struct {
-	memberResponse
+	views.Member
 	Invitation *invitationResponse `json:"invitation"`
 }
 
@@ -154,8 +155,8 @@ type acceptInvitationRequest struct {
 }
 
 type acceptInvitationResponse struct {
-	Organization orgResponse    `json:"organization"`
-	Member       memberResponse `json:"member"`
+	Organization orgResponse  `json:"organization"`
+	Member       views.Member `json:"member"`
 }
 
 var (
@@ -198,10 +199,10 @@ func (h *handlers) acceptInvitation(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberJoined, Object: toMember(m)}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberJoined, Object: views.ToMember(m)}); err != nil {
 		return err
 	}
-	return c.JSON(acceptInvitationResponse{Organization: toOrg(org, m.Role), Member: toMember(m)})
+	return c.JSON(acceptInvitationResponse{Organization: toOrg(org, m.Role), Member: views.ToMember(m)})
 }
 
 // join makes p the member inv invited, in tx, if the invitation is still

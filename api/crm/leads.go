@@ -233,7 +233,7 @@ type activityResponse struct {
 
 func toActivity(a *models.LeadActivity) activityResponse {
 	return activityResponse{ID: a.ID, LeadID: a.LeadID, Type: a.Type, Body: a.Body, OccurredAt: a.OccurredAt,
-		CreatedBy: shownActor(a.CreatedBy), CreatedAt: a.CreatedAt}
+		CreatedBy: views.CRMActor(a.CreatedBy), CreatedAt: a.CreatedAt}
 }
 
 // listLeadActivities is the lead's timeline, most recent occurrence first.
@@ -366,7 +366,7 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		Contact struct {
 			ID string `json:"id"`
 		} `json:"contact"`
-		Deal dealResponse `json:"deal"`
+		Deal views.Deal `json:"deal"`
 	}
 	tx := web.Tx(c)
 	l, err := web.Find[models.Lead](models.LockForUpdate(tx), rowScope(p, "assigned_to_id"), c.Params("id"), "The lead")
@@ -411,8 +411,8 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		CreatedBy: p.Actor(), CreatedAt: now}); err != nil {
 		return err
 	}
-	out.Lead, out.Contact.ID, out.Deal = views.ToLead(l), contact.ID, toDeal(deal)
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventContactCreated, Object: toContact(contact)}); err != nil {
+	out.Lead, out.Contact.ID, out.Deal = views.ToLead(l), contact.ID, views.ToDeal(deal)
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventContactCreated, Object: views.ToContact(contact)}); err != nil {
 		return err
 	}
 	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventDealCreated, Object: out.Deal}); err != nil {

@@ -12,31 +12,14 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 )
-
-type memberResponse struct {
-	ID        string    `json:"id"`
-	OrgID     string    `json:"orgId"`
-	UserID    *string   `json:"userId"`
-	Email     string    `json:"email"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	Status    string    `json:"status"`
-	Target    float64   `json:"target"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
 
 // listedMember is a member in the list: invited members show their
 // pending invitation (without its token).
 type listedMember struct {
-	memberResponse
+	views.Member
 	Invitation *invitationSummary `json:"invitation,omitempty"`
-}
-
-func toMember(m *models.Member) memberResponse {
-	return memberResponse{ID: m.ID, OrgID: m.OrgID, UserID: m.UserID, Email: m.Email, Name: m.Name, Role: m.Role,
-		Status: m.Status, Target: m.Target, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
 func memberCursor(m *models.Member) web.Cursor { return web.Cursor{CreatedAt: m.CreatedAt, ID: m.ID} }
@@ -65,7 +48,7 @@ func (h *handlers) listMembers(c *fiber.Ctx) error {
 	}
 	now := models.Now()
 	return web.SendPage(c, rows, func(m *models.Member) listedMember {
-		out := listedMember{memberResponse: toMember(m)}
+		out := listedMember{Member: views.ToMember(m)}
 		if inv := invitations[m.ID]; inv != nil {
 			out.Invitation = toInvitationSummary(inv, now)
 		}
@@ -120,12 +103,12 @@ func (h *handlers) inviteMember(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberInvited, Object: toMember(m)}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberInvited, Object: views.ToMember(m)}); err != nil {
 		return err
 	}
 	c.Location("/crm/organization/" + p.OrgID + "/members/" + m.ID)
 	c.Set(fiber.HeaderCacheControl, "no-store") // the token: never stored by the idempotency layer
-	return c.Status(fiber.StatusCreated).JSON(invitedMemberResponse{memberResponse: toMember(m), Invitation: invitation})
+	return c.Status(fiber.StatusCreated).JSON(invitedMemberResponse{Member: views.ToMember(m), Invitation: invitation})
 }
 
 // addInvited records the invited member m (reusing a removed member's row)
@@ -178,7 +161,7 @@ func (h *handlers) updateMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(toMember(m))
+	return c.JSON(views.ToMember(m))
 }
 
 // changeMember applies req to the organization's member memberID in tx:
@@ -232,7 +215,7 @@ func (h *handlers) removeMember(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberRemoved, Object: toMember(m)}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventMemberRemoved, Object: views.ToMember(m)}); err != nil {
 		return err
 	}
 	return c.SendStatus(fiber.StatusNoContent)

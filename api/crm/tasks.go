@@ -12,6 +12,7 @@ import (
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 )
 
 // Task states and the default priority.
@@ -20,30 +21,6 @@ const (
 	taskDone            = "DONE"
 	taskDefaultPriority = "MEDIUM"
 )
-
-type taskResponse struct {
-	ID          string  `json:"id"`
-	OrgID       string  `json:"orgId"`
-	Title       string  `json:"title"`
-	Description string  `json:"description"`
-	DueDate     *string `json:"dueDate"`
-	Priority    string  `json:"priority"`
-	Status      string  `json:"status"`
-	// References are null when unset.
-	AssignedToID *string    `json:"assignedToId"`
-	LeadID       *string    `json:"leadId"`
-	DealID       *string    `json:"dealId"`
-	ContactID    *string    `json:"contactId"`
-	CompletedAt  *time.Time `json:"completedAt"`
-	CreatedAt    time.Time  `json:"createdAt"`
-	UpdatedAt    time.Time  `json:"updatedAt"`
-}
-
-func toTask(t *models.Task) taskResponse {
-	return taskResponse{ID: t.ID, OrgID: t.OrgID, Title: t.Title, Description: t.Description, DueDate: nullable(&t.DueDate),
-		Priority: t.Priority, Status: t.Status, AssignedToID: t.AssignedToID, LeadID: t.LeadID, DealID: t.DealID,
-		ContactID: t.ContactID, CompletedAt: t.CompletedAt, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
-}
 
 func taskCursor(t *models.Task) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} }
 
@@ -55,7 +32,7 @@ func (h *handlers) listTasks(c *fiber.Ctx) error {
 		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
 		DueBefore    string `json:"dueBefore" validate:"omitempty,datetime=2006-01-02"`
 	}
-	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Task, taskResponse]{Filter: &f, Cursor: taskCursor, View: toTask,
+	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Task, views.Task]{Filter: &f, Cursor: taskCursor, View: views.ToTask,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			q = web.Equal(web.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID)
 			if f.DueBefore != "" {
@@ -151,11 +128,11 @@ func (h *handlers) createTask(c *fiber.Ctx) error {
 	if err := tx.Create(t).Error; err != nil {
 		return err
 	}
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: models.EventTaskCreated, Object: toTask(t)}); err != nil {
+	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: models.EventTaskCreated, Object: views.ToTask(t)}); err != nil {
 		return err
 	}
 	c.Location("/crm/tasks/" + t.ID)
-	return c.Status(fiber.StatusCreated).JSON(toTask(t))
+	return c.Status(fiber.StatusCreated).JSON(views.ToTask(t))
 }
 
 type updateTaskRequest struct {
@@ -172,9 +149,9 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var before taskResponse
+	var before views.Task
 	t, err := web.Update(c, rowScope(p, "assigned_to_id"), "The task", func(tx *gorm.DB, t *models.Task) error {
-		before = toTask(t)
+		before = views.ToTask(t)
 		if req.Title != nil {
 			t.Title = strings.TrimSpace(*req.Title)
 		}
@@ -186,7 +163,7 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	after := toTask(t)
+	after := views.ToTask(t)
 	if err := h.Starter.In(c, web.Tx(c)).EmitChange(t.OrgID, before, after, after, models.EventTaskUpdated); err != nil {
 		return err
 	}
@@ -194,12 +171,12 @@ func (h *handlers) updateTask(c *fiber.Ctx) error {
 }
 
 func (h *handlers) getTask(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, h.inOrg("assigned_to_id"), "The task", toTask)
+	return web.Get(c, h.DB, h.inOrg("assigned_to_id"), "The task", views.ToTask)
 }
 
 func (h *handlers) deleteTask(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg("assigned_to_id"), "The task", func(tx *gorm.DB, t *models.Task) error {
-		return h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: models.EventTaskDeleted, Object: toTask(t)})
+		return h.Starter.In(c, tx).Emit(models.Event{OrgID: t.OrgID, Type: models.EventTaskDeleted, Object: views.ToTask(t)})
 	})
 }
 

@@ -464,11 +464,13 @@ func TestWebhooksTellTaskChangesToTheirSubscribers(t *testing.T) {
 		key := apitest.Bearer(o.key)
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: key, Body: map[string]any{"title": "Not subscribed"}}).Expect(201)
 		var task struct{ ID string }
-		e.Do(apitest.Request{Method: "POST", Path: "/crm/tasks", Headers: key, Body: map[string]any{"title": "Call Ada"}}).Expect(201).JSON(&task)
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/tasks", Headers: key,
+			Body: map[string]any{"title": "Call Ada", "dueDate": "2030-01-10"}}).Expect(201).JSON(&task)
 		e.Do(apitest.Request{Method: "PUT", Path: "/crm/tasks/" + task.ID, Headers: key, Body: map[string]any{"title": "Call Ada back"}}).Expect(200)
 		e.Do(apitest.Request{Method: "PUT", Path: "/crm/tasks/" + task.ID, Headers: key, Body: map[string]any{"title": "Call Ada back"}}).Expect(200)
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/tasks/" + task.ID, Headers: key, Body: map[string]any{"dueDate": "2030-02-01"}}).Expect(200)
 		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/tasks/" + task.ID, Headers: key}).Expect(204)
-		want := []string{"task.created", "task.updated", "task.deleted"}
+		want := []string{"task.created", "task.updated", "task.updated", "task.deleted"}
 		e.Eventually(func() bool { return len(rc.Received()) >= len(want) }, "the task's events")
 		var got []string
 		for _, r := range rc.Received() {
@@ -479,6 +481,10 @@ func TestWebhooksTellTaskChangesToTheirSubscribers(t *testing.T) {
 		}
 		if prev := rc.Received()[1].Previous; prev["title"] != "Call Ada" {
 			t.Fatalf("previous %v", prev)
+		}
+		// A change of the due date alone is told, with the date it had.
+		if prev := rc.Received()[2].Previous; len(prev) != 1 || prev["dueDate"] != "2030-01-10" {
+			t.Fatalf("the due date's previous %v, want dueDate 2030-01-10", prev)
 		}
 	}, apitest.WithWebhookReceivers())
 }
