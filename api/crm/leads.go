@@ -203,16 +203,16 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 		return err
 	}
 	after := views.ToLead(l)
-	if err := h.emitLeadChange(c, web.Tx(c), before, after, models.EventLeadUpdated); err != nil {
+	if err := emitLeadChange(h.Starter.In(c, web.Tx(c)), before, after, models.EventLeadUpdated); err != nil {
 		return err
 	}
 	return c.JSON(after)
 }
 
-// emitLeadChange records the events of a lead's change from before to
-// after (views.LeadChangeTypes).
-func (h *handlers) emitLeadChange(c *fiber.Ctx, tx *gorm.DB, before, after views.Lead, typ string) error {
-	return h.Starter.In(c, tx).EmitChange(after.OrgID, before, after, after, views.LeadChangeTypes(before, after, typ)...)
+// emitLeadChange records, in tx, the events of a lead's change from before
+// to after (views.LeadChangeTypes).
+func emitLeadChange(tx *record.Tx, before, after views.Lead, typ string) error {
+	return tx.EmitChange(after.OrgID, before, after, after, views.LeadChangeTypes(before, after, typ)...)
 }
 
 func (h *handlers) deleteLead(c *fiber.Ctx) error {
@@ -297,7 +297,7 @@ func (h *handlers) logActivity(c *fiber.Ctx, p *auth.Principal, leadID string, a
 	if err := models.AddLeadActivity(tx, l, a); err != nil {
 		return nil, err
 	}
-	return a, h.emitLeadChange(c, tx, before, views.ToLead(l), "")
+	return a, emitLeadChange(h.Starter.In(c, tx), before, views.ToLead(l), "")
 }
 
 type sendMessageRequest struct {
@@ -412,13 +412,15 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		return err
 	}
 	out.Lead, out.Contact.ID, out.Deal = views.ToLead(l), contact.ID, views.ToDeal(deal)
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventContactCreated, Object: views.ToContact(contact)}); err != nil {
+	// One record.Tx for the three objects' events: each endpoint they
+	// reach is woken once.
+	rec := h.Starter.In(c, tx)
+	err = rec.Emit(models.Event{OrgID: l.OrgID, Type: models.EventContactCreated, Object: views.ToContact(contact)},
+		models.Event{OrgID: l.OrgID, Type: models.EventDealCreated, Object: out.Deal})
+	if err != nil {
 		return err
 	}
-	if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: l.OrgID, Type: models.EventDealCreated, Object: out.Deal}); err != nil {
-		return err
-	}
-	if err := h.emitLeadChange(c, tx, before, out.Lead, models.EventLeadConverted); err != nil {
+	if err := emitLeadChange(rec, before, out.Lead, models.EventLeadConverted); err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusCreated).JSON(out)
