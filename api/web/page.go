@@ -128,7 +128,7 @@ func PaginateBy[T any](q *gorm.DB, p PageRequest, timeColumn string, key func(*T
 		q = q.Where("("+timeColumn+", id) < (?, ?)", p.After.CreatedAt, p.After.ID)
 	}
 	buf := database.GetBuffer[T]()
-	rows, err := database.FindAllInto(q.Order(timeColumn+" DESC").Order("id DESC").Limit(p.Limit+1), *buf)
+	rows, err := database.FindAllInto(database.PageLimit(q.Order(timeColumn+" DESC").Order("id DESC"), p.Limit+1), *buf)
 	if err != nil {
 		database.PutBuffer(buf, (*buf)[:cap(*buf)])
 		return Page[T]{}, err

@@ -6,7 +6,7 @@
 // the plain GORM path:
 //
 //   - the pool lets reads take turns in arrival order (admission.go);
-//   - LIMIT and OFFSET are numbers in PostgreSQL statements (limit.go);
+//   - a list page's LIMIT is a number, not a parameter (limit.go);
 //   - FindAll reads a list's rows without GORM's per-field reflection, on
 //     PostgreSQL straight from pgx's wire values (findall.go, pgdecode.go);
 //   - Insert writes a flat model with the statement GORM wrote for its
@@ -102,9 +102,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*gorm.DB, error) {
 	db, err := gorm.Open(dialector, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
-	}
-	if dialect == Postgres {
-		db.ClauseBuilders["LIMIT"] = literalLimit
 	}
 	sqlDB, err := db.DB()
 	if err != nil {

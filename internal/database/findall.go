@@ -77,8 +77,17 @@ func limitOf(q *gorm.DB) int {
 	if !ok {
 		return 0
 	}
-	if l, ok := c.Expression.(clause.Limit); ok && l.Limit != nil && *l.Limit > 0 && *l.Limit <= maxSizeHint {
-		return *l.Limit
+	n := 0
+	switch l := c.Expression.(type) {
+	case literalLimit:
+		n = int(l)
+	case clause.Limit:
+		if l.Limit != nil {
+			n = *l.Limit
+		}
+	}
+	if n > 0 && n <= maxSizeHint {
+		return n
 	}
 	return 0
 }

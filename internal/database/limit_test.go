@@ -33,8 +33,9 @@ func TestListPagesReuseTheirPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	var page []models.Contact
-	stmt := db.Session(&gorm.Session{DryRun: true}).Model(&models.Contact{}).Where("org_id = ?", orgID).
-		Order("created_at DESC").Order("id DESC").Limit(26).Find(&page).Statement
+	q := db.Session(&gorm.Session{DryRun: true}).Model(&models.Contact{}).Where("org_id = ?", orgID).
+		Order("created_at DESC").Order("id DESC")
+	stmt := database.PageLimit(q, 26).Find(&page).Statement
 	if len(stmt.Vars) != 1 { // the organization; the LIMIT is a number
 		t.Fatalf("%s has the arguments %v, want the organization's id only", stmt.SQL.String(), stmt.Vars)
 	}
@@ -60,29 +61,35 @@ func TestListPagesReuseTheirPlan(t *testing.T) {
 	}
 }
 
-// TestLimitsAreNumbers checks how LIMIT and OFFSET are written on
-// PostgreSQL (literalLimit): as GORM writes them, with numbers in place of
-// the parameters.
-func TestLimitsAreNumbers(t *testing.T) {
-	if dbtest.PostgresURL(t) == "" {
-		t.Skip("PostgreSQL is not available")
-	}
-	db := dbtest.Open(t, database.Postgres)
-	cases := []struct {
-		query func(tx *gorm.DB) *gorm.DB
-		tail  string
-	}{
-		{func(tx *gorm.DB) *gorm.DB { return tx.Limit(26) }, ` LIMIT 26`},
-		{func(tx *gorm.DB) *gorm.DB { return tx.Limit(10).Offset(20) }, ` LIMIT 10 OFFSET 20`},
-		{func(tx *gorm.DB) *gorm.DB { return tx.Offset(5) }, `"contacts" OFFSET 5`},
-		{func(tx *gorm.DB) *gorm.DB { return tx.Limit(0) }, ` LIMIT 0`},
-		{func(tx *gorm.DB) *gorm.DB { return tx.Limit(-1) }, `"contacts"`},
-	}
-	for _, tc := range cases {
-		var rows []models.Contact
-		stmt := tc.query(db.Session(&gorm.Session{DryRun: true}).Model(&models.Contact{})).Find(&rows).Statement
-		if sql := strings.TrimSpace(stmt.SQL.String()); !strings.HasSuffix(sql, tc.tail) || len(stmt.Vars) != 0 {
-			t.Errorf("%s (arguments %v): want it to end in %q with no arguments", sql, stmt.Vars, tc.tail)
-		}
+// TestPageLimitIsANumber checks how a PageLimit is written on both
+// dialects — a number, replacing any LIMIT before it — and that every
+// other LIMIT stays GORM's parameter on PostgreSQL (the SQLite dialect
+// writes every LIMIT as a number).
+func TestPageLimitIsANumber(t *testing.T) {
+	for _, dialect := range dbtest.Dialects(t) {
+		t.Run(string(dialect), func(t *testing.T) {
+			db := dbtest.Open(t, dialect)
+			type limitCase struct {
+				query func(tx *gorm.DB) *gorm.DB
+				tail  string
+				vars  int
+			}
+			cases := []limitCase{
+				{func(tx *gorm.DB) *gorm.DB { return database.PageLimit(tx, 26) }, ` LIMIT 26`, 0},
+				{func(tx *gorm.DB) *gorm.DB { return database.PageLimit(tx.Limit(5), 26) }, ` LIMIT 26`, 0},
+				{func(tx *gorm.DB) *gorm.DB { return database.PageLimit(tx, 0) }, ` LIMIT 0`, 0},
+			}
+			if dialect == database.Postgres {
+				cases = append(cases, limitCase{func(tx *gorm.DB) *gorm.DB { return tx.Limit(26) }, ` LIMIT $1`, 1})
+			}
+			for _, tc := range cases {
+				var rows []models.Contact
+				stmt := tc.query(db.Session(&gorm.Session{DryRun: true}).Model(&models.Contact{})).Find(&rows).Statement
+				sql := strings.TrimSpace(stmt.SQL.String())
+				if !strings.Contains(sql, tc.tail) || len(stmt.Vars) != tc.vars {
+					t.Errorf("%s (arguments %v): want %q in it with %d arguments", sql, stmt.Vars, tc.tail, tc.vars)
+				}
+			}
+		})
 	}
 }
