@@ -87,7 +87,7 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	view := views.ToContact(ct)
 	if !inserted {
 		tx := web.Tx(c)
-		if err := database.Insert(tx, ct); err != nil {
+		if err := tx.Create(ct).Error; err != nil {
 			return err
 		}
 		if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: p.OrgID, Type: models.EventContactCreated, Object: view}); err != nil {

@@ -7,7 +7,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/web"
-	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/views"
 )
@@ -116,12 +115,12 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 		d.WonAt = &now
 	}
 	tx := web.Tx(c)
-	if err := database.Insert(tx, d); err != nil {
+	if err := tx.Create(d).Error; err != nil {
 		return err
 	}
-	err = database.Insert(tx, &models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: "",
-		ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now})
-	if err != nil {
+	first := &models.DealStageChange{ID: models.NewID(), OrgID: d.OrgID, DealID: d.ID, FromStage: "",
+		ToStage: d.Stage, ChangedBy: p.Actor(), CreatedAt: now}
+	if err := tx.Create(first).Error; err != nil {
 		return err
 	}
 	view, err := withHistory(tx, d)

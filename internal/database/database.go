@@ -9,8 +9,8 @@
 //   - a list page's LIMIT is a number, not a parameter (limit.go);
 //   - FindAll reads a list's rows without GORM's per-field reflection, on
 //     PostgreSQL straight from pgx's wire values (findall.go, pgdecode.go);
-//   - Insert writes a flat model with the statement GORM wrote for its
-//     first row (insert.go);
+//   - InsertUnless writes a flat model, guarded by a query, in one
+//     statement GORM wrote once for the model (insert.go);
 //   - page buffers are recycled between list requests (buffers.go);
 //   - Numbered rewrites ? placeholders once per statement (numbered.go).
 //
@@ -35,6 +35,7 @@ import (
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
 	// Pure-Go SQLite (registers the "sqlite" database/sql driver). The cgo
 	// driver that gorm.io/driver/sqlite imports by default is never used.
 	modernc "modernc.org/sqlite"

@@ -13,14 +13,22 @@ import (
 	"github.com/business-suite/suite/models/dbtest"
 )
 
-// TestInsertWritesWhatCreateWrites holds models.Insert to GORM's Create on
-// both dialects: the same stored row, a zero CreatedAt and UpdatedAt set
-// to one time, Create's error for a duplicate key (GORM's ErrDuplicatedKey
-// on PostgreSQL), and the write made in the transaction of the handle it
-// is given.
-func TestInsertWritesWhatCreateWrites(t *testing.T) {
+// TestInsertUnlessWritesWhatCreateWrites holds InsertUnless, its guard
+// finding nothing, to GORM's Create on both dialects: the same stored row,
+// a zero CreatedAt and UpdatedAt set to one time, Create's error for a
+// duplicate key (GORM's ErrDuplicatedKey on PostgreSQL), and the write
+// made in the transaction of the handle it is given.
+func TestInsertUnlessWritesWhatCreateWrites(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		orgID := seedOrg(t, db)
+		const never = "SELECT 1 WHERE 1 = ?"
+		insert := func(db *gorm.DB, row *models.Contact) error {
+			wrote, err := database.InsertUnless(db, row, never, 0)
+			if err == nil && !wrote {
+				t.Fatalf("InsertUnless wrote nothing for %s with a guard that finds no row", row.ID)
+			}
+			return err
+		}
 		contact := func() *models.Contact {
 			return &models.Contact{ID: models.NewID(), OrgID: orgID, Name: `Ada "<&>"`, Email: "ada@example.com",
 				Phone: "+1 415 555 2671", Company: "Engines", Designation: "CTO", Type: models.ContactPerson,
@@ -30,7 +38,7 @@ func TestInsertWritesWhatCreateWrites(t *testing.T) {
 		if err := db.Create(created).Error; err != nil {
 			t.Fatal(err)
 		}
-		if err := database.Insert(db, inserted); err != nil {
+		if err := insert(db, inserted); err != nil {
 			t.Fatal(err)
 		}
 		if inserted.CreatedAt.IsZero() || !inserted.CreatedAt.Equal(inserted.UpdatedAt) {
@@ -48,19 +56,20 @@ func TestInsertWritesWhatCreateWrites(t *testing.T) {
 		}
 		b.ID, b.CreatedAt, b.UpdatedAt = a.ID, a.CreatedAt, a.UpdatedAt
 		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("Insert stored\n  %+v\nCreate stored\n  %+v", b, a)
+			t.Fatalf("InsertUnless stored\n  %+v\nCreate stored\n  %+v", b, a)
 		}
 
-		errCreate, errInsert := db.Create(created).Error, database.Insert(db, inserted)
+		errCreate := db.Create(created).Error
+		_, errInsert := database.InsertUnless(db, inserted, never, 0)
 		if errCreate == nil || errInsert == nil || errInsert.Error() != errCreate.Error() ||
 			errors.Is(errInsert, gorm.ErrDuplicatedKey) != errors.Is(errCreate, gorm.ErrDuplicatedKey) {
-			t.Fatalf("writing a row again: Insert reported %v, Create %v", errInsert, errCreate)
+			t.Fatalf("writing a row again: InsertUnless reported %v, Create %v", errInsert, errCreate)
 		}
 
 		inTx := contact()
 		rollBack := errors.New("roll back")
 		if err := db.Transaction(func(tx *gorm.DB) error {
-			if err := database.Insert(tx, inTx); err != nil {
+			if err := insert(tx, inTx); err != nil {
 				return err
 			}
 			var n int64
@@ -79,8 +88,8 @@ func TestInsertWritesWhatCreateWrites(t *testing.T) {
 }
 
 // defaultedContact is a contact whose notes GORM defaults (the outer
-// field wins over the embedded one): not a flat model, which Insert leaves
-// to Create.
+// field wins over the embedded one): not a flat model, whose INSERT Create
+// writes differently for a zero Notes.
 type defaultedContact struct {
 	models.Contact
 	Notes string `gorm:"default:none yet"`
@@ -88,27 +97,23 @@ type defaultedContact struct {
 
 func (defaultedContact) TableName() string { return "contacts" }
 
-func TestInsertLeavesDefaultsToCreate(t *testing.T) {
+func TestInsertUnlessRefusesAModelThatIsNotFlat(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		orgID := seedOrg(t, db)
 		row := &defaultedContact{Contact: models.Contact{ID: models.NewID(), OrgID: orgID, Name: "Ada", Type: models.ContactPerson}}
-		if err := database.Insert(db, row); err != nil {
-			t.Fatal(err)
+		if _, err := database.InsertUnless(db, row, "SELECT 1 WHERE 1 = ?", 0); err == nil {
+			t.Fatal("InsertUnless wrote a model with a database default; want an error that leaves it to Create")
 		}
-		var stored models.Contact
-		if err := db.First(&stored, "id = ?", row.ID).Error; err != nil {
-			t.Fatal(err)
-		}
-		if row.Notes != "none yet" || stored.Notes != "none yet" {
-			t.Fatalf("notes %q in the row, %q stored: want GORM's default, as Create writes it", row.Notes, stored.Notes)
+		var n int64
+		if err := db.Model(&models.Contact{}).Where("id = ?", row.ID).Count(&n).Error; err != nil || n != 0 {
+			t.Fatalf("the refused row is there (%d rows, %v)", n, err)
 		}
 	})
 }
 
-// TestInsertUnlessWritesOnlyWithoutAMatch holds InsertUnless to Insert on
-// both dialects when its guard finds nothing (every column typed as
-// Insert writes it: text, integer, timestamps), and to writing nothing
-// when the guard finds a row.
+// TestInsertUnlessWritesOnlyWithoutAMatch holds InsertUnless to writing
+// the row when its guard finds nothing, and nothing when the guard finds
+// a row, on both dialects.
 func TestInsertUnlessWritesOnlyWithoutAMatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		orgID := seedOrg(t, db)

@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"gorm.io/gorm"
+
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/dbtest"
-	"gorm.io/gorm"
 )
 
 // TestListPagesReuseTheirPlan checks that a list page's statement, run
