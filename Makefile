@@ -27,14 +27,17 @@ TEST_FLAGS ?= -p 1
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-13s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# `build` uses go's default settings — the ones `go test` uses — so it
-# reuses every package `go test` or an earlier build compiled (flags such as
-# -trimpath or CGO_ENABLED=0 would miss that cache and compile the embedded
-# Temporal server again). `release` is the static build the image uses.
+# `build` and `test` compile with -trimpath, so a compiled package does
+# not depend on the directory of the checkout: a fresh clone (as CI makes)
+# or a second worktree reuses what the Go build cache holds instead of
+# compiling every package of the suite again, and `build` reuses what `go
+# test` compiled (other flags, such as CGO_ENABLED=0, would miss that cache
+# and compile the embedded Temporal server again). `release` is the static
+# build the image uses.
 .PHONY: build
 build: ## Build bin/suite for this machine (reuses the Go build cache)
 	@echo "building bin/suite: the first build on a machine compiles the embedded Temporal server (about $(FIRST_BUILD) on 2 cores); later builds reuse the Go build cache and take seconds"
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/suite ./cmd/suite
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/suite ./cmd/suite
 
 .PHONY: release
 release: ## Build a static bin/suite (no cgo, trimmed paths), as deploy/Dockerfile does
@@ -48,17 +51,22 @@ run: build ## Run the whole suite in one process (embedded Temporal + UI, SQLite
 # (it needs cgo, i.e. a C compiler; without one they run without it). The
 # others start a Temporal server per test, which the detector slows too much.
 RACE_PKGS := ./activities/... ./api/web/... ./internal/database/... ./internal/netguard/... ./models/... ./workflows/...
+# gotestsum runs go test -json: one line a package, the output of a failed
+# test, and the JSON kept in bin/ for the slowest-tests table at the end.
+GOTESTSUM := gotest.tools/gotestsum@v1.13.0
+TEST_RUN = $(GO) run $(GOTESTSUM) --format pkgname-and-test-fails --jsonfile
 
 .PHONY: test
-test: ## Run all tests (SQLite always; PostgreSQL too when it answers on 127.0.0.1:5432 or TEST_DATABASE_URL is set)
-	@if [ "$$($(GO) env CGO_ENABLED)" = 1 ]; then \
-		echo "$(GO) test $(TEST_FLAGS) -race -timeout 20m $(RACE_PKGS)"; \
-		$(GO) test $(TEST_FLAGS) -race -timeout 20m $(RACE_PKGS); \
-	else \
-		echo "no C compiler (CGO_ENABLED=0): $(RACE_PKGS) run without the race detector"; \
-		$(GO) test $(TEST_FLAGS) -timeout 20m $(RACE_PKGS); \
-	fi
-	$(GO) test $(TEST_FLAGS) -timeout 20m $$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_PKGS)))
+test: ## Run all tests (SQLite always; PostgreSQL too when it answers on 127.0.0.1:5432 or TEST_DATABASE_URL is set), then list the 20 slowest
+	@mkdir -p bin && rm -f bin/test-*.json; status=0; race=-race; \
+	if [ "$$($(GO) env CGO_ENABLED)" != 1 ]; then race=; echo "no C compiler (CGO_ENABLED=0): $(RACE_PKGS) run without the race detector"; fi; \
+	echo "go test $(TEST_FLAGS) -trimpath $$race -timeout 20m $(RACE_PKGS)"; \
+	$(TEST_RUN) bin/test-race.json -- $(TEST_FLAGS) -trimpath $$race -timeout 20m $(RACE_PKGS) || status=1; \
+	echo "go test $(TEST_FLAGS) -trimpath -timeout 20m (every other package)"; \
+	$(TEST_RUN) bin/test-rest.json -- $(TEST_FLAGS) -trimpath -timeout 20m $$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_PKGS))) || status=1; \
+	echo; echo "The 20 slowest tests (go test -json output in bin/test-race.json, bin/test-rest.json):"; \
+	cat bin/test-race.json bin/test-rest.json | $(GO) run $(GOTESTSUM) tool slowest --threshold 0s --num 20; \
+	exit $$status
 
 # The tests whose real runs (real Temporal server, real activities and
 # databases) `make histories` saves: together they complete every workflow

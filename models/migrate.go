@@ -2,8 +2,10 @@ package models
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 
@@ -80,6 +82,35 @@ func newMigrationProvider(db *gorm.DB) (*goose.Provider, error) {
 		opts = append(opts, goose.WithSessionLocker(locker))
 	}
 	return goose.NewProvider(gooseDialect, sqlDB, fsys, opts...)
+}
+
+// SchemaDigest identifies the schema Migrate gives an empty database of
+// dialect d: a hash of that dialect's migration files and of the versions
+// of the Go migrations. Those change data, never the schema, and an empty
+// database has no data for them to change, so the files decide it. Test
+// databases are copies of one migrated database per digest (dbtest).
+func SchemaDigest(d database.Dialect) (string, error) {
+	h := sha256.New()
+	dir := "migrations/" + string(d)
+	err := fs.WalkDir(migrationFS, dir, func(path string, entry fs.DirEntry, err error) error {
+		if err != nil || entry.IsDir() {
+			return err
+		}
+		body, err := migrationFS.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %d\n", path, len(body))
+		h.Write(body)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, m := range goMigrations(d) {
+		fmt.Fprintf(h, "go %d\n", m.Version)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // goMigrations are the steps SQL cannot express, numbered among the SQL
