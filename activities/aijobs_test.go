@@ -209,7 +209,7 @@ func TestAIJobAssemblesReferencedRecordsWhenItRuns(t *testing.T) {
 		var out models.AIActionItemsOutput
 		_ = json.Unmarshal(loadJob(t, db, next.ID).Output(), &out)
 		if len(out.Items) != 2 || !strings.HasPrefix(out.Items[0].Text, "Please hold the power button") ||
-			*out.Items[1].DueDate != now.AddDate(0, 0, 1).Format(time.DateOnly) {
+			*out.Items[1].DueDate != comment.CreatedAt.UTC().AddDate(0, 0, 1).Format(time.DateOnly) { // the day after the reply's (UTC workspace)
 			t.Fatalf("items %+v", out.Items)
 		}
 
