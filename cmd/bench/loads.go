@@ -32,6 +32,8 @@ const (
 var loads = []load{
 	{name: "GET /crm/contacts?limit=25 (10k in org)", run: paired(16, getContacts)},
 	{name: "GET /crm/contacts?limit=25 (10k in org)", run: paired(64, getContacts)},
+	{name: preparedGetLoad, run: pairedWith(16, preparedGetContacts, goal{ratio: 0.35})},
+	{name: preparedGetLoad, run: paired(64, preparedGetContacts)},
 	{name: "POST /crm/contacts", run: paired(16, postContact)},
 	{name: ticketLoad, needs: needHelpdeskKey, run: paired(16, postTicket)},
 	{name: limitedTicketLoad, needs: needHelpdeskKey, run: func(r *benchRun, name string) error {

@@ -19,7 +19,7 @@ func renderTable(rows []row, notes []string, cfg config) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f ms | %.2f ms | %d | %.3f ms | %.0f | %s |\n",
-			r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText())
+			r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText()+r.baselineText())
 	}
 	b.WriteString("\n")
 	for _, note := range notes {
