@@ -39,6 +39,8 @@ var loads = []load{
 	{name: limitedTicketLoad, needs: needHelpdeskKey, run: func(r *benchRun, name string) error {
 		return r.b.onLimitedPlan(func() error { return paired(16, postTicket)(r, name) })
 	}},
+	{name: fullTicketLoad, run: ticketRow(true)},
+	{name: atOnceTicketLoad, run: ticketRow(false)},
 	// The intake pipeline is measured before the webhook's accept run,
 	// whose ten thousand or so accepted intakes would otherwise still be
 	// queued ahead of the steady run's (the pipeline drains far slower
