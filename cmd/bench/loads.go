@@ -80,6 +80,7 @@ var loads = []load{
 		return nil
 	}},
 	{name: mailLoad, needs: needMailbox, run: paired(4, inboundMail)},
+	{name: mailOwnLoad, needs: needMailbox, run: paired(4, mailOwn)},
 	{name: "POST /crm/leads/webhook (202)", run: paired(16, postWebhook)},
 	// Webhook delivery last: it needs no drained pipeline, and leaves none.
 	{name: webhookLoad, needs: needReceiver, run: func(r *benchRun, _ string) error {
