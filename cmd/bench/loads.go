@@ -13,7 +13,10 @@ type load struct {
 	name string
 	// needs is what the load needs set up before any load runs.
 	needs need
-	run   func(r *benchRun, name string) error
+	// slow: the load cannot be made quick (its length is set by what it
+	// measures, not by -duration or a burst's size); -quick skips it.
+	slow bool
+	run  func(r *benchRun, name string) error
 }
 
 // need is a set of things the loads need from the suite before they run.
@@ -92,7 +95,7 @@ var loads = []load{
 		return nil
 	}},
 	// The SLA timers after everything: its workflows stay open.
-	{name: slaLoad, needs: needHelpdeskKey, run: func(r *benchRun, _ string) error {
+	{name: slaLoad, needs: needHelpdeskKey, slow: true, run: func(r *benchRun, _ string) error {
 		slas, err := r.b.slaTimers(r.ctx, r.db, r.b.hdKey)
 		if err != nil {
 			return err

@@ -11,6 +11,9 @@ import (
 
 func renderTable(rows []row, notes []string, cfg config) string {
 	var b strings.Builder
+	if cfg.quick != "" {
+		b.WriteString(cfg.quick + "\n\n")
+	}
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL; wrk and pgbench at the same concurrency, "+
 		"%d alternating rounds of %s each; each row is the round with the median ratio (the range of all rounds in brackets).\n\n",
