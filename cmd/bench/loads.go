@@ -13,7 +13,10 @@ type load struct {
 	name string
 	// needs is what the load needs set up before any load runs.
 	needs need
-	run   func(r *benchRun, name string) error
+	// slow: the load cannot be made quick (its length is set by what it
+	// measures, not by -duration or a burst's size); -quick skips it.
+	slow bool
+	run  func(r *benchRun, name string) error
 }
 
 // need is a set of things the loads need from the suite before they run.
@@ -32,11 +35,15 @@ const (
 var loads = []load{
 	{name: "GET /crm/contacts?limit=25 (10k in org)", run: paired(16, getContacts)},
 	{name: "GET /crm/contacts?limit=25 (10k in org)", run: paired(64, getContacts)},
+	{name: preparedGetLoad, run: pairedWith(16, preparedGetContacts, goal{ratio: 0.35})},
+	{name: preparedGetLoad, run: paired(64, preparedGetContacts)},
 	{name: "POST /crm/contacts", run: paired(16, postContact)},
 	{name: ticketLoad, needs: needHelpdeskKey, run: paired(16, postTicket)},
 	{name: limitedTicketLoad, needs: needHelpdeskKey, run: func(r *benchRun, name string) error {
 		return r.b.onLimitedPlan(func() error { return paired(16, postTicket)(r, name) })
 	}},
+	{name: fullTicketLoad, run: ticketRow(true)},
+	{name: atOnceTicketLoad, run: ticketRow(false)},
 	// The intake pipeline is measured before the webhook's accept run,
 	// whose ten thousand or so accepted intakes would otherwise still be
 	// queued ahead of the steady run's (the pipeline drains far slower
@@ -76,6 +83,7 @@ var loads = []load{
 		return nil
 	}},
 	{name: mailLoad, needs: needMailbox, run: paired(4, inboundMail)},
+	{name: mailOwnLoad, needs: needMailbox, run: paired(4, mailOwn)},
 	{name: "POST /crm/leads/webhook (202)", run: paired(16, postWebhook)},
 	// Webhook delivery last: it needs no drained pipeline, and leaves none.
 	{name: webhookLoad, needs: needReceiver, run: func(r *benchRun, _ string) error {
@@ -87,7 +95,7 @@ var loads = []load{
 		return nil
 	}},
 	// The SLA timers after everything: its workflows stay open.
-	{name: slaLoad, needs: needHelpdeskKey, run: func(r *benchRun, _ string) error {
+	{name: slaLoad, needs: needHelpdeskKey, slow: true, run: func(r *benchRun, _ string) error {
 		slas, err := r.b.slaTimers(r.ctx, r.db, r.b.hdKey)
 		if err != nil {
 			return err

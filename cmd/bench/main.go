@@ -42,6 +42,10 @@ type config struct {
 	out        string
 	only       *regexp.Regexp
 	profileDir string
+	// mixedFor is how long the steady intakes of the mixed loads send.
+	mixedFor time.Duration
+	// quick is -quick's banner ("" for a full run): see quickProfile.
+	quick string
 }
 
 func main() {
@@ -59,7 +63,18 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "", "also write the table (Markdown) to this file")
 	only := flag.String("only", "", "run only the loads whose name matches this regular expression (e.g. 'GET', 'intake')")
 	flag.StringVar(&cfg.profileDir, "profile", "", "write a CPU profile of the suite during each API load to this directory (go tool pprof FILE)")
+	flag.DurationVar(&cfg.mixedFor, "mixed-for", 30*time.Second, "length of the mixed loads' steady intakes")
+	quick := flag.Bool("quick", false, "the quick profile, a check before each submission (about 5 minutes): 1 short round per row, small intakes, "+
+		"slow loads skipped; flags given beside it win. Its figures are not the README's")
 	flag.Parse()
+	if *quick {
+		chosen, err := applyQuick(flag.CommandLine)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		cfg.quick = quickBanner(chosen)
+	}
 	if cfg.profileDir != "" {
 		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
 			fmt.Fprintln(os.Stderr, "bench: -profile:", err)
@@ -82,6 +97,9 @@ func run(cfg config) error {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is not installed (Debian: apt-get install -y %s)", tool, map[string]string{"pgbench": "postgresql-client", "wrk": "wrk"}[tool])
 		}
+	}
+	if cfg.quick != "" {
+		fmt.Println(cfg.quick)
 	}
 	ctx := context.Background()
 	dbName := fmt.Sprintf("suite_bench_%d", time.Now().Unix())
@@ -125,10 +143,15 @@ func run(cfg config) error {
 	var selected []load
 	var needs need
 	for _, l := range loads {
-		if cfg.only.MatchString(l.name) {
-			selected = append(selected, l)
-			needs |= l.needs
+		if !cfg.only.MatchString(l.name) {
+			continue
 		}
+		if l.slow && cfg.quick != "" {
+			fmt.Printf("skipped by -quick (cannot be quick): %s\n", l.name)
+			continue
+		}
+		selected = append(selected, l)
+		needs |= l.needs
 	}
 	// Read only when the mail load runs: a binary from before the e-mail
 	// channel (a paired run's older side) has no address to read.

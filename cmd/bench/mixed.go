@@ -18,8 +18,6 @@ const (
 	readsLoad = "mixed load: web-form intake beside GETs at saturation"
 	// floodLoad: one organization's burst beside another's steady intake.
 	floodLoad = "mixed load: one organization's burst beside another's intake"
-	// mixedFor is how long the steady intakes of the mixed loads send.
-	mixedFor = 30 * time.Second
 	// quietRate is the other organization's intake rate during the burst.
 	quietRate = 10
 	// readConns is how many connections the GETs keep busy.
@@ -37,13 +35,13 @@ func (r readsResult) String() string {
 	return fmt.Sprintf("%s\n%-42s GETs beside it: %.0f/s, p50 %.1f ms, p99 %.1f ms, %d errors", r.intake, "", r.reads.apiRPS, ms(r.reads.apiP50), ms(r.reads.apiP99), r.reads.errors)
 }
 
-// intakeBesideReads sends the steady intake rate for mixedFor while wrk
+// intakeBesideReads sends the steady intake rate for -mixed-for while wrk
 // sends GET /crm/contacts on readConns connections, then measures accept →
 // scored per lead. Under `suite dev` the relay gives way to the API while
 // more requests are in flight than cores; a light pipeline must not starve.
 func (b *bencher) intakeBesideReads(ctx context.Context, db *sql.DB) (readsResult, error) {
 	source := fmt.Sprintf("beside%d", time.Now().Unix())
-	res := readsResult{intake: intakeResult{label: fmt.Sprintf("intake %d/s beside GETs c%d (%s)", b.cfg.intakeRate, readConns, mixedFor)}, reads: row{conns: readConns}}
+	res := readsResult{intake: intakeResult{label: fmt.Sprintf("intake %d/s beside GETs c%d (%s)", b.cfg.intakeRate, readConns, b.cfg.mixedFor)}, reads: row{conns: readConns}}
 	luaFile := filepath.Join(b.dir, "wrk-mixed-reads.lua")
 	if err := os.WriteFile(luaFile, []byte(getContacts.wrkScript(b)), 0o644); err != nil {
 		return res, err
@@ -52,7 +50,7 @@ func (b *bencher) intakeBesideReads(ctx context.Context, db *sql.DB) (readsResul
 	go func() {
 		// A second longer than the intake, so the GETs saturate the API
 		// from the first submission to the last.
-		out, err := exec.Command("wrk", "-t", "2", "-c", strconv.Itoa(readConns), "-d", (mixedFor + 2*time.Second).String(), "--latency",
+		out, err := exec.Command("wrk", "-t", "2", "-c", strconv.Itoa(readConns), "-d", (b.cfg.mixedFor + 2*time.Second).String(), "--latency",
 			"-s", luaFile, b.base).CombinedOutput()
 		if err == nil {
 			err = parseWrk(out, &res.reads)
@@ -62,7 +60,7 @@ func (b *bencher) intakeBesideReads(ctx context.Context, db *sql.DB) (readsResul
 		wrk <- err
 	}()
 	time.Sleep(time.Second)
-	res.intake.sent, res.intake.accepted = b.sendSteadily(b.tenant(), source, b.cfg.intakeRate, mixedFor)
+	res.intake.sent, res.intake.accepted = b.sendSteadily(b.tenant(), source, b.cfg.intakeRate, b.cfg.mixedFor)
 	if err := <-wrk; err != nil {
 		return res, err
 	}
@@ -79,14 +77,14 @@ func (r floodResult) String() string { return r.quiet.String() + "\n" + r.flood.
 
 // intakeBesideFlood sends a burst of cfg.floodBurst submissions for the
 // bench organization as fast as 16 connections go and, from the same
-// moment, quietRate a second for mixedFor for another organization; it
+// moment, quietRate a second for -mixed-for for another organization; it
 // measures accept → scored for both. The relay takes starts in turns
 // across organizations, so the burst's backlog does not delay the other.
 func (b *bencher) intakeBesideFlood(ctx context.Context, db *sql.DB, other tenant) (floodResult, error) {
 	stamp := time.Now().Unix()
 	floodSource, quietSource := fmt.Sprintf("flood%d", stamp), fmt.Sprintf("quiet%d", stamp)
 	res := floodResult{
-		quiet: intakeResult{label: fmt.Sprintf("other organization's intake, %d/s (%s)", quietRate, mixedFor)},
+		quiet: intakeResult{label: fmt.Sprintf("other organization's intake, %d/s (%s)", quietRate, b.cfg.mixedFor)},
 		flood: intakeResult{label: fmt.Sprintf("beside a burst of %d", b.cfg.floodBurst), sent: b.cfg.floodBurst},
 	}
 	flooded := make(chan struct{})
@@ -95,7 +93,7 @@ func (b *bencher) intakeBesideFlood(ctx context.Context, db *sql.DB, other tenan
 		client := &http.Client{Timeout: 10 * time.Second}
 		res.flood.accepted, res.flood.acceptTime = burst(b.cfg.floodBurst, 16, func(n int) bool { return b.sendIntake(client, b.tenant(), floodSource, n) })
 	}()
-	res.quiet.sent, res.quiet.accepted = b.sendSteadily(other, quietSource, quietRate, mixedFor)
+	res.quiet.sent, res.quiet.accepted = b.sendSteadily(other, quietSource, quietRate, b.cfg.mixedFor)
 	<-flooded
 	if err := b.awaitLeads(ctx, db, other.org, quietSource, &res.quiet); err != nil {
 		return res, err

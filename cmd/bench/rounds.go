@@ -53,8 +53,13 @@ type row struct {
 	suiteCPU time.Duration
 	requests int
 	dbTPS    float64
+	// dbP50 and dbP99 are pgbench's transaction latencies (zero unless
+	// the workload has pgLatency).
+	dbP50, dbP99 time.Duration
 	// ratioMin and ratioMax span the ratios of every round.
 	ratioMin, ratioMax float64
+	// goal is what the issue asks of the row, if anything.
+	goal goal
 }
 
 func (r row) ratio() float64 { return r.apiRPS / r.dbTPS }
@@ -76,8 +81,8 @@ func (r row) cpuPerRequest() time.Duration {
 }
 
 func (r row) text() string {
-	return fmt.Sprintf("%-42s c%-3d API %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d  suite CPU %.3f ms/req | PostgreSQL %8.0f tps | ratio %s",
-		r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText())
+	return fmt.Sprintf("%-42s c%-3d API %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d  suite CPU %.3f ms/req | PostgreSQL %8.0f tps | ratio %s%s",
+		r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText(), r.baselineText())
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -117,8 +122,18 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 		return err
 	}
 	threads := strconv.Itoa(min(r.conns, runtime.NumCPU()))
-	out, err := exec.Command("pgbench", "-n", "-f", pgFile, "-c", strconv.Itoa(r.conns), "-j", threads,
-		"-T", strconv.Itoa(int(b.cfg.duration.Seconds())), b.dbURL).CombinedOutput()
+	args := []string{"-n", "-f", pgFile, "-c", strconv.Itoa(r.conns), "-j", threads, "-T", strconv.Itoa(int(b.cfg.duration.Seconds()))}
+	if w.pgbenchMode != "" {
+		// The workspace as a variable, :org: under -M prepared a
+		// parameter, as pgx sends it, so that PostgreSQL plans it as it
+		// plans the suite's (a generic plan after five custom ones).
+		args = append(args, "-M", w.pgbenchMode, "-D", "org="+b.org)
+	}
+	logPrefix := filepath.Join(b.dir, fmt.Sprintf("pglog-%d", b.rounds))
+	if w.pgLatency {
+		args = append(args, "-l", "--log-prefix", logPrefix)
+	}
+	out, err := exec.Command("pgbench", append(args, b.dbURL)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pgbench: %v: %s", err, out)
 	}
@@ -127,6 +142,11 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 		return fmt.Errorf("pgbench output: %s", out)
 	}
 	r.dbTPS, _ = strconv.ParseFloat(string(m[1]), 64)
+	if w.pgLatency {
+		if r.dbP50, r.dbP99, err = pgbenchLatency(logPrefix); err != nil {
+			return err
+		}
+	}
 
 	profiled := func() error { return nil }
 	if profile {
@@ -139,6 +159,9 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 		err = perr
 	}
 	r.suiteCPU = cpuAfter - cpuBefore
+	if err == nil && w.backlog != "" {
+		err = b.drain(w.backlog)
+	}
 	return err
 }
 

@@ -11,6 +11,9 @@ import (
 
 func renderTable(rows []row, notes []string, cfg config) string {
 	var b strings.Builder
+	if cfg.quick != "" {
+		b.WriteString(cfg.quick + "\n\n")
+	}
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL; wrk and pgbench at the same concurrency, "+
 		"%d alternating rounds of %s each; each row is the round with the median ratio (the range of all rounds in brackets).\n\n",
@@ -19,7 +22,7 @@ func renderTable(rows []row, notes []string, cfg config) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "| %s | %d | %.0f | %.2f ms | %.2f ms | %d | %.3f ms | %.0f | %s |\n",
-			r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText())
+			r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText()+r.baselineText())
 	}
 	b.WriteString("\n")
 	for _, note := range notes {

@@ -12,6 +12,22 @@ type workload struct {
 	wrkScript func(b *bencher) string
 	drive     func(b *bencher, r *row) error
 	pgScript  func(b *bencher) string
+	// pgbenchMode is pgbench's -M (query protocol) when set: "prepared"
+	// for a baseline of statements the suite sends prepared (pgx prepares
+	// each once per connection), where pgbench's default, the simple
+	// protocol, parses and plans every one and so is the slower baseline.
+	// With a mode set, the script may name the workspace as :org.
+	pgbenchMode string
+	// pgLatency has pgbench log every transaction (-l) for its p50 and
+	// p99, compared in the row with the API's: for the baselines that
+	// run a request's own statements, whose latency goal is relative to
+	// them. Off for the rest, which run pgbench as before.
+	pgLatency bool
+	// backlog, when set, counts (for the workspace, $1) the work an API
+	// round leaves queued behind it — workflow starts and webhook
+	// deliveries the relay still has to carry out — which the bench waits
+	// for after each round, so that it never runs through the next one.
+	backlog string
 }
 
 var getContacts = workload{
