@@ -25,8 +25,6 @@ type need uint8
 const (
 	// needMailbox: the organization's e-mail address (bencher.mailbox).
 	needMailbox need = 1 << iota
-	// needReceiver: a webhook endpoint that counts what reaches it.
-	needReceiver
 	// needHelpdeskKey: an hd_ key of the organization (bencher.hdKey).
 	needHelpdeskKey
 )
@@ -86,8 +84,18 @@ var loads = []load{
 	{name: mailOwnLoad, needs: needMailbox, run: paired(4, mailOwn)},
 	{name: "POST /crm/leads/webhook (202)", run: paired(16, postWebhook)},
 	// Webhook delivery last: it needs no drained pipeline, and leaves none.
-	{name: webhookLoad, needs: needReceiver, run: func(r *benchRun, _ string) error {
-		delivery, err := r.b.webhookDelivery(r.receiver)
+	// Its endpoint is made here, not before the first load: an organization
+	// with a webhook endpoint records every create's event in the create's
+	// transaction (models.AnyReceivingEndpoint does not look at the types an
+	// endpoint subscribes to), so with it in place the contact and ticket
+	// rows above measured the transaction instead of their one statement.
+	{name: webhookLoad, run: func(r *benchRun, _ string) error {
+		receiver, err := r.b.newWebhookReceiver()
+		if err != nil {
+			return err
+		}
+		defer receiver.srv.Close()
+		delivery, err := r.b.webhookDelivery(receiver)
 		if err != nil {
 			return err
 		}
@@ -114,13 +122,12 @@ func paired(conns int, w workload) func(r *benchRun, name string) error {
 // benchRun is what the loads run with, and what they found: the table's
 // rows and the notes under it, each printed as it comes.
 type benchRun struct {
-	b        *bencher
-	ctx      context.Context
-	db       *sql.DB
-	suite    *suite
-	receiver *webhookReceiver // with needReceiver
-	rows     []row
-	notes    []string
+	b     *bencher
+	ctx   context.Context
+	db    *sql.DB
+	suite *suite
+	rows  []row
+	notes []string
 }
 
 // add keeps a paired run's row, or passes its error on.

@@ -172,12 +172,6 @@ func run(cfg config) error {
 	b := &bencher{cfg: cfg, dir: dir, dataDir: dataDir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof,
 		smtp: s.smtp, mailbox: mailbox, token: token}
 	r := &benchRun{b: b, ctx: ctx, db: db, suite: s}
-	if needs&needReceiver != 0 {
-		if r.receiver, err = b.newWebhookReceiver(); err != nil {
-			return err
-		}
-		defer r.receiver.srv.Close()
-	}
 	if needs&needHelpdeskKey != 0 {
 		if b.hdKey, err = b.newHelpdeskKey(); err != nil {
 			return fmt.Errorf("the bench organization's hd_ key: %w", err)
