@@ -146,8 +146,8 @@ func TestIntakeLimitsKeysPerKeyAndFormsPerIP(t *testing.T) {
 		}
 		withKey := map[string]string{"X-Api-Key": o.key}
 		// The 325 requests below take under 3 s here (each subtest, its Env
-		// included, 1.5–2.8 s); a wait for
-		// a fresh minute costs up to need, so need is not larger than that.
+		// included, 1.5–2.8 s); waiting for a fresh minute costs up to need,
+		// so need leaves them a margin of four and no more.
 		inOneWindow(t, 12*time.Second)
 		for i := range rate {
 			post(withKey, lead(i)).Expect(202)
