@@ -17,7 +17,7 @@ const slaLoad = "SLA timers"
 
 const (
 	// slaTickets is how many open tickets hold SLA workflows.
-	slaTickets = 10_000
+	slaTickets = 5_000
 	// slaTarget is their first-response target: long enough for the
 	// tickets to be opened before any falls due.
 	slaTarget = 5 * time.Minute
