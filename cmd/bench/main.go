@@ -170,7 +170,7 @@ func run(cfg config) error {
 		return err
 	}
 	b := &bencher{cfg: cfg, dir: dir, dataDir: dataDir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof,
-		smtp: s.smtp, mailbox: mailbox, token: token}
+		smtp: s.smtp, mailbox: mailbox, token: token, email: bench.email}
 	r := &benchRun{b: b, ctx: ctx, db: db, suite: s}
 	if needs&needHelpdeskKey != 0 {
 		if b.hdKey, err = b.newHelpdeskKey(); err != nil {

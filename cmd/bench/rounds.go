@@ -38,6 +38,7 @@ type bencher struct {
 	smtp, mailbox string
 	// token is the organization owner's access token (its webhooks).
 	token string
+	email string // the owner's, for a fresh token (signIn)
 	// rounds counts the load rounds run so far.
 	rounds int
 }

@@ -116,6 +116,20 @@ func (s *suite) stop() {
 type benchOrg struct {
 	tenant
 	token string
+	email string // the owner's, who signs in again with benchPassword (signIn)
+}
+
+// benchPassword is the password of every owner setupOrg signs up.
+const benchPassword = "correct horse battery"
+
+// signIn is a fresh access token of the owner email: a load that runs late
+// in a full run outlives the token setupOrg got (they last 15 minutes).
+func signIn(base, email string) (string, error) {
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	err := call(base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": email, "password": benchPassword}, &tok)
+	return tok.AccessToken, err
 }
 
 // setPlan moves org to plan, as an operator does (suite admin set-plan).
@@ -130,23 +144,20 @@ func setPlan(binary, dbURL, dataDir, org, plan string) error {
 
 func setupOrg(s *suite, binary, dbURL, dataDir string) (benchOrg, error) {
 	email := fmt.Sprintf("bench-%d@example.com", time.Now().UnixNano())
-	const password = "correct horse battery"
-	if err := call(s.base+"/identity/v1/users", "", map[string]string{"email": email, "password": password, "name": "Bench"}, nil); err != nil {
+	if err := call(s.base+"/identity/v1/users", "", map[string]string{"email": email, "password": benchPassword, "name": "Bench"}, nil); err != nil {
 		return benchOrg{}, err
 	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := call(s.base+"/identity/v1/token", "", map[string]string{"grant_type": "password", "email": email, "password": password}, &tok); err != nil {
+	token, err := signIn(s.base, email)
+	if err != nil {
 		return benchOrg{}, err
 	}
 	var o struct{ ID, Status string }
-	if err := call(s.base+"/crm/organization", tok.AccessToken, map[string]string{"name": "Bench"}, &o); err != nil {
+	if err := call(s.base+"/crm/organization", token, map[string]string{"name": "Bench"}, &o); err != nil {
 		return benchOrg{}, err
 	}
 	for o.Status != "active" {
 		time.Sleep(100 * time.Millisecond)
-		if err := getJSON(s.base+"/crm/organization/"+o.ID, tok.AccessToken, &o); err != nil {
+		if err := getJSON(s.base+"/crm/organization/"+o.ID, token, &o); err != nil {
 			return benchOrg{}, err
 		}
 	}
@@ -154,10 +165,10 @@ func setupOrg(s *suite, binary, dbURL, dataDir string) (benchOrg, error) {
 		return benchOrg{}, err
 	}
 	var k struct{ Key string }
-	if err := call(s.base+"/crm/organization/"+o.ID+"/apikeys", tok.AccessToken, map[string]string{"name": "bench", "service": "crm"}, &k); err != nil {
+	if err := call(s.base+"/crm/organization/"+o.ID+"/apikeys", token, map[string]string{"name": "bench", "service": "crm"}, &k); err != nil {
 		return benchOrg{}, err
 	}
-	return benchOrg{tenant: tenant{org: o.ID, key: k.Key}, token: tok.AccessToken}, nil
+	return benchOrg{tenant: tenant{org: o.ID, key: k.Key}, token: token, email: email}, nil
 }
 
 // mailboxOf is the organization's e-mail address, read through the API.

@@ -67,7 +67,12 @@ func (b *bencher) newWebhookReceiver() (*webhookReceiver, error) {
 		w.WriteHeader(http.StatusNoContent)
 	})}
 	go func() { _ = rc.srv.Serve(ln) }()
-	err = call(b.base+"/crm/organization/"+b.org+"/webhooks", b.token,
+	token, err := signIn(b.base, b.email)
+	if err != nil {
+		_ = rc.srv.Close()
+		return nil, fmt.Errorf("sign in again: %w", err)
+	}
+	err = call(b.base+"/crm/organization/"+b.org+"/webhooks", token,
 		map[string]any{"url": "http://" + ln.Addr().String() + "/bench", "events": []string{"deal.created"}}, nil)
 	if err != nil {
 		_ = rc.srv.Close()
