@@ -88,19 +88,19 @@ func pgbenchLatency(prefix string) (p50, p99 time.Duration, err error) {
 	return p50, p99, nil
 }
 
-// drain waits until backlog, a count of work an API round left queued
-// for the bench's workspace, is down to nothing (or has not moved for
-// 30 s), as settle does for the intake and mail pipelines.
-func (b *bencher) drain(backlog string) error {
+// drain waits until backlog, a count of the work an API round left queued
+// for the bench's workspace (what names it), is down to nothing or has
+// not moved for 30 s, and says how long it waited.
+func (b *bencher) drain(backlog, what string) error {
 	start := time.Now()
 	n, err := pollCount(context.Background(), b.db, func(n int) bool { return n == 0 }, backlog, b.org)
 	switch {
 	case err != nil:
 		return err
 	case n > 0:
-		fmt.Printf("  (the round's queued work stalled with %d rows left)\n", n)
+		fmt.Printf("  (%s stalled with %d rows left)\n", what, n)
 	case time.Since(start) > time.Second:
-		fmt.Printf("  (waited %.0f s for the round's queued work)\n", time.Since(start).Seconds())
+		fmt.Printf("  (waited %.0f s for %s)\n", time.Since(start).Seconds(), what)
 	}
 	return nil
 }

@@ -161,7 +161,7 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 	}
 	r.suiteCPU = cpuAfter - cpuBefore
 	if err == nil && w.backlog != "" {
-		err = b.drain(w.backlog)
+		err = b.drain(w.backlog, "the round's queued work")
 	}
 	return err
 }
@@ -189,21 +189,11 @@ func (b *bencher) load(r *row, w workload, threads string) error {
 // than their pipelines drain, and the drain would otherwise go on through
 // the next database round and slow pgbench down with it.
 func (b *bencher) settle() error {
-	start := time.Now()
 	backlog := `SELECT count(*) FROM lead_intakes WHERE org_id = $1 AND status = 'received'`
 	if b.mailbox != "" { // the mail load runs (a binary from before it has no such table)
 		backlog = `SELECT (` + backlog + `) + (SELECT count(*) FROM inbound_emails WHERE org_id = $1 AND status = 'received')`
 	}
-	n, err := pollCount(context.Background(), b.db, func(n int) bool { return n == 0 }, backlog, b.org)
-	switch {
-	case err != nil:
-		return err
-	case n > 0:
-		fmt.Printf("  (the intake and mail pipelines stalled with %d intakes and messages left)\n", n)
-	case time.Since(start) > time.Second:
-		fmt.Printf("  (waited %.0f s for the intake and mail pipelines to drain)\n", time.Since(start).Seconds())
-	}
-	return nil
+	return b.drain(backlog, "the intake and mail pipelines")
 }
 
 // pollCount runs query, a count, until done accepts the count or the count
