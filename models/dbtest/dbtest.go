@@ -233,7 +233,11 @@ func postgresDatabase(t testing.TB, template string) string {
 			t.Logf("drop database %s: %v", name, err)
 		}
 	})
-	return databaseURL(t, admin, name)
+	dsn, err := databaseURLOf(admin, name)
+	if err != nil {
+		t.Fatalf("parse TEST_DATABASE_URL: %v", err)
+	}
+	return dsn
 }
 
 // adminExec runs a statement on the server at admin, outside any database
@@ -247,15 +251,7 @@ func adminExec(admin, statement string) error {
 	return adminDB.Exec(statement).Error
 }
 
-// databaseURL is admin's URL for the database name.
-func databaseURL(t testing.TB, admin, name string) string {
-	u, err := databaseURLOf(admin, name)
-	if err != nil {
-		t.Fatalf("parse TEST_DATABASE_URL: %v", err)
-	}
-	return u
-}
-
+// databaseURLOf is admin's URL for the database name.
 func databaseURLOf(admin, name string) (string, error) {
 	u, err := url.Parse(admin)
 	if err != nil {

@@ -127,12 +127,13 @@ func ensurePostgresTemplate(admin, name string) error {
 	}
 	defer func() { _ = adminDB.Close() }()
 	ctx := context.Background()
-	var exists bool
-	if err := adminDB.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return err
+	templateExists := func() (bool, error) {
+		var exists bool
+		err := adminDB.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists)
+		return exists, err
 	}
-	if exists {
-		return nil
+	if exists, err := templateExists(); err != nil || exists {
+		return err
 	}
 	building := name + "_" + randomSuffix()
 	if _, err := adminDB.ExecContext(ctx, "CREATE DATABASE "+building); err != nil {
@@ -147,12 +148,12 @@ func ensurePostgresTemplate(admin, name string) error {
 		drop(building)
 		return err
 	}
-	if _, err := adminDB.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); err != nil {
+	if _, renameErr := adminDB.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name); renameErr != nil {
 		drop(building)
-		if err := adminDB.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil || !exists {
-			return fmt.Errorf("rename %s to %s: %w", building, name, err)
+		if exists, err := templateExists(); err == nil && exists {
+			return nil // another process made it meanwhile
 		}
-		return nil // another process made it meanwhile
+		return fmt.Errorf("rename %s to %s: %w", building, name, renameErr)
 	}
 	// Templates of other schemas are left over from earlier runs. One in
 	// use (a test run of that schema is copying it) refuses the DROP; it
