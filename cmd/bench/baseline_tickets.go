@@ -90,10 +90,7 @@ func (b *bencher) fullTicketWorkspace(sink string) (fullWorkspace, error) {
 	if err := b.helpdesk("PUT", "/helpdesk/sla-policy", policy); err != nil {
 		return ws, fmt.Errorf("the SLA policy: %w", err)
 	}
-	if _, err := b.db.Exec(`UPDATE plans SET tickets_per_month = 100000000 WHERE name = 'business'`); err != nil {
-		return ws, err
-	}
-	if err := setPlan(b.cfg.binary, b.dbURL, b.dataDir, b.org, "business"); err != nil {
+	if err := b.toBusinessPlan(); err != nil {
 		return ws, err
 	}
 	hooks := b.base + "/crm/organization/" + b.org + "/webhooks"
