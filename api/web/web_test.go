@@ -206,6 +206,62 @@ func TestInFlightCountsRunningRequests(t *testing.T) {
 	}
 }
 
+// NewInFlight serves at most its limit at once: a request past it waits
+// its turn and, after the queue's wait, is answered 503 with Retry-After;
+// a request that only waits (web.Waiting) gives its slot up meanwhile.
+func TestInFlightAdmitsAtMostItsLimit(t *testing.T) {
+	inFlight := web.NewInFlight(1, 200*time.Millisecond)
+	entered, release := make(chan struct{}), make(chan struct{})
+	app := newApp()
+	app.Use(inFlight.Middleware())
+	app.Get("/hold", func(c *fiber.Ctx) error {
+		if c.Query("wait") != "" {
+			defer web.Waiting(c)()
+		}
+		entered <- struct{}{}
+		<-release
+		return c.SendString("held")
+	})
+	app.Get("/fast", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	holding := func(path string) <-chan int {
+		done := make(chan int, 1)
+		go func() {
+			resp, err := app.Test(httptest.NewRequest("GET", path, nil), -1)
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		<-entered
+		return done
+	}
+
+	waiter := holding("/hold?wait=1")
+	if r := send(t, app, "GET", "/fast", ""); r.status != 200 {
+		t.Fatalf("the only other request works while one waits: status %d, want 200", r.status)
+	}
+	worker := holding("/hold")
+	r := send(t, app, "GET", "/fast", "")
+	if r.status != fiber.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" || !strings.Contains(r.body, `"overloaded"`) {
+		t.Fatalf("a request past the limit for the whole queue wait: status %d, Retry-After %q, body %s; want 503 overloaded with Retry-After 1",
+			r.status, r.header.Get("Retry-After"), r.body)
+	}
+	close(release)
+	for _, done := range []<-chan int{worker, waiter} {
+		if status := <-done; status != 200 {
+			t.Fatalf("admitted request answered %d", status)
+		}
+	}
+	if n := inFlight.Load(); n != 0 {
+		t.Fatalf("every request answered, %d still counted", n)
+	}
+	if r := send(t, app, "GET", "/fast", ""); r.status != 200 {
+		t.Fatalf("every slot given back: status %d, want 200", r.status)
+	}
+}
+
 // A leased limit counts blocks, not requests, and still never lets more
 // than Max through across replicas: near the limit a block is cut short,
 // and from then on every request (refused ones too) is counted singly.

@@ -15,6 +15,7 @@ const mailOwnLoad = "SMTP inbound message, 1 KB (250) beside its own statements"
 // between rounds (bencher.settle), and is not in either side.
 var mailOwn = workload{
 	drive:       inboundMail.drive,
+	queues:      inboundMail.queues,
 	pgbenchMode: "prepared",
 	pgLatency:   true,
 	pgScript: func(b *bencher) string {

@@ -31,7 +31,8 @@ func mailMessage(n int, to string) (from string, raw []byte) {
 // server does), each message from a new customer to the organization's
 // address. Its database baseline is the one INSERT of the raw message.
 var inboundMail = workload{
-	drive: func(b *bencher, r *row) error { return b.sendMail(r) },
+	drive:  func(b *bencher, r *row) error { return b.sendMail(r) },
+	queues: true,
 	pgScript: func(b *bencher) string {
 		_, raw := mailMessage(0, b.mailbox)
 		return fmt.Sprintf(`\set n random(1, 1000000000)
@@ -40,7 +41,7 @@ INSERT INTO inbound_emails (id, org_id, message_id, mail_from, rcpt, via, raw, s
 	},
 }
 
-// sendMail runs the inbound mail load for -duration and fills r: messages
+// sendMail runs the inbound mail load for the row's API run and fills r: messages
 // a second, latency of each message (MAIL FROM to the 250 after its data),
 // and messages refused.
 func (b *bencher) sendMail(r *row) error {
@@ -54,7 +55,7 @@ func (b *bencher) sendMail(r *row) error {
 	)
 	next.Store(int64(b.rounds) * 10_000_000) // no Message-ID repeats across rounds
 	start := time.Now()
-	deadline := start.Add(b.cfg.duration)
+	deadline := start.Add(r.apiRun)
 	for range r.conns {
 		wg.Add(1)
 		go func() {

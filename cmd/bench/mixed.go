@@ -46,6 +46,9 @@ func (b *bencher) intakeBesideReads(ctx context.Context, db *sql.DB) (readsResul
 	if err := os.WriteFile(luaFile, []byte(getContacts.wrkScript(b)), 0o644); err != nil {
 		return res, err
 	}
+	if err := b.quiet(readsLoad); err != nil {
+		return res, err
+	}
 	wrk := make(chan error, 1)
 	go func() {
 		// A second longer than the intake, so the GETs saturate the API

@@ -61,6 +61,11 @@ type row struct {
 	ratioMin, ratioMax float64
 	// goal is what the issue asks of the row, if anything.
 	goal goal
+	// apiRun is how long the API side ran: -duration, or queuedRun for
+	// a workload that queues (workload.queues).
+	apiRun time.Duration
+	// shortRun: apiRun is shorter than the database's run (shown).
+	shortRun bool
 }
 
 func (r row) ratio() float64 { return r.apiRPS / r.dbTPS }
@@ -83,7 +88,17 @@ func (r row) cpuPerRequest() time.Duration {
 
 func (r row) text() string {
 	return fmt.Sprintf("%-42s c%-3d API %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  non-2xx %d  suite CPU %.3f ms/req | PostgreSQL %8.0f tps | ratio %s%s",
-		r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText(), r.baselineText())
+		r.name, r.conns, r.apiRPS, ms(r.apiP50), ms(r.apiP99), r.errors, ms(r.cpuPerRequest()), r.dbTPS, r.ratioText(), r.baselineText()+r.runText())
+}
+
+// runText says when the API ran shorter than the database (a workload
+// that queues), so that a reader of the row knows its rate is from a
+// shorter run.
+func (r row) runText() string {
+	if !r.shortRun {
+		return ""
+	}
+	return fmt.Sprintf("; API runs of %s", r.apiRun)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -96,7 +111,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func (b *bencher) pair(name string, conns int, w workload) (row, error) {
 	var rounds []row
 	for i := range max(1, b.cfg.rounds) {
-		r := row{name: name, conns: conns}
+		r := row{name: name, conns: conns, apiRun: b.cfg.duration}
+		if w.queues && queuedRun < r.apiRun {
+			r.apiRun, r.shortRun = queuedRun, true
+		}
 		if err := b.round(&r, w, i == 0); err != nil {
 			return r, err
 		}
@@ -151,7 +169,7 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 
 	profiled := func() error { return nil }
 	if profile {
-		profiled = b.profile(fmt.Sprintf("%s c%d", r.name, r.conns), b.cfg.duration-time.Second)
+		profiled = b.profile(fmt.Sprintf("%s c%d", r.name, r.conns), r.apiRun-time.Second)
 	}
 	cpuBefore, _ := harness.ProcessCPU(b.pid)
 	err = b.load(r, w, threads)
@@ -175,7 +193,7 @@ func (b *bencher) load(r *row, w workload, threads string) error {
 	if err := os.WriteFile(luaFile, []byte(w.wrkScript(b)), 0o644); err != nil {
 		return err
 	}
-	out, err := exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(r.conns), "-d", b.cfg.duration.String(), "--latency",
+	out, err := exec.Command("wrk", "-t", threads, "-c", strconv.Itoa(r.conns), "-d", r.apiRun.String(), "--latency",
 		"-s", luaFile, b.base).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("wrk: %v: %s", err, out)
@@ -306,4 +324,42 @@ func parseWrk(out []byte, r *row) error {
 		}
 	}
 	return nil
+}
+
+// quiet waits until the suite (API, worker and embedded Temporal: one
+// process) has used less than a tenth of a core for two seconds running,
+// or for at most a minute, and says how long it waited. A load that
+// measures latency beside other work starts from a suite that has
+// finished what the loads before it left running — the last steps of a
+// burst's workflows, which settle does not see (their leads are already
+// scored) — so that it measures its own mix and not the last one's tail.
+func (b *bencher) quiet(what string) error {
+	const (
+		window = 2 * time.Second
+		idle   = 0.1 // of a core
+		limit  = time.Minute
+	)
+	start := time.Now()
+	for {
+		before, err := harness.ProcessCPU(b.pid)
+		if err != nil {
+			return err
+		}
+		time.Sleep(window)
+		after, err := harness.ProcessCPU(b.pid)
+		if err != nil {
+			return err
+		}
+		busy := (after - before).Seconds() / window.Seconds()
+		switch {
+		case busy < idle:
+			if waited := time.Since(start); waited > window {
+				fmt.Printf("  (waited %.0f s for the suite to go quiet before %s)\n", waited.Seconds(), what)
+			}
+			return nil
+		case time.Since(start) > limit:
+			fmt.Printf("  (the suite still used %.0f %% of a core after %s; %s starts anyway)\n", 100*busy, limit, what)
+			return nil
+		}
+	}
 }

@@ -19,8 +19,11 @@ const (
 	// slaTickets is how many open tickets hold SLA workflows.
 	slaTickets = 5_000
 	// slaTarget is their first-response target: long enough for the
-	// tickets to be opened before any falls due.
-	slaTarget = 5 * time.Minute
+	// tickets to be opened and every workflow started before any falls
+	// due (5,000 open in about 35 s, every workflow signalled about 100 s
+	// after the first), and no longer, since the load waits it out (it
+	// was 5 minutes until issue 44 asked for a bench of 15).
+	slaTarget = 3 * time.Minute
 	// slaIdle is how long the idle suite is measured.
 	slaIdle = 30 * time.Second
 )

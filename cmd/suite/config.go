@@ -95,6 +95,10 @@ type Config struct {
 	// cores; 0 never holds the relay back, unset lets the mode choose
 	// (OutboxYieldRateFor).
 	OutboxYieldRate *int `env:"SUITE_OUTBOX_YIELD_RATE"`
+	// MaxInFlight is how many requests the API serves at once; the rest
+	// wait their turn (web.NewInFlight). 0 lets the mode choose
+	// (MaxInFlightFor); -1 admits every request at once.
+	MaxInFlight int `env:"SUITE_MAX_IN_FLIGHT"`
 
 	// AccessLog picks the requests the access log writes: all, errors
 	// (400 and up, and slow requests) or sample:N (one in N besides
@@ -226,6 +230,9 @@ func LoadConfig() (Config, error) {
 	}
 	if cfg.OutboxYieldRate != nil && *cfg.OutboxYieldRate < 0 {
 		return cfg, fmt.Errorf("configuration: SUITE_OUTBOX_YIELD_RATE must be at least 0 (0: the relay never yields)")
+	}
+	if cfg.MaxInFlight < -1 {
+		return cfg, fmt.Errorf("configuration: SUITE_MAX_IN_FLIGHT must be at least 1 (0: the mode's default, -1: no limit)")
 	}
 	if cfg.AccessLog != "" {
 		if _, err := web.ParseAccessLog(cfg.AccessLog); err != nil {

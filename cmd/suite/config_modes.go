@@ -86,6 +86,28 @@ func (c Config) OutboxYieldRateFor(dev bool) int {
 	return 0
 }
 
+// devInFlightPerCore is how many requests `suite dev` serves at once per
+// core, the rest queued (web.NewInFlight): there the worker and the
+// Temporal server share the API's cores, and a handler more in flight
+// than the cores can run is only a share of CPU taken from them.
+const devInFlightPerCore = 4
+
+// MaxInFlightFor is how many requests the API serves at once (0: no
+// limit): SUITE_MAX_IN_FLIGHT, else the mode's default — under `suite dev`
+// devInFlightPerCore per core, while `suite api` has its cores to itself
+// and the operating system shares the machine between processes.
+func (c Config) MaxInFlightFor(dev bool, cores int) int {
+	switch {
+	case c.MaxInFlight == -1:
+		return 0
+	case c.MaxInFlight > 0:
+		return c.MaxInFlight
+	case dev:
+		return devInFlightPerCore * cores
+	}
+	return 0
+}
+
 // clusterAccessLog is the access log of `suite api`: every error and slow
 // request, and one in ten of the rest. At production rates a line per
 // request costs more than it tells — the metrics count and time every

@@ -336,6 +336,23 @@ func TestOutboxYieldRateByMode(t *testing.T) {
 	}
 }
 
+func TestMaxInFlightByMode(t *testing.T) {
+	cfg := loadWithout(t, "SUITE_MAX_IN_FLIGHT")
+	if dev, cluster := cfg.MaxInFlightFor(true, 2), cfg.MaxInFlightFor(false, 2); dev != 2*devInFlightPerCore || cluster != 0 {
+		t.Fatalf("defaults on 2 cores: dev %d, cluster %d", dev, cluster)
+	}
+	for value, want := range map[string]int{"-1": 0, "12": 12} {
+		t.Setenv("SUITE_MAX_IN_FLIGHT", value)
+		if cfg, err := LoadConfig(); err != nil || cfg.MaxInFlightFor(true, 2) != want || cfg.MaxInFlightFor(false, 2) != want {
+			t.Fatalf("SUITE_MAX_IN_FLIGHT=%s: %v, %v", value, err, cfg.MaxInFlight)
+		}
+	}
+	t.Setenv("SUITE_MAX_IN_FLIGHT", "-2")
+	if _, err := LoadConfig(); err == nil || !strings.Contains(err.Error(), "SUITE_MAX_IN_FLIGHT") {
+		t.Fatalf("a limit below -1 was accepted: %v", err)
+	}
+}
+
 func TestAccessLogByMode(t *testing.T) {
 	cfg := loadWithout(t, "SUITE_ACCESS_LOG")
 	if dev, cluster := cfg.AccessLogFor(true), cfg.AccessLogFor(false); dev != web.AccessLogAll || cluster != clusterAccessLog {

@@ -116,17 +116,21 @@ func prepareAPI(ctx context.Context, cfg Config, db *gorm.DB, dev bool, log *slo
 	return side, nil
 }
 
+// queueWait is how long a request waits for its turn while the API
+// serves as many as it may at once (web.NewInFlight) before it is
+// answered 503 with Retry-After.
+const queueWait = 10 * time.Second
+
 // startAPI serves on side's listeners until ctx ends, then shuts down
 // gracefully (in-flight requests finish within the shutdown timeout).
 func startAPI(ctx context.Context, cfg Config, side *apiSide, db *gorm.DB, tc client.Client, log *slog.Logger, reg *prometheus.Registry, checker *ready.Checker, dev bool) (*apiServer, *outbox.Starter) {
 	ln, id, vapid := side.ln, side.id, side.vapid
 	starter := outbox.New(db, tc, log.With("component", "outbox"), reg)
 	starter.Concurrency = cfg.OutboxConcurrencyFor(dev)
-	var inFlight *web.InFlight
+	cores := runtime.GOMAXPROCS(0)
+	inFlight := web.NewInFlight(cfg.MaxInFlightFor(dev, cores), queueWait)
 	if perSecond := cfg.OutboxYieldRateFor(dev); perSecond > 0 {
-		inFlight = new(web.InFlight)
-		cores := int64(runtime.GOMAXPROCS(0))
-		starter.YieldTo(func() bool { return inFlight.Load() > cores }, float64(perSecond))
+		starter.YieldTo(func() bool { return inFlight.Load() > int64(cores) }, float64(perSecond))
 	}
 	app := api.New(api.Deps{
 		DB: db, Temporal: tc, Starter: starter, Log: log, Metrics: reg,
