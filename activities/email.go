@@ -161,7 +161,7 @@ func emitIngested(tx *record.Tx, t *models.Ticket, out models.IngestOutcome) err
 	if err != nil {
 		return err
 	}
-	return tx.Emit(append([]models.Event{{OrgID: t.OrgID, Type: models.EventTicketCommentCreated, Object: view(&cm)}}, changed...)...)
+	return tx.Emit(append([]models.Event{{OrgID: t.OrgID, Type: models.EventTicketCommentCreated, Object: view(&cm), Subject: views.ToTicket(t)}}, changed...)...)
 }
 
 // SendReply sends the public agent comment commentID to its ticket's

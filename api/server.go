@@ -186,7 +186,7 @@ func New(d Deps) *fiber.App {
 		identity.Mount(app, d.Identity, requests)
 	}
 	crmDeps := crm.Deps{DB: d.DB, Auth: d.Auth, Starter: d.Starter, Identity: d.IdentityClient, Log: d.Log, InviteURL: d.InviteURL,
-		WebhookKeyRate: d.WebhookKeyRate, WebhookEgress: d.WebhookEgress}
+		WebhookKeyRate: d.WebhookKeyRate, WebhookEgress: d.WebhookEgress, TemporalUI: d.TemporalUIURL, Namespace: d.TemporalNamespace}
 	// The public lead intake is registered before the /crm group, so the
 	// group's Authorization check never runs for it.
 	app.Post("/crm/leads/webhook", crm.Webhook(crmDeps, requests)...)

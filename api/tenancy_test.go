@@ -96,6 +96,14 @@ func fields(kv ...any) func(*tenant, string) map[string]any {
 
 // hdFields is fields for Helpdesk bodies (no orgId: the workspace is a
 // header).
+// probeRule is an automation rule: tickets tagged auto-probe wait a day,
+// then get a tag.
+func probeRule(*tenant, string) map[string]any {
+	return map[string]any{"name": "Probe", "object": "ticket", "on": []string{"created"},
+		"conditions": map[string]any{"all": []any{map[string]any{"field": "tags", "operator": "includes", "value": "auto-probe"}}},
+		"steps":      []any{map[string]any{"action": "delay", "duration": "P1D"}, map[string]any{"action": "add_tags", "value": []string{"late"}}}}
+}
+
 func hdFields(kv ...any) func(*tenant, string) map[string]any {
 	f := fields(kv...)
 	return func(a *tenant, _ string) map[string]any { return f(a, "") }
@@ -203,6 +211,18 @@ var tenantProbes = map[string]probe{
 	"GET /crm/organization/:id/webhooks/:wid/deliveries":     {kind: crmOrg, params: map[string]string{"wid": "webhook"}},
 	"POST /crm/organization/:id/webhooks/:wid/deliveries/:did/replay": {kind: crmOrg,
 		params: map[string]string{"wid": "webhook", "did": "webhookDelivery"}},
+	"GET /crm/organization/:id/automations":           {kind: crmOrg},
+	"POST /crm/organization/:id/automations":          {kind: crmOrg, body: probeRule},
+	"GET /crm/organization/:id/automations/:aid":      {kind: crmOrg, params: map[string]string{"aid": "automation"}},
+	"PUT /crm/organization/:id/automations/:aid":      {kind: crmOrg, params: map[string]string{"aid": "automation"}, body: probeRule},
+	"DELETE /crm/organization/:id/automations/:aid":   {kind: crmOrg, params: map[string]string{"aid": "automation"}},
+	"GET /crm/organization/:id/automations/:aid/runs": {kind: crmOrg, params: map[string]string{"aid": "automation"}},
+	"GET /crm/organization/:id/automations/:aid/runs/:rid": {kind: crmOrg,
+		params: map[string]string{"aid": "automation", "rid": "automationRun"}},
+	"POST /crm/organization/:id/automations/:aid/runs/:rid/cancel": {kind: crmOrg,
+		params: map[string]string{"aid": "automation", "rid": "automationRun"}},
+	"POST /crm/organization/:id/automations/:aid/test": {kind: crmOrg, params: map[string]string{"aid": "automation"},
+		body: func(a *tenant, _ string) map[string]any { return map[string]any{"objectId": a.ids["ticket"]} }},
 
 	// Helpdesk routes.
 	"GET /helpdesk/tickets":                    {kind: helpdesk},
@@ -561,6 +581,18 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + tn.org + "/webhooks/" + hook.ID + "/test", Headers: tn.owner.Auth()}).
 		Expect(202).JSON(&test)
 	tn.ids["webhook"], tn.ids["webhookDelivery"] = hook.ID, test.ID
+	// An automation rule with a run waiting in its day-long delay.
+	var rule struct{ ID string }
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + tn.org + "/automations", Headers: tn.owner.Auth(),
+		Body: probeRule(tn, "")}).Expect(201).JSON(&rule)
+	var waiting struct{ ID string }
+	e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: hd,
+		Body: map[string]any{"subject": "Automated", "email": "auto@tenant-a.example", "tags": []string{"auto-probe"}}}).Expect(201).JSON(&waiting)
+	var run models.AutomationRun
+	e.Eventually(func() bool {
+		return e.DB.Take(&run, "org_id = ? AND object_id = ? AND status = ?", tn.org, waiting.ID, models.RunWaiting).Error == nil
+	}, "tenant %s's automation run to wait", name)
+	tn.ids["automation"], tn.ids["automationRun"] = rule.ID, run.ID
 	// Let the background work settle (intake processed, e-mails sent), so
 	// the snapshot below only changes if a probe changes something.
 	e.Eventually(func() bool {
@@ -590,7 +622,7 @@ func snapshot(t *testing.T, e *apitest.Env, orgID string) map[string][]map[strin
 		"tickets", "ticket_comments", "customers", "customer_events", "time_entries", "kb_categories", "kb_articles",
 		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries",
 		"ai_documents", "ai_jobs", "email_channels", "email_addresses", "inbound_emails", "email_messages", "ticket_attachments",
-		"webhook_endpoints", "webhook_events", "webhook_deliveries"}
+		"webhook_endpoints", "webhook_events", "webhook_deliveries", "automations", "automation_runs"}
 	for _, table := range tables {
 		var rows []map[string]any
 		order := map[string]string{"email_messages": "message_id", "email_channels": "org_id"}[table]

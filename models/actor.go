@@ -4,7 +4,8 @@ import "strings"
 
 // Actor is who made a change, in one encoding in every table and every
 // interface's records: "member:<member id>" for a workspace member,
-// "key:<API key id>" for an API key, or the bare name of a part of the
+// "key:<API key id>" for an API key, "automation:<rule id>" for a step of
+// an automation rule (AutomationCause.Actor), or the bare name of a part of the
 // suite that acts on its own (ActorIntake, ActorSystem, ActorEmail). Build one with
 // MemberActor or KeyActor (or auth.Principal.Actor in a handler); compare
 // actors, never their strings' parts.
@@ -19,8 +20,9 @@ const (
 	// e-mail).
 	ActorEmail Actor = "email"
 
-	memberPrefix = "member:"
-	keyPrefix    = "key:"
+	memberPrefix     = "member:"
+	keyPrefix        = "key:"
+	automationPrefix = "automation:"
 )
 
 // MemberActor is the workspace member memberID.
@@ -48,6 +50,8 @@ func (a Actor) Valid() bool {
 		return len(a) > len(memberPrefix)
 	case strings.HasPrefix(string(a), keyPrefix):
 		return len(a) > len(keyPrefix)
+	case strings.HasPrefix(string(a), automationPrefix):
+		return len(a) > len(automationPrefix)
 	}
 	return false
 }

@@ -309,3 +309,10 @@ func TicketSubject(subject string) string {
 func ReplySubject(t *Ticket) string {
 	return "Re: " + t.Subject + " [#" + strconv.Itoa(t.Number) + "]"
 }
+
+// EmailSendInput names the public comment an EmailSend workflow sends
+// (workflows.EmailSend; recorded by record.Tx.EmailReply).
+type EmailSendInput struct {
+	CommentID string `json:"commentId"`
+	OrgID     string `json:"orgId"`
+}

@@ -52,6 +52,11 @@ const (
 
 	EventAIJobSucceeded = "ai.job.succeeded"
 	EventAIJobFailed    = "ai.job.failed"
+
+	// EventAutomationRunFailed tells that a rule's run failed for good (a
+	// step refused, or failing past its retries). A rule's webhook step
+	// sends events of its own type, "automation.<name>" (AutomationEventType).
+	EventAutomationRunFailed = "automation.run.failed"
 )
 
 // EventTypes are the event types an endpoint may subscribe to, by name or
@@ -67,6 +72,14 @@ var EventTypes = []string{
 	EventMemberInvited, EventMemberJoined, EventMemberRemoved,
 	EventSubscriptionChanged,
 	EventAIJobSucceeded, EventAIJobFailed,
+	EventAutomationRunFailed,
+}
+
+// AutomationEventType tells whether typ is an event type a rule's webhook
+// step may send: "automation." and a name (automation.escalated), which an
+// endpoint subscribes to by name, as "automation.*" or "*".
+func AutomationEventType(typ string) bool {
+	return automationSlug.MatchString(typ) && typ != EventAutomationRunFailed
 }
 
 // DealChangeTypes are the event types of a deal's change from stage

@@ -237,3 +237,24 @@ func NewCustomerEvent(orgID, customerID string, ticketID *string, typ, summary s
 
 // Itoa formats a ticket number.
 func Itoa(n int) string { return strconv.Itoa(n) }
+
+// DefaultTicketAutoClose is how long a solved ticket waits before it is
+// closed, unless the API is configured otherwise.
+const DefaultTicketAutoClose = 4 * 24 * time.Hour
+
+// TicketAutoCloseInput is the input of a solved ticket's auto-close timer
+// (workflows.TicketAutoClose): the ticket and the generation of its solved
+// state (how many times it has been solved).
+type TicketAutoCloseInput struct {
+	TicketID   string        `json:"ticketId"`
+	SolveCount int           `json:"solveCount"`
+	After      time.Duration `json:"after"`
+}
+
+// TicketAutoCloseCancelInput names the timer to cancel
+// (workflows.TicketAutoCloseCancel): the ticket and the generation of the
+// solved state it left.
+type TicketAutoCloseCancelInput struct {
+	TicketID   string `json:"ticketId"`
+	SolveCount int    `json:"solveCount"`
+}

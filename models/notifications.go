@@ -17,6 +17,8 @@ const (
 	NotifySLAWarning      = "sla_warning"
 	NotifySLABreached     = "sla_breached"
 	NotifyWebhookDisabled = "webhook_disabled"
+	// NotifyAutomation: a rule's notify step (AutomationNotice).
+	NotifyAutomation = "automation"
 )
 
 // NotificationDeliveryInput is the input of a notification's push, the

@@ -54,5 +54,7 @@ func All() []any {
 		&TicketAttachment{},
 		&StaffSession{},
 		&StaffAuditEntry{},
+		&Automation{},
+		&AutomationRun{},
 	}
 }

@@ -8,8 +8,9 @@ import (
 
 // OpenTicketAtOnce is OpenTicket as one statement, for the workspaces
 // whose ticket needs nothing but its rows: on PostgreSQL, a workspace on a
-// plan without seat or ticket limits, without an SLA policy and without a
-// webhook endpoint that receives events. One data-modifying WITH takes the
+// plan without seat or ticket limits, without an SLA policy, and without a
+// webhook endpoint that receives events or an active automation rule
+// about tickets (AnyEventConsumer). One data-modifying WITH takes the
 // number from the workspace's sequence, finds or creates the requester's
 // customer and writes the ticket and the customer's history, checking
 // those conditions itself; db may be a request's one statement
@@ -41,7 +42,7 @@ func OpenTicketAtOnce(db *gorm.DB, t *Ticket, requesterName string, by Actor) (b
 	var number int
 	var customerID string
 	opened, err := queryRow(db, openTicketStatement, []any{
-		t.OrgID, t.OrgID,
+		t.OrgID, t.OrgID, t.OrgID,
 		customer.ID, customer.OrgID, customer.Name, customer.Email, customer.CreatedAt, customer.UpdatedAt,
 		t.OrgID, t.RequesterEmail,
 		t.ID, t.OrgID, t.OrgID, t.Subject, t.Description, t.Status, t.Priority, t.Channel, t.RequesterEmail, t.Tags, t.CreatedAt, t.UpdatedAt,
@@ -61,7 +62,7 @@ var openTicketStatement = database.Numbered(`WITH open AS (
   SELECT 1 FROM organizations o JOIN plans p ON p.name = o.plan
   WHERE o.id = CAST(? AS uuid) AND p.seats IS NULL AND p.tickets_per_month IS NULL
     AND NOT EXISTS (SELECT 1 FROM sla_policies WHERE org_id = o.id)
-    AND NOT EXISTS (` + AnyReceivingEndpoint + `)
+    AND NOT EXISTS (` + AnyEventConsumer(AutomationTicket) + `)
 ), created AS (
   INSERT INTO customers (id, org_id, name, email, phone, company, notes, created_at, updated_at)
   SELECT CAST(? AS uuid), CAST(? AS uuid), CAST(? AS text), CAST(? AS text), '', '', '', CAST(? AS timestamptz), CAST(? AS timestamptz) FROM open

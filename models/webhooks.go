@@ -137,7 +137,7 @@ func ValidEventPattern(p string) bool {
 	if group, ok := strings.CutSuffix(p, ".*"); ok {
 		return slices.ContainsFunc(EventTypes, func(t string) bool { return strings.HasPrefix(t, group+".") })
 	}
-	return slices.Contains(EventTypes, p)
+	return slices.Contains(EventTypes, p) || AutomationEventType(p)
 }
 
 // EventMatches tells whether an event of type typ matches one of patterns.
@@ -170,6 +170,10 @@ type Event struct {
 	// Previous, for an update, holds the changed fields' earlier values
 	// (PreviousFields).
 	Previous map[string]any
+	// Subject, when set, is the object automation rules match the event
+	// on, when Object is another: a comment's ticket (its view). A rule's
+	// conditions see Object under "comment".
+	Subject any
 }
 
 // receivingEndpoints is the condition, on the organization's id, of the
@@ -181,6 +185,16 @@ const receivingEndpoints = "org_id = ? AND (status = '" + WebhookEnabled + "' OR
 // event for: a write guarded by it (database.InsertUnless) knows, in its
 // own statement, that no event of it can be recorded.
 const AnyReceivingEndpoint = "SELECT 1 FROM webhook_endpoints WHERE " + receivingEndpoints
+
+// AnyEventConsumer is a query, on the organization's id given twice, that
+// finds a row when something may act on an event of the organization's
+// object (AutomationTicket…): an endpoint RecordEvents may record it for
+// (AnyReceivingEndpoint), or an active automation rule about that object
+// (record.Tx.Emit matches every event against them). A write guarded by
+// it knows, in its own statement, that its events would reach nobody.
+func AnyEventConsumer(object string) string {
+	return AnyReceivingEndpoint + " UNION ALL SELECT 1 FROM automations WHERE org_id = ? AND active AND object = '" + object + "'"
+}
 
 // RecordEvents records events in tx, the transaction of the change they
 // describe, each with one pending delivery to each endpoint of its

@@ -4,6 +4,8 @@
 package worker
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -50,6 +52,9 @@ type Deps struct {
 	// WebhookEgress decides which webhook endpoints may be reached: public
 	// addresses, and the hosts of SUITE_WEBHOOK_ALLOW_HOSTS.
 	WebhookEgress netguard.Policy
+	// TicketAutoCloseAfter is how long a ticket an automation rule solved
+	// stays solved (0: models.DefaultTicketAutoClose).
+	TicketAutoCloseAfter time.Duration
 	// Metrics is where the activities' own metrics are registered (nil:
 	// nowhere), beside the SDK's.
 	Metrics prometheus.Registerer
@@ -83,6 +88,9 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.EmailSend, workflow.RegisterOptions{Name: names.EmailSendWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.EmailAddressVerify, workflow.RegisterOptions{Name: names.EmailVerifyWorkflow})
 	r.RegisterActivity(&activities.Email{DB: deps.DB, Mail: deps.Mail, Domain: deps.MailDomain})
+	r.RegisterWorkflowWithOptions(workflows.AutomationRun, workflow.RegisterOptions{Name: names.AutomationRunWorkflow})
+	r.RegisterActivity(&activities.Automations{DB: deps.DB, MailDomain: deps.MailDomain, MailOutbound: deps.Mail.Configured(),
+		AutoCloseAfter: deps.TicketAutoCloseAfter})
 	r.RegisterWorkflowWithOptions(workflows.WebhookEndpoint, workflow.RegisterOptions{Name: names.WebhookEndpointWorkflow})
 	r.RegisterActivity(&activities.Webhooks{DB: deps.DB, Egress: deps.WebhookEgress, Metrics: activities.NewWebhookMetrics(deps.DB, deps.Metrics)})
 }

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows/names"
 )
 
@@ -73,11 +74,8 @@ func cancelAutoCloseChild(ctx workflow.Context, orgID, ticketID string, solveCou
 	return err
 }
 
-// EmailSendInput names the public comment to send.
-type EmailSendInput struct {
-	CommentID string `json:"commentId"`
-	OrgID     string `json:"orgId"`
-}
+// EmailSendInput names the public comment to send (record.Tx.EmailReply).
+type EmailSendInput = models.EmailSendInput
 
 // EmailSend sends one public agent reply to its ticket's requester,
 // retrying an SMTP server that is down or says "try again later" for

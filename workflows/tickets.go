@@ -8,16 +8,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/workflows/names"
 )
 
 // TicketAutoCloseInput names the solved ticket and the generation of its
-// solved state (how many times it has been solved).
-type TicketAutoCloseInput struct {
-	TicketID   string        `json:"ticketId"`
-	SolveCount int           `json:"solveCount"`
-	After      time.Duration `json:"after"`
-}
+// solved state (how many times it has been solved); recorded by
+// record.Tx.FollowTicketStatus.
+type TicketAutoCloseInput = models.TicketAutoCloseInput
 
 // TicketAutoClose waits on a durable timer, then closes the ticket unless it
 // was reopened meanwhile. The timer survives worker and server restarts.
@@ -34,10 +32,7 @@ func TicketAutoClose(ctx workflow.Context, in TicketAutoCloseInput) (bool, error
 
 // TicketAutoCloseCancelInput names the timer to cancel: the ticket and the
 // generation of the solved state it left.
-type TicketAutoCloseCancelInput struct {
-	TicketID   string `json:"ticketId"`
-	SolveCount int    `json:"solveCount"`
-}
+type TicketAutoCloseCancelInput = models.TicketAutoCloseCancelInput
 
 // Waiting for a timer whose start is still in the outbox: how often to look
 // again, and for how long at most (the timer's close is a no-op anyway once

@@ -77,10 +77,11 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	ct := &models.Contact{ID: models.NewID(), OrgID: p.OrgID, Name: strings.TrimSpace(req.Name), Type: models.ContactPerson,
 		CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
 	req.apply(ct)
-	// An organization without webhook endpoints — most — gets its contact
-	// in one statement, which checks so itself; one with endpoints records
-	// contact.created with the contact, in the request's transaction.
-	inserted, err := database.InsertUnless(web.OneStatementTx(c), ct, models.AnyReceivingEndpoint, p.OrgID)
+	// An organization without webhook endpoints or automation rules about
+	// contacts — most — gets its contact in one statement, which checks so
+	// itself; one with either records contact.created with the contact, in
+	// the request's transaction (models.AnyEventConsumer).
+	inserted, err := database.InsertUnless(web.OneStatementTx(c), ct, models.AnyEventConsumer(models.AutomationContact), p.OrgID, p.OrgID)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
@@ -32,17 +33,22 @@ type Deps struct {
 	// WebhookEgress decides which outbound webhook URLs may be registered:
 	// public https URLs, and the hosts of SUITE_WEBHOOK_ALLOW_HOSTS.
 	WebhookEgress netguard.Policy
+	// TemporalUI is the base address of the Temporal Web UI and Namespace
+	// the workflows' namespace: an automation run links to its workflow.
+	TemporalUI, Namespace string
 }
 
 type handlers struct {
 	Deps
 	// activeOrgs serves the public lead intake's organization check.
 	activeOrgs *models.ActiveOrgs
+	// temporalUI links an automation run to its workflow.
+	temporalUI web.TemporalUI
 }
 
 // Routes mounts the CRM on r (the /crm group, already authenticated).
 func Routes(r fiber.Router, d Deps) {
-	h := &handlers{Deps: d}
+	h := &handlers{Deps: d, temporalUI: web.NewTemporalUI(d.TemporalUI, d.Namespace)}
 	r.Get("/contacts", h.listContacts)
 	r.Post("/contacts", h.createContact)
 	r.Get("/contacts/:id", h.getContact)
@@ -101,6 +107,16 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/organization/:id/webhooks/:wid/test", h.inPathOrg, requireUserAdmin, h.testWebhook)
 	r.Get("/organization/:id/webhooks/:wid/deliveries", h.inPathOrg, requireUserAdmin, h.listDeliveries)
 	r.Post("/organization/:id/webhooks/:wid/deliveries/:did/replay", h.inPathOrg, requireUserAdmin, h.replayDelivery)
+
+	r.Get("/organization/:id/automations", h.inPathOrg, requireUserAdmin, h.listAutomations)
+	r.Post("/organization/:id/automations", h.inPathOrg, requireUserAdmin, h.createAutomation)
+	r.Get("/organization/:id/automations/:aid", h.inPathOrg, requireUserAdmin, h.getAutomation)
+	r.Put("/organization/:id/automations/:aid", h.inPathOrg, requireUserAdmin, h.updateAutomation)
+	r.Delete("/organization/:id/automations/:aid", h.inPathOrg, requireUserAdmin, h.deleteAutomation)
+	r.Post("/organization/:id/automations/:aid/test", h.inPathOrg, requireUserAdmin, h.testAutomation)
+	r.Get("/organization/:id/automations/:aid/runs", h.inPathOrg, requireUserAdmin, h.listRuns)
+	r.Get("/organization/:id/automations/:aid/runs/:rid", h.inPathOrg, requireUserAdmin, h.getRun)
+	r.Post("/organization/:id/automations/:aid/runs/:rid/cancel", h.inPathOrg, requireUserAdmin, h.cancelRun)
 }
 
 // inPathOrg resolves the organization the path's :id names for the caller

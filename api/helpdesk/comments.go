@@ -14,8 +14,6 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/models/views"
-	"github.com/business-suite/suite/workflows"
-	"github.com/business-suite/suite/workflows/names"
 )
 
 func (h *handlers) listComments(c *fiber.Ctx) error {
@@ -149,7 +147,7 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 		return err
 	}
 	shown := view(cm)
-	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: models.EventTicketCommentCreated, Object: shown}); err != nil {
+	if err := tx.Emit(models.Event{OrgID: t.OrgID, Type: models.EventTicketCommentCreated, Object: shown, Subject: views.ToTicket(t)}); err != nil {
 		return err
 	}
 	if err := emitTicketChange(tx, &change.Before, t); err != nil {
@@ -163,14 +161,8 @@ func (h *handlers) addComment(c *fiber.Ctx) error {
 // and its EmailSend workflow's start, when the server sends mail. Internal
 // notes and customers' comments are never sent.
 func (h *handlers) emailReply(tx *record.Tx, t *models.Ticket, cm *models.TicketComment, now time.Time) error {
-	if !h.MailOutbound || h.MailDomain == "" || cm.AuthorType != models.AuthorAgent || !cm.Public || t.RequesterEmail == "" {
+	if !h.MailOutbound || h.MailDomain == "" {
 		return nil
 	}
-	msg := models.EmailMessage{OrgID: t.OrgID, MessageID: "c-" + cm.ID + "@" + h.MailDomain, TicketID: t.ID, CommentID: &cm.ID,
-		Direction: models.EmailOut, Status: models.EmailQueued, CreatedAt: now, UpdatedAt: now}
-	if err := tx.Create(&msg).Error; err != nil {
-		return err
-	}
-	return tx.Start(record.Start{WorkflowID: names.EmailSendID(t.OrgID, cm.ID), Workflow: names.EmailSendWorkflow,
-		Input: workflows.EmailSendInput{CommentID: cm.ID, OrgID: t.OrgID}, OrgID: t.OrgID, Kind: names.KindEmailSend})
+	return tx.EmailReply(t, cm, h.MailDomain, now)
 }

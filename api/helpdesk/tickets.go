@@ -3,9 +3,7 @@ package helpdesk
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
@@ -15,12 +13,7 @@ import (
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
 	"github.com/business-suite/suite/models/views"
-	"github.com/business-suite/suite/workflows"
-	"github.com/business-suite/suite/workflows/names"
 )
-
-// defaultAutoClose is how long a solved ticket waits before closing.
-const defaultAutoClose = 4 * 24 * time.Hour
 
 func ticketCursor(t *models.Ticket) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} }
 
@@ -201,42 +194,10 @@ func emitTicketChange(tx *record.Tx, before, after *models.Ticket) error {
 	return tx.Emit(events...)
 }
 
-// followStatus records in tx the timers a change asks for: its SLA
-// workflow reads its timers again when the clocks moved; solving starts
-// the auto-close timer of this solve, leaving solved cancels it.
+// followStatus records in tx the timers a change asks for
+// (record.Tx.FollowTicketStatus), with the API's auto-close delay.
 func (h *handlers) followStatus(tx *record.Tx, t *models.Ticket, change models.TicketChange) error {
-	if change.SLAMoved {
-		if err := tx.WakeTicketSLA(t); err != nil {
-			return err
-		}
-	}
-	switch {
-	case change.Solved:
-		after := h.AutoCloseAfter
-		if after <= 0 {
-			after = defaultAutoClose
-		}
-		return tx.Start(record.Start{WorkflowID: names.TicketAutoCloseID(t.ID, t.SolveCount), Workflow: names.TicketAutoCloseWorkflow,
-			Input: workflows.TicketAutoCloseInput{TicketID: t.ID, SolveCount: t.SolveCount, After: after}, OrgID: t.OrgID,
-			Kind: names.KindTicketAutoClose})
-	case change.Unsolved:
-		return cancelAutoClose(tx, t)
-	}
-	return nil
-}
-
-// cancelAutoClose records, in tx, the cancellation of the auto-close timer
-// of the solved state t is leaving, so that only live timers stay in the
-// Temporal UI. (The timer would not close the ticket anyway: it closes only
-// the solved state it was started for.)
-func cancelAutoClose(tx *record.Tx, t *models.Ticket) error {
-	err := tx.Start(record.Start{WorkflowID: names.TicketAutoCloseCancelID(t.ID, t.SolveCount), Workflow: names.TicketAutoCloseCancelWorkflow,
-		Input: workflows.TicketAutoCloseCancelInput{TicketID: t.ID, SolveCount: t.SolveCount}, OrgID: t.OrgID,
-		Kind: names.KindTicketAutoCloseCancel})
-	if errors.Is(err, record.ErrDuplicate) {
-		return nil // already requested
-	}
-	return err
+	return tx.FollowTicketStatus(t, change, h.AutoCloseAfter)
 }
 
 func (h *handlers) deleteTicket(c *fiber.Ctx) error {
@@ -255,7 +216,7 @@ func (h *handlers) deleteTicket(c *fiber.Ctx) error {
 		}
 	}
 	if t.Status == models.TicketSolved {
-		if err := cancelAutoClose(tx, t); err != nil {
+		if err := tx.CancelAutoClose(t); err != nil {
 			return err
 		}
 	}

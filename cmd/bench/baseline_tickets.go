@@ -152,7 +152,8 @@ var openTicketAtOnce = `WITH open AS (
   SELECT 1 FROM organizations o JOIN plans p ON p.name = o.plan
   WHERE o.id = CAST(:org AS uuid) AND p.seats IS NULL AND p.tickets_per_month IS NULL
     AND NOT EXISTS (SELECT 1 FROM sla_policies WHERE org_id = o.id)
-    AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE org_id = :org AND (status = 'enabled' OR disabled_by = 'delivery'))
+    AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE org_id = :org AND (status = 'enabled' OR disabled_by = 'delivery')
+      UNION ALL SELECT 1 FROM automations WHERE org_id = :org AND active AND object = 'ticket')
 ), created AS (
   INSERT INTO customers (id, org_id, name, email, phone, company, notes, created_at, updated_at)
   SELECT gen_random_uuid(), CAST(:org AS uuid), CAST('pgbench-' || CAST(:n AS text) AS text), CAST('pgbench-' || CAST(:n AS text) || '@example.com' AS text), '', '', '', CAST(now() AS timestamptz), CAST(now() AS timestamptz) FROM open

@@ -28,7 +28,7 @@ func startWorker(cfg Config, db *gorm.DB, tc client.Client, id *identityWiring, 
 	reg prometheus.Registerer) (sdkworker.Worker, error) {
 	w := worker.New(tc, worker.Deps{DB: db, Identity: id.client, VAPID: vapid, AI: cfg.AIProvider(), Billing: cfg.Billing(),
 		Mail: cfg.smtp(), PublicURL: cfg.PublicURL, InviteURL: cfg.InviteURL, MailDomain: cfg.MailDomain,
-		WebhookEgress: cfg.WebhookEgress(), Metrics: reg},
+		WebhookEgress: cfg.WebhookEgress(), TicketAutoCloseAfter: cfg.TicketAutoCloseAfter, Metrics: reg},
 		sdkworker.Options{WorkerStopTimeout: cfg.ShutdownTimeout, Identity: identity})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)

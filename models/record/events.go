@@ -9,7 +9,8 @@ import (
 // transaction (models.RecordEvents: a delivery to every endpoint that
 // subscribes to each) and wakes the delivery workflow of each endpoint
 // they reach once the transaction commits: a change rolled back emits
-// nothing, a committed one is delivered.
+// nothing, a committed one is delivered. It matches them against the
+// organization's automation rules too (matchAutomations).
 func (tx *Tx) Emit(events ...models.Event) error {
 	reached, err := models.RecordEvents(tx.DB, events, models.Now())
 	if err != nil {
@@ -22,7 +23,7 @@ func (tx *Tx) Emit(events ...models.Event) error {
 			}
 		}
 	}
-	return nil
+	return tx.matchAutomations(events)
 }
 
 // EmitChange records the events types of a change of an organization's

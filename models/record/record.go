@@ -77,6 +77,9 @@ type Tx struct {
 	traceContext, requestID string
 	// woken are the webhook endpoints this Tx has woken (Emit).
 	woken map[string]bool
+	// cause, when set, is the automation rule whose step makes the
+	// changes (As).
+	cause *models.AutomationCause
 }
 
 // In is tx able to record work, for the trace and request id of ctx.

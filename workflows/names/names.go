@@ -212,3 +212,32 @@ const (
 
 // TicketSLAID is the ID of a ticket's SLA workflow: one per ticket.
 func TicketSLAID(ticketID string) string { return "ticket-sla/" + ticketID }
+
+// AutomationRunWorkflow carries out one match of an automation rule: its
+// steps in order, its delays as durable timers, its waits for a change of
+// the object it is about.
+const (
+	AutomationRunWorkflow = "AutomationRun"
+	KindAutomationRun     = "automation"
+	// SignalAutomationEvent tells a waiting run of a change of its object
+	// (models.AutomationEvent).
+	SignalAutomationEvent = "automation-event"
+	// SignalAutomationRestart tells a run of an every_match rule that the
+	// rule matched its object again: it starts over (a burst of changes
+	// makes one run, not one each).
+	SignalAutomationRestart = "automation-restart"
+	// SignalAutomationCancel ends a run where it stands: an administrator
+	// cancelled it, or disabled or deleted its rule.
+	SignalAutomationCancel = "automation-cancel"
+)
+
+// AutomationRunID is the ID of the run of rule ruleID for the object
+// objectID: one per object for a rule that runs once per object. A rule
+// that runs on every match gives each run its own ID below it
+// (AutomationRunEveryID).
+func AutomationRunID(ruleID, objectID string) string { return "automation/" + ruleID + "/" + objectID }
+
+// AutomationRunEveryID is the ID of run runID of an every_match rule.
+func AutomationRunEveryID(ruleID, objectID, runID string) string {
+	return AutomationRunID(ruleID, objectID) + "/" + runID
+}

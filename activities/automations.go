@@ -1,0 +1,368 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
+)
+
+// ErrTypeStepRefused: a rule's step asked for a change the object's rules
+// refuse (a status move the ticket's workflow does not allow); retrying
+// cannot help, and the run fails with the reason.
+const ErrTypeStepRefused = "StepRefused"
+
+// Automations are the activities of the AutomationRun workflow. Each step
+// runs in one transaction that also records the step's outcome on the
+// run, so a step retried after its commit does nothing again. Its changes
+// are made as the rule (record.Tx.As): their actor is
+// "automation:<rule id>", and they do not match that rule again.
+type Automations struct {
+	DB *gorm.DB
+	// MailDomain is the domain of the workspaces' addresses; with
+	// MailOutbound, a rule's public comment is e-mailed to the requester
+	// as an agent's would be.
+	MailDomain   string
+	MailOutbound bool
+	// AutoCloseAfter is how long a ticket a rule solved stays solved (0:
+	// models.DefaultTicketAutoClose).
+	AutoCloseAfter time.Duration
+}
+
+// WakeAtInput is a delay to count from From: Duration (ISO 8601), in the
+// workspace's SLA business hours when BusinessHours is set.
+type WakeAtInput struct {
+	OrgID         string    `json:"orgId"`
+	Duration      string    `json:"duration"`
+	BusinessHours bool      `json:"businessHours"`
+	From          time.Time `json:"from"`
+}
+
+// WakeAt is when a delay ends. In business hours, it is counted on the
+// workspace's SLA policy's calendar; a workspace without a policy has no
+// business hours, and every hour counts.
+func (a *Automations) WakeAt(ctx context.Context, in WakeAtInput) (time.Time, error) {
+	d, err := models.ParseISODuration(in.Duration)
+	if err != nil {
+		return time.Time{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadPayload, err)
+	}
+	if !in.BusinessHours {
+		return in.From.Add(d), nil
+	}
+	v, err := models.CurrentSLAPolicy(a.DB.WithContext(ctx), in.OrgID)
+	if err != nil || v == nil {
+		return in.From.Add(d), err
+	}
+	p, err := v.Parsed()
+	if err != nil {
+		return time.Time{}, err
+	}
+	cal, err := p.Calendar()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return cal.Add(in.From, d)
+}
+
+// RunStateInput moves a run to Status (waiting for WaitingFor), or
+// finishes it with Reason.
+type RunStateInput struct {
+	OrgID      string `json:"orgId"`
+	RunID      string `json:"runId"`
+	Status     string `json:"status"`
+	WaitingFor string `json:"waitingFor,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// SetRunState records where a run stands; a run cancelled meanwhile is
+// left cancelled.
+func (a *Automations) SetRunState(ctx context.Context, in RunStateInput) error {
+	_, err := models.SetRunState(a.DB.WithContext(ctx), in.OrgID, in.RunID, in.Status, in.WaitingFor, in.Reason, models.Now())
+	return err
+}
+
+// RecordOutcome records a delay's or a wait's outcome on its run.
+func (a *Automations) RecordOutcome(ctx context.Context, in models.AutomationOutcomeInput) error {
+	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		_, err := models.RecordStepOutcome(tx, in.Run.OrgID, in.Run.RunID, in.Outcome, models.Now())
+		return err
+	})
+}
+
+// Recheck tells whether the rule's conditions still hold for the object
+// as it is now (after a delay or a wait); an object deleted meanwhile
+// does not hold. The change operators are not checked again: they were
+// true of the change that set the run off.
+func (a *Automations) Recheck(ctx context.Context, in models.AutomationRunInput) (bool, error) {
+	subject, err := subjectOf(a.DB.WithContext(ctx), in.Object, in.OrgID, in.ObjectID)
+	if errors.Is(err, models.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	holds, _ := in.Conditions.Evaluate(subject, nil, models.Now())
+	return holds, nil
+}
+
+// FailRun records a run that failed for good and emits
+// automation.run.failed to the organization's endpoints.
+func (a *Automations) FailRun(ctx context.Context, in models.AutomationFailure) error {
+	return record.Transact(ctx, a.DB, func(tx *record.Tx) error {
+		open, err := models.SetRunState(tx.DB, in.Run.OrgID, in.Run.RunID, models.RunFailed, "", in.Error, models.Now())
+		if err != nil || !open {
+			return err
+		}
+		var run models.AutomationRun
+		if err := tx.Take(&run, "id = ?", in.Run.RunID).Error; err != nil {
+			return err
+		}
+		return tx.Emit(models.Event{OrgID: run.OrgID, Type: models.EventAutomationRunFailed, Object: views.ToAutomationRun(&run, "")})
+	})
+}
+
+// ApplyStep carries out one step of a run (not a delay or a wait), with
+// its outcome recorded in the same transaction: a step already recorded
+// in this pass, or a run no longer open (cancelled), does nothing.
+func (a *Automations) ApplyStep(ctx context.Context, in models.AutomationStepInput) error {
+	step := in.Run.Steps[in.Index]
+	cause := models.AutomationCause{AutomationID: in.Run.AutomationID, Depth: in.Run.Depth}
+	err := record.Transact(ctx, a.DB, func(rtx *record.Tx) error {
+		tx := rtx.As(cause)
+		var run models.AutomationRun
+		if err := models.LockForUpdate(tx.DB).Take(&run, "id = ? AND org_id = ?", in.Run.RunID, in.Run.OrgID).Error; err != nil {
+			return err
+		}
+		if !run.Open() || slices.ContainsFunc(run.Outcomes(), func(o models.AutomationStepOutcome) bool {
+			return o.Index == in.Index && o.Pass == in.Pass
+		}) {
+			return nil
+		}
+		now := models.Now()
+		s := stepRun{a: a, tx: tx, run: in.Run, step: step, cause: cause, now: now}
+		outcome, detail, err := s.apply()
+		if err != nil {
+			return err
+		}
+		_, err = models.RecordStepOutcome(tx.DB, in.Run.OrgID, in.Run.RunID, models.AutomationStepOutcome{Index: in.Index, Pass: in.Pass,
+			Action: step.Action, At: now, Outcome: outcome, Detail: detail}, now)
+		return err
+	})
+	var domain *models.DomainError
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound), errors.Is(err, models.ErrNotFound):
+		return temporal.NewNonRetryableApplicationError("the run's object or the run itself no longer exists", ErrTypeNotFound, err)
+	case errors.As(err, &domain):
+		return temporal.NewNonRetryableApplicationError(domain.Message, ErrTypeStepRefused, err)
+	}
+	return err
+}
+
+// stepRun is one step being carried out, in its transaction.
+type stepRun struct {
+	a     *Automations
+	tx    *record.Tx
+	run   models.AutomationRunInput
+	step  models.AutomationStep
+	cause models.AutomationCause
+	now   time.Time
+}
+
+// apply does the step and says what it did: "done" or "skipped" (nothing
+// to do), with a detail.
+func (s *stepRun) apply() (outcome, detail string, err error) {
+	switch s.step.Action {
+	case models.StepSet:
+		return s.set()
+	case models.StepAddTags, models.StepRemoveTags:
+		return s.tags()
+	case models.StepComment:
+		return s.comment()
+	case models.StepNotify:
+		return s.notify()
+	case models.StepWebhook:
+		subject, err := subjectOf(s.tx.DB, s.run.Object, s.run.OrgID, s.run.ObjectID)
+		if err != nil {
+			return "", "", err
+		}
+		err = s.tx.Emit(models.Event{OrgID: s.run.OrgID, Type: s.step.Event, Object: map[string]any{
+			"automationId": s.run.AutomationID, "runId": s.run.RunID, "object": s.run.Object, s.run.Object: subject}})
+		return "done", s.step.Event, err
+	}
+	return "", "", temporal.NewNonRetryableApplicationError("unknown step "+s.step.Action, ErrTypeBadPayload, nil)
+}
+
+// set sets a ticket's status, priority or assignee (round_robin: the
+// workspace's next agent).
+func (s *stepRun) set() (string, string, error) {
+	value, _ := s.step.Value.(string)
+	var u models.TicketUpdate
+	switch s.step.Field {
+	case "status":
+		u.Status = &value
+	case "priority":
+		u.Priority = &value
+	case "agentId":
+		if value == "round_robin" {
+			next, err := models.NextAssignee(s.tx.DB, s.run.OrgID, "ticket")
+			if err != nil {
+				return "", "", err
+			}
+			if next == "" {
+				return "skipped", "the workspace has no active agent to assign", nil
+			}
+			value = next
+		} else if err := models.CheckMember(s.tx.DB, s.run.OrgID, "agentId", &value); err != nil {
+			return "skipped", "the member to assign is no longer in the workspace", nil
+		}
+		u.SetAgent, u.Agent = true, &value
+	}
+	return s.updateTicket(u, s.step.Field+" = "+value)
+}
+
+// tags adds or removes a ticket's tags.
+func (s *stepRun) tags() (string, string, error) {
+	var t models.Ticket
+	if err := s.tx.Take(&t, "id = ? AND org_id = ?", s.run.ObjectID, s.run.OrgID).Error; err != nil {
+		return "", "", err
+	}
+	var tags []string
+	_ = json.Unmarshal([]byte(t.Tags), &tags)
+	var named []string
+	for _, v := range s.step.Value.([]any) {
+		if tag := strings.ToLower(strings.TrimSpace(v.(string))); tag != "" {
+			named = append(named, tag)
+		}
+	}
+	for _, tag := range named {
+		has := slices.Contains(tags, tag)
+		switch {
+		case s.step.Action == models.StepAddTags && !has && len(tags) < 20:
+			tags = append(tags, tag)
+		case s.step.Action == models.StepRemoveTags && has:
+			tags = slices.DeleteFunc(tags, func(x string) bool { return x == tag })
+		}
+	}
+	raw, _ := json.Marshal(append([]string{}, tags...))
+	encoded := string(raw)
+	return s.updateTicket(models.TicketUpdate{Tags: &encoded}, strings.Join(named, ", "))
+}
+
+// updateTicket applies u to the run's ticket as the rule, with what an
+// agent's update brings along: the assignee's notification, the SLA and
+// auto-close timers, the webhook events (which automations match too).
+func (s *stepRun) updateTicket(u models.TicketUpdate, detail string) (string, string, error) {
+	t, change, err := models.UpdateTicket(s.tx.DB, s.run.OrgID, s.run.ObjectID, u, s.cause.Actor(), s.now)
+	if err != nil {
+		return "", "", err
+	}
+	if change.Notify != nil {
+		if _, err := s.tx.Notify(models.TicketAssignedNotice(t, *change.Notify, s.now)); err != nil {
+			return "", "", err
+		}
+	}
+	if err := s.tx.FollowTicketStatus(t, change, s.a.AutoCloseAfter); err != nil {
+		return "", "", err
+	}
+	events, err := views.TicketChangeEvents(&change.Before, t)
+	if err != nil {
+		return "", "", err
+	}
+	if len(events) == 0 {
+		return "skipped", "nothing to change: " + detail, nil
+	}
+	return "done", detail, s.tx.Emit(events...)
+}
+
+// comment adds an internal note, or a public reply that is e-mailed to
+// the requester as an agent's would be.
+func (s *stepRun) comment() (string, string, error) {
+	subject, err := subjectOf(s.tx.DB, s.run.Object, s.run.OrgID, s.run.ObjectID)
+	if err != nil {
+		return "", "", err
+	}
+	cm := &models.TicketComment{ID: models.NewID(), OrgID: s.run.OrgID, AuthorType: models.AuthorAgent,
+		Body: models.RenderTemplate(s.step.Body, s.run.Object, subject), Public: s.step.Public, CreatedAt: s.now}
+	t, change, err := models.AddTicketComment(s.tx.DB, s.run.OrgID, s.run.ObjectID, cm, s.cause.Actor(), s.now)
+	if err != nil {
+		return "", "", err
+	}
+	if err := s.tx.FollowTicketStatus(t, change, s.a.AutoCloseAfter); err != nil {
+		return "", "", err
+	}
+	if s.a.MailOutbound && s.a.MailDomain != "" {
+		if err := s.tx.EmailReply(t, cm, s.a.MailDomain, s.now); err != nil {
+			return "", "", err
+		}
+	}
+	changed, err := views.TicketChangeEvents(&change.Before, t)
+	if err != nil {
+		return "", "", err
+	}
+	shown := views.Comments(nil, nil)(cm)
+	events := append([]models.Event{{OrgID: t.OrgID, Type: models.EventTicketCommentCreated, Object: shown, Subject: views.ToTicket(t)}}, changed...)
+	kind := "internal note"
+	if cm.Public {
+		kind = "public reply"
+	}
+	return "done", kind + " " + cm.ID, s.tx.Emit(events...)
+}
+
+// notify tells the step's members (admins, every member, or the object's
+// assignee) with a notification titled by the rule's name.
+func (s *stepRun) notify() (string, string, error) {
+	subject, err := subjectOf(s.tx.DB, s.run.Object, s.run.OrgID, s.run.ObjectID)
+	if err != nil {
+		return "", "", err
+	}
+	var to []string
+	switch s.step.To {
+	case "admins":
+		to, err = models.ActiveAdminIDs(s.tx.DB, s.run.OrgID)
+	case "members":
+		err = s.tx.Model(&models.Member{}).Where("org_id = ? AND status = ?", s.run.OrgID, models.MemberActive).Order("id").Pluck("id", &to).Error
+	case "assignee":
+		for _, field := range []string{"agentId", "assignedToId"} {
+			if id, ok := subject[field].(string); ok && id != "" {
+				to = []string{id}
+			}
+		}
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if len(to) == 0 {
+		return "skipped", "nobody to notify (" + s.step.To + ")", nil
+	}
+	body := models.RenderTemplate(s.step.Body, s.run.Object, subject)
+	if body == "" {
+		body = "A " + s.run.Object + " matched the rule."
+	}
+	for _, member := range to {
+		n := models.AutomationNotice(s.run.OrgID, member, s.run.Name, body, s.run.Object, s.run.ObjectID, s.now)
+		if _, err := s.tx.Notify(n); err != nil {
+			return "", "", err
+		}
+	}
+	return "done", strconv.Itoa(len(to)) + " notified (" + s.step.To + ")", nil
+}
+
+// subjectOf is the organization's object as the API shows it, as a JSON
+// map: what conditions and templates read.
+func subjectOf(db *gorm.DB, object, orgID, id string) (map[string]any, error) {
+	row, err := models.FindAutomationObject(db, object, orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	return views.Subject(row)
+}

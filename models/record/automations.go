@@ -1,0 +1,185 @@
+package record
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/workflows/names"
+)
+
+// Automations: every event a change emits (Emit) is matched, in the
+// change's transaction, against its organization's active rules. A rule
+// whose object and trigger fit and whose conditions hold gets a run — a
+// row and the start of its AutomationRun workflow, both committed with
+// the change or not at all — and a run waiting for such a change is
+// signalled. An organization without rules pays one indexed read a change.
+
+// As is tx making its changes as a step of a rule (cause): its events do
+// not match that rule again, the runs they start are one deeper in the
+// chain, and the chain stops at models.MaxAutomationDepth.
+func (tx *Tx) As(cause models.AutomationCause) *Tx {
+	c := *tx
+	c.cause = &cause
+	return &c
+}
+
+// matchAutomations starts the runs events set off and signals the runs
+// waiting for them.
+func (tx *Tx) matchAutomations(events []models.Event) error {
+	rulesOf := map[string][]models.Automation{}
+	for _, ev := range events {
+		object, trigger, ok := models.AutomationTrigger(ev.Type)
+		if !ok {
+			continue
+		}
+		rules, read := rulesOf[ev.OrgID]
+		if !read {
+			var err error
+			if rules, err = models.ActiveAutomations(tx.DB, ev.OrgID); err != nil {
+				return err
+			}
+			rulesOf[ev.OrgID] = rules
+		}
+		if !anyAbout(rules, object) {
+			continue
+		}
+		if err := tx.match(ev, object, trigger, rules); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// anyAbout tells whether one of rules is about object.
+func anyAbout(rules []models.Automation, object string) bool {
+	for i := range rules {
+		if rules[i].Object == object {
+			return true
+		}
+	}
+	return false
+}
+
+// match matches one event of object (trigger) against the rules.
+func (tx *Tx) match(ev models.Event, object, trigger string, rules []models.Automation) error {
+	subject, err := eventSubject(ev)
+	if err != nil {
+		return err
+	}
+	objectID, _ := subject["id"].(string)
+	if objectID == "" {
+		return errors.New("automations: the event's object has no id")
+	}
+	// A created object has no earlier values: its change operators do not
+	// hold (nil would mean "a re-check, not a change").
+	previous := ev.Previous
+	if previous == nil {
+		previous = map[string]any{}
+	}
+	open, err := models.OpenAutomationRuns(tx.DB, ev.OrgID, objectID)
+	if err != nil {
+		return err
+	}
+	told := models.AutomationEvent{Trigger: trigger, Subject: subject, Previous: ev.Previous}
+	for _, run := range open {
+		if run.Status != models.RunWaiting || run.WaitingFor != trigger || tx.causedBy(run.AutomationID) {
+			continue
+		}
+		if err := tx.Signal(Signal{WorkflowID: run.WorkflowID, Name: names.SignalAutomationEvent, Input: told,
+			OrgID: ev.OrgID, Kind: names.KindAutomationRun}); err != nil {
+			return err
+		}
+	}
+	now := models.Now()
+	for i := range rules {
+		rule := &rules[i]
+		if rule.Object != object || !strings.Contains(rule.OnEvents, `"`+trigger+`"`) || tx.causedBy(rule.ID) {
+			continue
+		}
+		def, err := rule.Definition()
+		if err != nil {
+			return err
+		}
+		if holds, _ := def.Conditions.Evaluate(subject, previous, now); !holds {
+			continue
+		}
+		if err := tx.startRun(rule, def, objectID, ev.Type, open, told); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// causedBy tells whether tx makes its changes as a step of the rule.
+func (tx *Tx) causedBy(ruleID string) bool { return tx.cause != nil && tx.cause.AutomationID == ruleID }
+
+// startRun records a run of rule for the object, unless the rule runs
+// once per object and has run for it, or runs on every match and has a
+// run of it still going (which is told to start over instead).
+func (tx *Tx) startRun(rule *models.Automation, def models.AutomationDefinition, objectID, event string, open []models.AutomationRun,
+	told models.AutomationEvent) error {
+	now := models.Now()
+	depth := 1
+	if tx.cause != nil {
+		depth = tx.cause.Depth + 1
+	}
+	run := &models.AutomationRun{ID: models.NewID(), OrgID: rule.OrgID, AutomationID: rule.ID, Version: rule.Version, Object: rule.Object,
+		ObjectID: objectID, Event: event, Status: models.RunRunning, Depth: depth, Steps: "[]", CreatedAt: now, UpdatedAt: now}
+	switch def.Refire {
+	case models.RefireOnce:
+		key := rule.ID + "/" + objectID
+		run.OnceKey, run.WorkflowID = &key, names.AutomationRunID(rule.ID, objectID)
+	default:
+		for _, r := range open {
+			if r.AutomationID == rule.ID {
+				return tx.Signal(Signal{WorkflowID: r.WorkflowID, Name: names.SignalAutomationRestart, Input: told,
+					OrgID: rule.OrgID, Kind: names.KindAutomationRun})
+			}
+		}
+		run.WorkflowID = names.AutomationRunEveryID(rule.ID, objectID, run.ID)
+	}
+	if depth > models.MaxAutomationDepth {
+		run.Status, run.Reason, run.FinishedAt = models.RunStopped, "A chain of rules stopped at depth "+models.Itoa(models.MaxAutomationDepth)+
+			": this change was made by a rule that another rule's change set off, and so on.", &now
+		_, err := models.InsertAutomationRun(tx.DB, run)
+		return err
+	}
+	inserted, err := models.InsertAutomationRun(tx.DB, run)
+	if err != nil || !inserted {
+		return err
+	}
+	return tx.Start(Start{WorkflowID: run.WorkflowID, Workflow: names.AutomationRunWorkflow,
+		Input: models.AutomationRunInput{RunID: run.ID, OrgID: run.OrgID, AutomationID: rule.ID, Version: rule.Version, Name: rule.Name,
+			Object: rule.Object, ObjectID: objectID, Depth: depth, Conditions: def.Conditions, Steps: def.Steps},
+		OrgID: run.OrgID, Kind: names.KindAutomationRun})
+}
+
+// eventSubject is the object an event's rules match on, as a JSON map: the
+// event's Subject, with its Object under "comment", or its Object.
+func eventSubject(ev models.Event) (map[string]any, error) {
+	if ev.Subject == nil {
+		return toMap(ev.Object)
+	}
+	subject, err := toMap(ev.Subject)
+	if err != nil {
+		return nil, err
+	}
+	if subject["comment"], err = toMap(ev.Object); err != nil {
+		return nil, err
+	}
+	return subject, nil
+}
+
+func toMap(v any) (map[string]any, error) {
+	if m, ok := v.(map[string]any); ok {
+		return m, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(raw, &m)
+}
