@@ -312,7 +312,10 @@ func (h *handlers) testAutomation(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	a, err := findAutomation(c, h.DB)
+	// Read in the request's transaction, as every POST is: it writes
+	// nothing, and commits nothing.
+	tx := web.Tx(c)
+	a, err := findAutomation(c, tx)
 	if err != nil {
 		return err
 	}
@@ -320,7 +323,7 @@ func (h *handlers) testAutomation(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	subject, err := automationSubject(h.DB.WithContext(c.UserContext()), a.Object, a.OrgID, req.ObjectID)
+	subject, err := automationSubject(tx, a.Object, a.OrgID, req.ObjectID)
 	if err != nil {
 		return err
 	}

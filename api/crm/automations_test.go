@@ -310,3 +310,52 @@ func TestAutomationRulesAreValidatedAndPrivate(t *testing.T) {
 		e.Do(apitest.Request{Method: "GET", Path: d.base + "/" + rule.ID, Headers: d.owner.Auth()}).ExpectProblem(404, "not_found")
 	})
 }
+
+// A rule never matches its own changes, and a chain of rules — each
+// one's change matching the next — stops at depth 5, recorded as a
+// stopped run that starts no workflow.
+func TestAutomationLoopsEnd(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newAutomationDesk(t, e)
+		rule := func(name string, when map[string]any, then, tag string) automation {
+			var r automation
+			e.Do(apitest.Request{Method: "POST", Path: d.base, Headers: d.owner.Auth(), Body: map[string]any{
+				"name": name, "object": "ticket", "on": []string{"updated"}, "refire": "every_match",
+				"conditions": map[string]any{"all": []any{when, map[string]any{"field": "tags", "operator": "includes", "value": tag}}},
+				"steps":      []any{map[string]any{"action": "set", "field": "priority", "value": then}}}}).Expect(201).JSON(&r)
+			return r
+		}
+		changedTo := func(v string) map[string]any {
+			return map[string]any{"field": "priority", "operator": "changed_to", "value": v}
+		}
+		// Its own change (priority changed) matches it again, were it not
+		// made by it.
+		self := rule("Self", map[string]any{"field": "priority", "operator": "changed"}, "urgent", "self")
+		tk := d.openTicket(e, "low", "self")
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + tk.ID, Headers: d.hd, Body: map[string]any{"priority": "high"}}).Expect(200)
+		run := d.waitRun(e, self.ID, tk.ID, models.RunCompleted)
+		e.Eventually(func() bool {
+			return apitest.Count(t, e.DB, &models.WorkflowStart{}, "status = ?", models.StartPending) == 0
+		},
+			"the outbox to be dispatched")
+		if runs := d.runs(e, self.ID, ""); len(runs) != 1 || len(runs[0].Steps) != 1 {
+			t.Fatalf("a rule matched its own change: %+v (first %+v)", runs, run)
+		}
+
+		// Two rules that undo each other's change: a chain.
+		up, down := rule("Up", changedTo("normal"), "high", "ping"), rule("Down", changedTo("high"), "normal", "ping")
+		ping := d.openTicket(e, "low", "ping")
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + ping.ID, Headers: d.hd, Body: map[string]any{"priority": "normal"}}).Expect(200)
+		var stopped []automationRun
+		e.Eventually(func() bool {
+			stopped = append(d.runs(e, up.ID, "?status=stopped"), d.runs(e, down.ID, "?status=stopped")...)
+			return len(stopped) == 1
+		}, "the chain to stop")
+		if s := stopped[0]; s.Depth != models.MaxAutomationDepth+1 || !strings.Contains(s.Reason, "depth 5") || s.TemporalURL != "" {
+			t.Fatalf("the chain's end: %+v", s)
+		}
+		if n := apitest.Count(t, e.DB, &models.AutomationRun{}, "object_id = ?", ping.ID); n != int64(models.MaxAutomationDepth+1) {
+			t.Fatalf("%d runs for the chain, want %d", n, models.MaxAutomationDepth+1)
+		}
+	})
+}

@@ -117,7 +117,8 @@ func (tx *Tx) causedBy(ruleID string) bool { return tx.cause != nil && tx.cause.
 
 // startRun records a run of rule for the object, unless the rule runs
 // once per object and has run for it, or runs on every match and has a
-// run of it still going (which is told to start over instead).
+// run of it still going (which is told to start over instead, when the
+// change is not a rule's).
 func (tx *Tx) startRun(rule *models.Automation, def models.AutomationDefinition, objectID, event string, open []models.AutomationRun,
 	told models.AutomationEvent) error {
 	now := models.Now()
@@ -132,8 +133,13 @@ func (tx *Tx) startRun(rule *models.Automation, def models.AutomationDefinition,
 		key := rule.ID + "/" + objectID
 		run.OnceKey, run.WorkflowID = &key, names.AutomationRunID(rule.ID, objectID)
 	default:
+		// A change by a person or a program restarts a run still going; a
+		// change by another rule's step starts a run of its own, one
+		// deeper, so that a chain of rules always reaches the depth that
+		// stops it (a restart would keep the run's depth, and two rules
+		// undoing each other's change would restart each other forever).
 		for _, r := range open {
-			if r.AutomationID == rule.ID {
+			if r.AutomationID == rule.ID && tx.cause == nil {
 				return tx.Signal(Signal{WorkflowID: r.WorkflowID, Name: names.SignalAutomationRestart, Input: told,
 					OrgID: rule.OrgID, Kind: names.KindAutomationRun})
 			}
