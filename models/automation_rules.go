@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -61,14 +62,7 @@ func AutomationTrigger(eventType string) (object, trigger string, ok bool) {
 }
 
 // AutomationTriggers are the trigger names of object, sorted.
-func AutomationTriggers(object string) []string {
-	var names []string
-	for name := range automationTriggers[object] {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
+func AutomationTriggers(object string) []string { return slices.Sorted(maps.Keys(automationTriggers[object])) }
 
 // Condition is one test of an object's field: {field, operator, value}.
 type Condition struct {
@@ -416,7 +410,7 @@ func (s *AutomationStep) validate(at, object string, triggers map[string]string)
 		values, ok := settable[object][s.Field]
 		switch str, isString := s.Value.(string); {
 		case !ok:
-			add(".field", "unknown_field", "set takes %s.", strings.Join(sortedKeys(settable[object]), ", "))
+			add(".field", "unknown_field", "set takes %s.", strings.Join(slices.Sorted(maps.Keys(settable[object])), ", "))
 		case !isString:
 			add(".value", "required", "A string value.")
 		case values != nil && !slices.Contains(values, str):
@@ -487,15 +481,6 @@ func (s *AutomationStep) validate(at, object string, triggers map[string]string)
 		add(".action", "unknown_action", "One of set, add_tags, remove_tags, comment, notify, webhook, delay, wait_for.")
 	}
 	return bad
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // isoDuration is the ISO 8601 durations a step takes: weeks, or days and

@@ -162,41 +162,59 @@ func TestRequestIDIsEchoedOrMinted(t *testing.T) {
 	}
 }
 
+// heldApp is an app behind inFlight whose GET /hold holds each request in
+// its handler (after web.Waiting with ?wait=1) until release is closed;
+// GET /fast answers at once. hold sends a request to path in the
+// background, returns once its handler holds it, and gives its status.
+type heldApp struct {
+	app              *fiber.App
+	entered, release chan struct{}
+}
+
+func newHeldApp(inFlight *web.InFlight) *heldApp {
+	h := &heldApp{app: newApp(), entered: make(chan struct{}), release: make(chan struct{})}
+	h.app.Use(inFlight.Middleware())
+	h.app.Get("/hold", func(c *fiber.Ctx) error {
+		if c.Query("wait") != "" {
+			defer web.Waiting(c)()
+		}
+		h.entered <- struct{}{}
+		<-h.release
+		return c.SendString("held")
+	})
+	h.app.Get("/fast", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	return h
+}
+
+func (h *heldApp) hold(path string) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		resp, err := h.app.Test(httptest.NewRequest("GET", path, nil), -1)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	<-h.entered
+	return done
+}
+
 // InFlight counts a request while its handlers run, and not after, nor
 // while it only waits (web.Waiting).
 func TestInFlightCountsRunningRequests(t *testing.T) {
 	var inFlight web.InFlight
-	entered, release := make(chan struct{}), make(chan struct{})
-	app := newApp()
-	app.Use(inFlight.Middleware())
-	app.Get("/slow", func(c *fiber.Ctx) error {
-		if c.Query("wait") != "" {
-			defer web.Waiting(c)()
-		}
-		entered <- struct{}{}
-		<-release
-		return c.SendString("ok")
-	})
-	done := make(chan int, 3)
-	for _, path := range []string{"/slow", "/slow", "/slow?wait=1"} {
-		go func() {
-			resp, err := app.Test(httptest.NewRequest("GET", path, nil), -1)
-			if err != nil {
-				done <- 0
-				return
-			}
-			resp.Body.Close()
-			done <- resp.StatusCode
-		}()
-	}
-	for range 3 {
-		<-entered
+	h := newHeldApp(&inFlight)
+	var held []<-chan int
+	for _, path := range []string{"/hold", "/hold", "/hold?wait=1"} {
+		held = append(held, h.hold(path))
 	}
 	if n := inFlight.Load(); n != 2 {
 		t.Fatalf("two requests working in their handlers and one waiting, counted %d", n)
 	}
-	close(release)
-	for range 3 {
+	close(h.release)
+	for _, done := range held {
 		if status := <-done; status != 200 {
 			t.Fatalf("status %d", status)
 		}
@@ -211,33 +229,8 @@ func TestInFlightCountsRunningRequests(t *testing.T) {
 // a request that only waits (web.Waiting) gives its slot up meanwhile.
 func TestInFlightAdmitsAtMostItsLimit(t *testing.T) {
 	inFlight := web.NewInFlight(1, 200*time.Millisecond)
-	entered, release := make(chan struct{}), make(chan struct{})
-	app := newApp()
-	app.Use(inFlight.Middleware())
-	app.Get("/hold", func(c *fiber.Ctx) error {
-		if c.Query("wait") != "" {
-			defer web.Waiting(c)()
-		}
-		entered <- struct{}{}
-		<-release
-		return c.SendString("held")
-	})
-	app.Get("/fast", func(c *fiber.Ctx) error { return c.SendString("ok") })
-	holding := func(path string) <-chan int {
-		done := make(chan int, 1)
-		go func() {
-			resp, err := app.Test(httptest.NewRequest("GET", path, nil), -1)
-			if err != nil {
-				done <- 0
-				return
-			}
-			resp.Body.Close()
-			done <- resp.StatusCode
-		}()
-		<-entered
-		return done
-	}
-
+	h := newHeldApp(inFlight)
+	app, holding := h.app, h.hold
 	waiter := holding("/hold?wait=1")
 	if r := send(t, app, "GET", "/fast", ""); r.status != 200 {
 		t.Fatalf("the only other request works while one waits: status %d, want 200", r.status)
@@ -248,7 +241,7 @@ func TestInFlightAdmitsAtMostItsLimit(t *testing.T) {
 		t.Fatalf("a request past the limit for the whole queue wait: status %d, Retry-After %q, body %s; want 503 overloaded with Retry-After 1",
 			r.status, r.header.Get("Retry-After"), r.body)
 	}
-	close(release)
+	close(h.release)
 	for _, done := range []<-chan int{worker, waiter} {
 		if status := <-done; status != 200 {
 			t.Fatalf("admitted request answered %d", status)
