@@ -11,7 +11,9 @@ import (
 // first response falls due, and started again well after it. Nothing can
 // record the breach meanwhile; once the workers are back, the ticket's
 // TicketSLA timer (kept by Temporal) fires, and the breach is recorded
-// exactly once, with exactly one notification.
+// exactly once, with exactly one notification. An automation rule's run
+// waits in a delay that ends during the same outage: its next step runs
+// once, after the workers are back (delayedRule).
 func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 	hd := []string{"x-api-key", t.hdKey, "x-workspace-id", t.orgID}
 	policy := map[string]any{"businessHours": "24x7", "targets": map[string]any{"urgent": map[string]any{"firstResponse": 1}}}
@@ -44,10 +46,15 @@ func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 			return err
 		}
 	}
+	delayed, err := t.armDelayedRule(ctx)
+	if err != nil {
+		return err
+	}
 	for _, w := range t.workers {
 		w.kill()
 	}
-	t.step("kill -9 both workers %s before the first response of ticket %s falls due", time.Until(due).Round(time.Second), tk.ID)
+	t.step("kill -9 both workers %s before the first response of ticket %s falls due, and %s before an automation's delay ends",
+		time.Until(due).Round(time.Second), tk.ID, time.Until(delayed.wakes).Round(time.Second))
 	if err := sleep(ctx, time.Until(due)+10*time.Second); err != nil {
 		return err
 	}
@@ -57,6 +64,9 @@ func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 	}
 	if breaches != 0 || told != 0 {
 		return fmt.Errorf("with no worker running, %d breaches were recorded and %d members told", breaches, told)
+	}
+	if err := delayed.checkDown(ctx, t); err != nil {
+		return err
 	}
 	for _, w := range t.workers {
 		if err := w.start(); err != nil {
@@ -87,7 +97,7 @@ func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 	if breaches != 1 || told == 0 || duplicates != 0 {
 		return fmt.Errorf("%d breaches, %d members told, %d duplicate notifications; want 1 breach, each admin told once", breaches, told, duplicates)
 	}
-	return nil
+	return delayed.checkBack(ctx, t, back)
 }
 
 // slaRecords counts the ticket's recorded breaches and its sla_breached
