@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,10 +203,20 @@ func (s *stepRun) apply() (outcome, detail string, err error) {
 	return "", "", temporal.NewNonRetryableApplicationError("unknown step "+s.step.Action, ErrTypeBadPayload, nil)
 }
 
-// set sets a ticket's status, priority or assignee (round_robin: the
-// workspace's next agent).
+// set sets a ticket's status, priority or assignee, or a deal's stage or
+// owner (round_robin: the workspace's next agent).
 func (s *stepRun) set() (string, string, error) {
 	value, _ := s.step.Value.(string)
+	if slices.Contains(models.MemberFields, s.step.Field) {
+		member, why, err := s.member(value)
+		if err != nil || why != "" {
+			return "skipped", why, err
+		}
+		value = member
+	}
+	if s.run.Object == models.AutomationDeal {
+		return s.setDeal(value)
+	}
 	var u models.TicketUpdate
 	switch s.step.Field {
 	case "status":
@@ -213,21 +224,60 @@ func (s *stepRun) set() (string, string, error) {
 	case "priority":
 		u.Priority = &value
 	case "agentId":
-		if value == "round_robin" {
-			next, err := models.NextAssignee(s.tx.DB, s.run.OrgID, "ticket")
-			if err != nil {
-				return "", "", err
-			}
-			if next == "" {
-				return "skipped", "the workspace has no active agent to assign", nil
-			}
-			value = next
-		} else if err := models.CheckMember(s.tx.DB, s.run.OrgID, "agentId", &value); err != nil {
-			return "skipped", "the member to assign is no longer in the workspace", nil
-		}
 		u.SetAgent, u.Agent = true, &value
 	}
 	return s.updateTicket(u, s.step.Field+" = "+value)
+}
+
+// member is the member a set step names: the workspace's next AGENT for
+// round_robin, or the member id it gives. why says why there is none (no
+// agent; the member left): the step is skipped.
+func (s *stepRun) member(value string) (id, why string, err error) {
+	if value == "round_robin" {
+		next, err := models.NextAssignee(s.tx.DB, s.run.OrgID, s.run.Object)
+		if next == "" && err == nil {
+			why = "the workspace has no active agent to assign"
+		}
+		return next, why, err
+	}
+	if models.CheckMember(s.tx.DB, s.run.OrgID, s.step.Field, &value) != nil {
+		return "", "the member to assign is no longer in the workspace", nil
+	}
+	return value, "", nil
+}
+
+// setDeal moves a deal to a stage (recorded in its history as any move)
+// or gives it an owner, as the rule.
+func (s *stepRun) setDeal(value string) (string, string, error) {
+	var d models.Deal
+	if err := models.LockForUpdate(s.tx.DB).Take(&d, "id = ? AND org_id = ?", s.run.ObjectID, s.run.OrgID).Error; err != nil {
+		return "", "", err
+	}
+	before := views.ToDeal(&d)
+	switch s.step.Field {
+	case "stage":
+		if err := models.MoveDealStage(s.tx.DB, &d, value, true, s.cause.Actor(), s.now); err != nil {
+			return "", "", err
+		}
+	case "assignedToId":
+		d.AssignedToID = &value
+	}
+	if err := models.CheckDeal(&d); err != nil {
+		return "", "", err
+	}
+	if unchanged := views.ToDeal(&d); reflect.DeepEqual(before, unchanged) {
+		return "skipped", "nothing to change: " + s.step.Field + " = " + value, nil
+	}
+	d.UpdatedAt = s.now
+	if err := s.tx.Save(&d).Error; err != nil {
+		return "", "", err
+	}
+	after := views.ToDeal(&d)
+	events, err := models.ChangeEvents(d.OrgID, before, after, after, models.DealChangeTypes(before.Stage, after.Stage)...)
+	if err != nil {
+		return "", "", err
+	}
+	return "done", s.step.Field + " = " + value, s.tx.Emit(events...)
 }
 
 // tags adds or removes a ticket's tags.

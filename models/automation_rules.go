@@ -288,14 +288,22 @@ type AutomationStep struct {
 }
 
 // The settable fields of each object (set), with the values they take
-// (nil: any member id, or round_robin for an assignee).
+// (nil: any member id, or round_robin for an assignee). A deal is not set
+// LOST by a rule: LOST needs the reason a person gives.
 var settable = map[string]map[string][]string{
 	AutomationTicket: {
 		"status":   {TicketNew, TicketOpen, TicketPending, TicketOnHold, TicketSolved, TicketClosed},
 		"priority": {"low", "normal", "high", "urgent"},
 		"agentId":  nil,
 	},
+	AutomationDeal: {
+		"stage":        slices.DeleteFunc(slices.Clone(DealStages), func(s string) bool { return s == StageLost }),
+		"assignedToId": nil,
+	},
 }
+
+// MemberFields are the settable fields that name a member.
+var MemberFields = []string{"agentId", "assignedToId"}
 
 // Notify recipients.
 var notifyTargets = []string{"admins", "members", "assignee"}
@@ -397,14 +405,15 @@ func (s *AutomationStep) validate(at, object string, triggers map[string]string)
 	}
 	onTicket := func() bool {
 		if object != AutomationTicket {
-			add(".action", "not_available", "%s acts on tickets only (for now); a %s rule takes notify, webhook, delay and wait_for.", s.Action, object)
+			add(".action", "not_available", "%s acts on tickets only (for now); a %s rule takes notify, webhook, delay and wait_for (and set, on deals).", s.Action, object)
 			return false
 		}
 		return true
 	}
 	switch s.Action {
 	case StepSet:
-		if !onTicket() {
+		if _, ok := settable[object]; !ok {
+			add(".action", "not_available", "set changes tickets and deals (for now); a %s rule takes notify, webhook, delay and wait_for.", object)
 			break
 		}
 		values, ok := settable[object][s.Field]

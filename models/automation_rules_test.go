@@ -122,7 +122,7 @@ func TestAutomationDefinitionValidation(t *testing.T) {
 		Conditions: models.Conditions{Any: []models.Condition{{Field: "amount", Operator: "greater_than", Value: "lots"},
 			{Field: "stage", Operator: "present", Value: "x"}, {Field: "a..b", Operator: "is", Value: "x"}}},
 		Steps: []models.AutomationStep{
-			{Action: "set", Field: "stage", Value: "won"},
+			{Action: "add_tags", Value: []any{"hot"}},
 			{Action: "delay", Duration: "PT0S"},
 			{Action: "delay", Duration: "2 hours"},
 			{Action: "wait_for", Event: "comment.created", Timeout: "P400D"},

@@ -70,7 +70,7 @@ func (h *handlers) decodeAutomation(c *fiber.Ctx) (models.AutomationDefinition, 
 			errs = append(errs, models.Invalid(bad...))
 		}
 		for i, s := range def.Steps {
-			if id, ok := s.Value.(string); ok && s.Action == models.StepSet && s.Field == "agentId" && models.ValidID(id) {
+			if id, ok := s.Value.(string); ok && s.Action == models.StepSet && slices.Contains(models.MemberFields, s.Field) && models.ValidID(id) {
 				errs = append(errs, models.CheckMember(h.DB.WithContext(c.UserContext()), p.OrgID, fmt.Sprintf("steps[%d].value", i), &id))
 			}
 		}

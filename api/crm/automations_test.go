@@ -359,3 +359,49 @@ func TestAutomationLoopsEnd(t *testing.T) {
 		}
 	})
 }
+
+// A rule about deals moves a large new deal to QUALIFIED, gives it an
+// owner in turn and tells that owner; its stage move is in the deal's
+// history as the rule's.
+func TestAutomationMovesADeal(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newAutomationDesk(t, e)
+		var r automation
+		e.Do(apitest.Request{Method: "POST", Path: d.base, Headers: d.owner.Auth(), Body: map[string]any{
+			"name": "Qualify large deals", "object": "deal", "on": []string{"created"},
+			"conditions": map[string]any{"all": []any{map[string]any{"field": "amount", "operator": "greater_than", "value": 10000}}},
+			"steps": []any{map[string]any{"action": "set", "field": "stage", "value": models.StageQualified},
+				map[string]any{"action": "set", "field": "assignedToId", "value": "round_robin"},
+				map[string]any{"action": "notify", "to": "assignee", "body": "{{deal.title}} is yours"}}}}).Expect(201).JSON(&r)
+		type dealView struct {
+			ID, Stage    string
+			AssignedToID *string
+			History      []struct{ To, ChangedBy string }
+		}
+		create := func(amount int) dealView {
+			var dv dealView
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: d.owner.Auth(),
+				Body: map[string]any{"orgId": d.id, "title": "Engines", "amount": amount}}).Expect(201).JSON(&dv)
+			return dv
+		}
+		small, large := create(500), create(50_000)
+		run := d.waitRun(e, r.ID, large.ID, models.RunCompleted)
+		var after dealView
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/deals/" + large.ID + "?orgId=" + d.id, Headers: d.owner.Auth()}).Expect(200).JSON(&after)
+		if after.Stage != models.StageQualified || after.AssignedToID == nil || (*after.AssignedToID != d.memberA && *after.AssignedToID != d.memberB) {
+			t.Fatalf("the deal after its run: %+v (run %+v)", after, run)
+		}
+		if !slices.ContainsFunc(after.History, func(h struct{ To, ChangedBy string }) bool {
+			return h.To == models.StageQualified && h.ChangedBy == "automation:"+r.ID
+		}) {
+			t.Fatalf("the deal's history: %+v", after.History)
+		}
+		if n := apitest.Count(t, e.DB, &models.Notification{}, "member_id = ? AND type = ? AND resource_id = ? AND body = ?",
+			*after.AssignedToID, models.NotifyAutomation, large.ID, "Engines is yours"); n != 1 {
+			t.Fatalf("the new owner was told %d times", n)
+		}
+		if runs := d.runs(e, r.ID, ""); len(runs) != 1 || runs[0].ObjectID == small.ID {
+			t.Fatalf("runs: %+v", runs)
+		}
+	})
+}
