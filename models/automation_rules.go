@@ -62,7 +62,9 @@ func AutomationTrigger(eventType string) (object, trigger string, ok bool) {
 }
 
 // AutomationTriggers are the trigger names of object, sorted.
-func AutomationTriggers(object string) []string { return slices.Sorted(maps.Keys(automationTriggers[object])) }
+func AutomationTriggers(object string) []string {
+	return slices.Sorted(maps.Keys(automationTriggers[object]))
+}
 
 // Condition is one test of an object's field: {field, operator, value}.
 type Condition struct {
