@@ -152,6 +152,9 @@ func (r *automationRun) delay(ctx workflow.Context, i int, step models.Automatio
 	if !fired {
 		return false, nil
 	}
+	if err := r.setState(ctx, models.RunRunning, "", ""); err != nil {
+		return false, err
+	}
 	return true, r.stepDone(ctx, i, step, "waited", "until "+wake.UTC().Format(time.RFC3339))
 }
 
