@@ -214,8 +214,11 @@ func (s *stepRun) set() (string, string, error) {
 		}
 		value = member
 	}
-	if s.run.Object == models.AutomationDeal {
+	switch s.run.Object {
+	case models.AutomationDeal:
 		return s.setDeal(value)
+	case models.AutomationLead:
+		return s.setLead(value)
 	}
 	var u models.TicketUpdate
 	switch s.step.Field {
@@ -278,6 +281,39 @@ func (s *stepRun) setDeal(value string) (string, string, error) {
 		return "", "", err
 	}
 	return "done", s.step.Field + " = " + value, s.tx.Emit(events...)
+}
+
+// setLead moves a lead to a status (as an update may: CONVERTED is a
+// conversion, never a rule's) or gives it an owner, rescored as any
+// change of a lead is.
+func (s *stepRun) setLead(value string) (string, string, error) {
+	var l models.Lead
+	if err := models.LockForUpdate(s.tx.DB).Take(&l, "id = ? AND org_id = ?", s.run.ObjectID, s.run.OrgID).Error; err != nil {
+		return "", "", err
+	}
+	before := views.ToLead(&l)
+	switch s.step.Field {
+	case "status":
+		if err := models.CheckLeadMove(l.Status, value); err != nil {
+			return "", "", err
+		}
+		l.Status = value
+	case "assignedToId":
+		l.AssignedToID = &value
+	}
+	if reflect.DeepEqual(before, views.ToLead(&l)) {
+		return "skipped", "nothing to change: " + s.step.Field + " = " + value, nil
+	}
+	if err := models.RescoreLead(s.tx.DB, &l, s.now); err != nil {
+		return "", "", err
+	}
+	l.UpdatedAt = s.now
+	if err := s.tx.Save(&l).Error; err != nil {
+		return "", "", err
+	}
+	after := views.ToLead(&l)
+	err := s.tx.EmitChange(l.OrgID, before, after, after, views.LeadChangeTypes(before, after, models.EventLeadUpdated)...)
+	return "done", s.step.Field + " = " + value, err
 }
 
 // tags adds or removes a ticket's tags.

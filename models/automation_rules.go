@@ -302,6 +302,11 @@ var settable = map[string]map[string][]string{
 		"stage":        slices.DeleteFunc(slices.Clone(DealStages), func(s string) bool { return s == StageLost }),
 		"assignedToId": nil,
 	},
+	// A lead is converted by POST /leads/{id}/convert, not by a rule.
+	AutomationLead: {
+		"status":       {LeadNew, LeadContacted, LeadQualified, LeadUnqualified},
+		"assignedToId": nil,
+	},
 }
 
 // MemberFields are the settable fields that name a member.
@@ -407,7 +412,7 @@ func (s *AutomationStep) validate(at, object string, triggers map[string]string)
 	}
 	onTicket := func() bool {
 		if object != AutomationTicket {
-			add(".action", "not_available", "%s acts on tickets only (for now); a %s rule takes notify, webhook, delay and wait_for (and set, on deals).", s.Action, object)
+			add(".action", "not_available", "%s acts on tickets only (for now); a %s rule takes notify, webhook, delay and wait_for (and set, on deals and leads).", s.Action, object)
 			return false
 		}
 		return true
@@ -415,7 +420,7 @@ func (s *AutomationStep) validate(at, object string, triggers map[string]string)
 	switch s.Action {
 	case StepSet:
 		if _, ok := settable[object]; !ok {
-			add(".action", "not_available", "set changes tickets and deals (for now); a %s rule takes notify, webhook, delay and wait_for.", object)
+			add(".action", "not_available", "set changes tickets, deals and leads (for now); a %s rule takes notify, webhook, delay and wait_for.", object)
 			break
 		}
 		values, ok := settable[object][s.Field]

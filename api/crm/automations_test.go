@@ -362,7 +362,8 @@ func TestAutomationLoopsEnd(t *testing.T) {
 
 // A rule about deals moves a large new deal to QUALIFIED, gives it an
 // owner in turn and tells that owner; its stage move is in the deal's
-// history as the rule's.
+// history as the rule's. A rule about leads gives each new one an owner
+// and marks it contacted.
 func TestAutomationMovesADeal(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
 		d := newAutomationDesk(t, e)
@@ -402,6 +403,25 @@ func TestAutomationMovesADeal(t *testing.T) {
 		}
 		if runs := d.runs(e, r.ID, ""); len(runs) != 1 || runs[0].ObjectID == small.ID {
 			t.Fatalf("runs: %+v", runs)
+		}
+
+		// A rule about leads: every new lead is contacted by the next agent.
+		var lr automation
+		e.Do(apitest.Request{Method: "POST", Path: d.base, Headers: d.owner.Auth(), Body: map[string]any{
+			"name": "Contact new leads", "object": "lead", "on": []string{"created"},
+			"steps": []any{map[string]any{"action": "set", "field": "assignedToId", "value": "round_robin"},
+				map[string]any{"action": "set", "field": "status", "value": models.LeadContacted}}}}).Expect(201).JSON(&lr)
+		var lead struct{ ID, Status string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads", Headers: d.owner.Auth(),
+			Body: map[string]any{"orgId": d.id, "name": "Ada", "email": "ada@lovelace.example"}}).Expect(201).JSON(&lead)
+		d.waitRun(e, lr.ID, lead.ID, models.RunCompleted)
+		var got struct {
+			Status       string
+			AssignedToID *string
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/leads/" + lead.ID + "?orgId=" + d.id, Headers: d.owner.Auth()}).Expect(200).JSON(&got)
+		if got.Status != models.LeadContacted || got.AssignedToID == nil {
+			t.Fatalf("the lead after its run: %+v", got)
 		}
 	})
 }
