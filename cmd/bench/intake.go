@@ -75,7 +75,13 @@ func (b *bencher) tenant() tenant { return tenant{org: b.org, key: b.key} }
 // own goroutine, and reports how many it sent and how many were accepted.
 func (b *bencher) sendSteadily(t tenant, source string, rate int, d time.Duration) (sent, accepted int) {
 	client := &http.Client{Timeout: 10 * time.Second}
-	var ok atomic.Int64
+	return steadily(rate, d, func(n int) bool { return b.sendIntake(client, t, source, n) })
+}
+
+// steadily runs send(n) rate times a second for d, each in its own
+// goroutine, and reports how many it sent and how many succeeded.
+func steadily(rate int, d time.Duration, send func(n int) bool) (sent, ok int) {
+	var succeeded atomic.Int64
 	var wg sync.WaitGroup
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
@@ -86,13 +92,13 @@ func (b *bencher) sendSteadily(t tenant, source string, rate int, d time.Duratio
 		wg.Add(1)
 		go func(n int) {
 			defer wg.Done()
-			if b.sendIntake(client, t, source, n) {
-				ok.Add(1)
+			if send(n) {
+				succeeded.Add(1)
 			}
 		}(n)
 	}
 	wg.Wait()
-	return sent, int(ok.Load())
+	return sent, int(succeeded.Load())
 }
 
 // burst runs send(n) for n from 1 to total on conns goroutines, as fast as

@@ -102,6 +102,16 @@ var loads = []load{
 		r.note(delivery)
 		return nil
 	}},
+	// A rule's runs after the ticket rows (the rule turns the one-statement
+	// create off while it is active; it is disabled at the end).
+	{name: automationLoad, needs: needHelpdeskKey, run: func(r *benchRun, _ string) error {
+		runs, err := r.b.automationRuns(r.ctx, r.db)
+		if err != nil {
+			return err
+		}
+		r.note(runs)
+		return nil
+	}},
 	// The SLA timers after everything: its workflows stay open.
 	{name: slaLoad, needs: needHelpdeskKey, slow: true, run: func(r *benchRun, _ string) error {
 		slas, err := r.b.slaTimers(r.ctx, r.db, r.b.hdKey)

@@ -191,6 +191,15 @@ func call(url, token string, body, out any) error {
 	return do(req, out)
 }
 
+// put sends body to url with PUT, with the token.
+func put(url, token string, body any) error {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest("PUT", url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	return do(req, nil)
+}
+
 func getJSON(url, token string, out any) error {
 	req, _ := http.NewRequest("GET", url, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
