@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -53,18 +51,10 @@ func (b *bencher) automationRuns(ctx context.Context, db *sql.DB) (automationRes
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	res.sent, res.created = steadily(automationRate, automationFor, func(n int) bool {
-		req, _ := http.NewRequest("POST", b.base+"/helpdesk/tickets", strings.NewReader(
-			fmt.Sprintf(`{"subject":"Automated %d","email":"auto-%d@example.com","tags":["auto-bench"]}`, n, n)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Api-Key", b.hdKey)
-		req.Header.Set("X-Workspace-Id", b.org)
-		resp, err := client.Do(req)
-		if err != nil {
-			return false
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusCreated
+		status, err := sendJSON(client, "POST", b.base+"/helpdesk/tickets",
+			fmt.Sprintf(`{"subject":"Automated %d","email":"auto-%d@example.com","tags":["auto-bench"]}`, n, n),
+			"X-Api-Key", b.hdKey, "X-Workspace-Id", b.org)
+		return err == nil && status == http.StatusCreated
 	})
 	if res.completed, err = pollCount(ctx, db, func(n int) bool { return n >= res.created },
 		`SELECT count(*) FROM automation_runs WHERE automation_id = $1 AND status = 'completed'`, created.ID); err != nil {

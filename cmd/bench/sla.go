@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/business-suite/suite/cmd/internal/harness"
@@ -70,17 +68,7 @@ func (b *bencher) newHelpdeskKey() (string, error) {
 func (b *bencher) slaTimers(ctx context.Context, db *sql.DB, hdKey string) (slaResult, error) {
 	var res slaResult
 	send := func(method, path, body string) (int, error) {
-		req, _ := http.NewRequest(method, b.base+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Api-Key", hdKey)
-		req.Header.Set("X-Workspace-Id", b.org)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode, nil
+		return sendJSON(http.DefaultClient, method, b.base+path, body, "X-Api-Key", hdKey, "X-Workspace-Id", b.org)
 	}
 	policy := fmt.Sprintf(`{"businessHours":"24x7","targets":{"urgent":{"firstResponse":%d}}}`, int(slaTarget.Minutes()))
 	if status, err := send("PUT", "/helpdesk/sla-policy", policy); err != nil || status != http.StatusOK {

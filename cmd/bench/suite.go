@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/business-suite/suite/worker/ports"
@@ -189,6 +190,23 @@ func call(url, token string, body, out any) error {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	return do(req, out)
+}
+
+// sendJSON sends a JSON body to url on client with the headers (name,
+// value, …), drops the answer, and gives its status.
+func sendJSON(client *http.Client, method, url, body string, headers ...string) (int, error) {
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // put sends body to url with PUT, with the token.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 )
@@ -95,16 +94,9 @@ func (b *bencher) webhookDelivery(rc *webhookReceiver) (deliveryResult, error) {
 	var res deliveryResult
 	client := &http.Client{Timeout: 10 * time.Second}
 	res.created, res.createTime = burst(webhookBurst, 16, func(n int) bool {
-		req, _ := http.NewRequest("POST", b.base+"/crm/deals", strings.NewReader(fmt.Sprintf(`{"title":"Webhook bench %d","amount":%d}`, n, n)))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+b.key)
-		resp, err := client.Do(req)
-		if err != nil {
-			return false
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusCreated
+		status, err := sendJSON(client, "POST", b.base+"/crm/deals", fmt.Sprintf(`{"title":"Webhook bench %d","amount":%d}`, n, n),
+			"Authorization", "Bearer "+b.key)
+		return err == nil && status == http.StatusCreated
 	})
 
 	// Wait for every event, or until none has come for 30 s.
