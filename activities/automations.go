@@ -18,11 +18,6 @@ import (
 	"github.com/business-suite/suite/models/views"
 )
 
-// ErrTypeStepRefused: a rule's step asked for a change the object's rules
-// refuse (a status move the ticket's workflow does not allow); retrying
-// cannot help, and the run fails with the reason.
-const ErrTypeStepRefused = "StepRefused"
-
 // Automations are the activities of the AutomationRun workflow. Each step
 // runs in one transaction that also records the step's outcome on the
 // run, so a step retried after its commit does nothing again. Its changes

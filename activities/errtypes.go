@@ -60,4 +60,9 @@ const (
 	// ErrTypeChangeClosed: the change is no longer open (e.g. it was
 	// canceled meanwhile); the step must not act on it.
 	ErrTypeChangeClosed = "ChangeClosed"
+
+	// ErrTypeStepRefused: an automation rule's step asked for a change the
+	// object's rules refuse (a status move the ticket's workflow does not
+	// allow); retrying cannot help, and the run fails with the reason.
+	ErrTypeStepRefused = "StepRefused"
 )

@@ -11,15 +11,22 @@ import (
 	"github.com/business-suite/suite/workflows/names"
 )
 
+// A run's database steps are local activities, as LeadIntake's are: they
+// run inside the workflow task on the worker that holds the run, recorded
+// as markers, instead of each going through the Temporal server's
+// activity queue — a round trip and its persistence writes fewer per step,
+// which is most of the time from a change to its rule's first step.
+
 // stepOptions: a step retries like any database step, up to ten times
 // (about twenty minutes); a step that still fails fails the run, which is
 // recorded and emitted as automation.run.failed. A step whose object is
-// gone fails at once.
-var stepOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: 30 * time.Second,
+// gone, or that is refused, fails at once.
+var stepOptions = workflow.LocalActivityOptions{
+	StartToCloseTimeout:    30 * time.Second,
+	ScheduleToCloseTimeout: time.Hour,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute, MaximumAttempts: 10,
-		NonRetryableErrorTypes: []string{activities.ErrTypeNotFound, activities.ErrTypeBadPayload},
+		NonRetryableErrorTypes: []string{activities.ErrTypeNotFound, activities.ErrTypeBadPayload, activities.ErrTypeStepRefused},
 	},
 }
 
@@ -53,11 +60,11 @@ func AutomationRun(ctx workflow.Context, in models.AutomationRunInput) (string, 
 		restart: workflow.GetSignalChannel(ctx, names.SignalAutomationRestart),
 		cancel:  workflow.GetSignalChannel(ctx, names.SignalAutomationCancel),
 		events:  workflow.GetSignalChannel(ctx, names.SignalAutomationEvent),
-		actx:    workflow.WithActivityOptions(ctx, dbOptions),
+		actx:    workflow.WithLocalActivityOptions(ctx, localDBOptions),
 	}
 	status, reason, err := r.steps(ctx)
 	if err != nil {
-		if ferr := workflow.ExecuteActivity(r.actx, r.a.FailRun, models.AutomationFailure{Run: in, Error: err.Error()}).Get(ctx, nil); ferr != nil {
+		if ferr := workflow.ExecuteLocalActivity(r.actx, r.a.FailRun, models.AutomationFailure{Run: in, Error: err.Error()}).Get(ctx, nil); ferr != nil {
 			return "", ferr
 		}
 		return models.RunFailed, nil
@@ -91,8 +98,8 @@ func (r *automationRun) steps(ctx workflow.Context) (status, reason string, err 
 				return models.RunStopped, "wait_for " + step.Event + " timed out after " + step.Timeout + " (onTimeout: stop).", nil
 			}
 		default:
-			sctx := workflow.WithActivityOptions(ctx, stepOptions)
-			err = workflow.ExecuteActivity(sctx, r.a.ApplyStep, models.AutomationStepInput{Run: r.in, Index: i, Pass: r.pass}).Get(ctx, nil)
+			sctx := workflow.WithLocalActivityOptions(ctx, stepOptions)
+			err = workflow.ExecuteLocalActivity(sctx, r.a.ApplyStep, models.AutomationStepInput{Run: r.in, Index: i, Pass: r.pass}).Get(ctx, nil)
 		}
 		if err != nil {
 			return "", "", err
@@ -105,7 +112,7 @@ func (r *automationRun) steps(ctx workflow.Context) (status, reason string, err 
 			continue
 		}
 		var holds bool
-		if err := workflow.ExecuteActivity(r.actx, r.a.Recheck, r.in).Get(ctx, &holds); err != nil {
+		if err := workflow.ExecuteLocalActivity(r.actx, r.a.Recheck, r.in).Get(ctx, &holds); err != nil {
 			return "", "", err
 		}
 		if !holds {
@@ -131,7 +138,7 @@ func (r *automationRun) drain(ctx workflow.Context) {
 // then.
 func (r *automationRun) delay(ctx workflow.Context, i int, step models.AutomationStep) (waited bool, err error) {
 	var wake time.Time
-	err = workflow.ExecuteActivity(r.actx, r.a.WakeAt, activities.WakeAtInput{OrgID: r.in.OrgID, Duration: step.Duration,
+	err = workflow.ExecuteLocalActivity(r.actx, r.a.WakeAt, activities.WakeAtInput{OrgID: r.in.OrgID, Duration: step.Duration,
 		BusinessHours: step.BusinessHours, From: workflow.Now(ctx)}).Get(ctx, &wake)
 	if err != nil {
 		return false, err
@@ -222,13 +229,13 @@ func (r *automationRun) listen(ctx workflow.Context, sel workflow.Selector) {
 
 // stepDone records a delay's or a wait's outcome on the run.
 func (r *automationRun) stepDone(ctx workflow.Context, i int, step models.AutomationStep, outcome, detail string) error {
-	return workflow.ExecuteActivity(r.actx, r.a.RecordOutcome, models.AutomationOutcomeInput{Run: r.in, Outcome: models.AutomationStepOutcome{
+	return workflow.ExecuteLocalActivity(r.actx, r.a.RecordOutcome, models.AutomationOutcomeInput{Run: r.in, Outcome: models.AutomationStepOutcome{
 		Index: i, Pass: r.pass, Action: step.Action, At: workflow.Now(ctx), Outcome: outcome, Detail: detail}}).Get(ctx, nil)
 }
 
 // setState records where the run stands (running, waiting for an event,
 // or finished with reason).
 func (r *automationRun) setState(ctx workflow.Context, status, waitingFor, reason string) error {
-	return workflow.ExecuteActivity(r.actx, r.a.SetRunState, activities.RunStateInput{OrgID: r.in.OrgID, RunID: r.in.RunID,
+	return workflow.ExecuteLocalActivity(r.actx, r.a.SetRunState, activities.RunStateInput{OrgID: r.in.OrgID, RunID: r.in.RunID,
 		Status: status, WaitingFor: waitingFor, Reason: reason}).Get(ctx, nil)
 }
