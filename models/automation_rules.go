@@ -5,16 +5,15 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
 
-// An automation rule's definition — what it reacts to, the conditions it
-// checks, the steps it takes — its validation, and the evaluation of its
-// conditions against an object as the API shows it (a map of its JSON).
-// Everything here is pure: the matching in a change's transaction
-// (models/record), the run's workflow and its activities all call it.
+// An automation rule's definition — what it reacts to, the steps it takes
+// — and its validation; its conditions are in automation_conditions.go,
+// its durations and templates in automation_text.go. Everything here is
+// pure: the matching in a change's transaction (models/record), the run's
+// workflow and its activities all call it.
 
 // The objects a rule can be about.
 const (
@@ -64,183 +63,6 @@ func AutomationTrigger(eventType string) (object, trigger string, ok bool) {
 // AutomationTriggers are the trigger names of object, sorted.
 func AutomationTriggers(object string) []string {
 	return slices.Sorted(maps.Keys(automationTriggers[object]))
-}
-
-// Condition is one test of an object's field: {field, operator, value}.
-type Condition struct {
-	Field    string `json:"field"`
-	Operator string `json:"operator"`
-	Value    any    `json:"value,omitempty"`
-}
-
-// Conditions hold when every one of All holds and, if Any is not empty,
-// at least one of Any (Zendesk's shape).
-type Conditions struct {
-	All []Condition `json:"all"`
-	Any []Condition `json:"any"`
-}
-
-// The operators a condition takes. The change operators look at what the
-// event changed; they hold only for the change that set the run off, and
-// are not checked again after a delay or a wait.
-var (
-	valueOperators  = []string{"is", "is_not", "includes", "not_includes", "contains", "starts_with", "ends_with", "less_than", "greater_than", "hours_since"}
-	changeOperators = []string{"changed", "changed_to", "changed_from"}
-	bareOperators   = []string{"present", "blank", "changed"}
-	// ConditionOperators are every operator, for the error that names them.
-	ConditionOperators = slices.Concat(valueOperators, []string{"changed", "present", "blank"}, changeOperators[1:])
-)
-
-// ConditionResult is whether one condition held (the test endpoint's
-// answer, and a run's record of why it stopped).
-type ConditionResult struct {
-	Group     string `json:"group"` // all | any
-	Condition        // the condition itself
-	Holds     bool   `json:"holds"`
-}
-
-// Evaluate tells whether c holds for subject (the object's JSON as the
-// API shows it) after a change whose earlier values are previous (nil
-// when there was no change to look at: a re-check after a delay, where
-// the change operators are left out), and how each condition came out.
-func (c Conditions) Evaluate(subject, previous map[string]any, now time.Time) (bool, []ConditionResult) {
-	var results []ConditionResult
-	holds := true
-	for _, cond := range c.All {
-		ok := cond.holds(subject, previous, now)
-		results = append(results, ConditionResult{Group: "all", Condition: cond, Holds: ok})
-		holds = holds && ok
-	}
-	anyHolds := len(c.Any) == 0
-	for _, cond := range c.Any {
-		ok := cond.holds(subject, previous, now)
-		results = append(results, ConditionResult{Group: "any", Condition: cond, Holds: ok})
-		anyHolds = anyHolds || ok
-	}
-	return holds && anyHolds, results
-}
-
-// holds is one condition's outcome. A change operator with no change to
-// look at (previous nil) holds: it was true of the change that started
-// the run.
-func (c Condition) holds(subject, previous map[string]any, now time.Time) bool {
-	v, present := lookup(subject, c.Field)
-	if slices.Contains(changeOperators, c.Operator) {
-		if previous == nil {
-			return true
-		}
-		before, changed := lookup(previous, c.Field)
-		switch c.Operator {
-		case "changed":
-			return changed
-		case "changed_to":
-			return changed && same(v, c.Value)
-		default: // changed_from
-			return changed && same(before, c.Value)
-		}
-	}
-	switch c.Operator {
-	case "present":
-		return present && !blank(v)
-	case "blank":
-		return !present || blank(v)
-	case "is":
-		return same(v, c.Value)
-	case "is_not":
-		return !same(v, c.Value)
-	case "includes", "not_includes":
-		list, _ := v.([]any)
-		found := slices.ContainsFunc(list, func(e any) bool { return same(e, c.Value) })
-		return found == (c.Operator == "includes")
-	case "contains", "starts_with", "ends_with":
-		s, ok1 := v.(string)
-		want, ok2 := c.Value.(string)
-		if !ok1 || !ok2 {
-			return false
-		}
-		s, want = strings.ToLower(s), strings.ToLower(want)
-		switch c.Operator {
-		case "contains":
-			return strings.Contains(s, want)
-		case "starts_with":
-			return strings.HasPrefix(s, want)
-		}
-		return strings.HasSuffix(s, want)
-	case "less_than", "greater_than":
-		a, ok1 := number(v)
-		b, ok2 := number(c.Value)
-		if !ok1 || !ok2 {
-			return false
-		}
-		if c.Operator == "less_than" {
-			return a < b
-		}
-		return a > b
-	case "hours_since":
-		// At least value hours have passed since the timestamp.
-		s, _ := v.(string)
-		at, err := time.Parse(time.RFC3339Nano, s)
-		hours, ok := number(c.Value)
-		return err == nil && ok && now.Sub(at).Hours() >= hours
-	}
-	return false
-}
-
-// lookup reads a dotted field ("requester.email") of a JSON object.
-func lookup(obj map[string]any, field string) (any, bool) {
-	var cur any = obj
-	for part := range strings.SplitSeq(field, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[part]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-// same compares a JSON value with a condition's value: strings without
-// regard to case, numbers as numbers.
-func same(a, b any) bool {
-	if x, ok := number(a); ok {
-		y, ok := number(b)
-		return ok && x == y
-	}
-	switch x := a.(type) {
-	case string:
-		y, ok := b.(string)
-		return ok && strings.EqualFold(x, y)
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	}
-	return false
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	}
-	return 0, false
-}
-
-func blank(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case string:
-		return strings.TrimSpace(x) == ""
-	case []any:
-		return len(x) == 0
-	}
-	return false
 }
 
 // Refire modes: a rule runs once per object, or on every match (a run
@@ -371,40 +193,6 @@ func (d *AutomationDefinition) Validate(maxSteps int) []FieldError {
 	return bad
 }
 
-func (c *Conditions) validate(path string) []FieldError {
-	var bad []FieldError
-	for group, list := range map[string][]Condition{"all": c.All, "any": c.Any} {
-		if len(list) > 50 {
-			bad = append(bad, FieldError{Field: path + "." + group, Code: "max", Message: "At most 50 conditions."})
-		}
-		for i, cond := range list {
-			at := fmt.Sprintf("%s.%s[%d]", path, group, i)
-			if !conditionField.MatchString(cond.Field) {
-				bad = append(bad, FieldError{Field: at + ".field", Code: "unknown_field",
-					Message: "A field of the object as the API shows it, dotted for a nested one (requester.email)."})
-			}
-			switch {
-			case !slices.Contains(ConditionOperators, cond.Operator):
-				bad = append(bad, FieldError{Field: at + ".operator", Code: "unknown_operator",
-					Message: "One of " + strings.Join(ConditionOperators, ", ") + "."})
-			case slices.Contains(bareOperators, cond.Operator) && cond.Value != nil:
-				bad = append(bad, FieldError{Field: at + ".value", Code: "not_allowed", Message: cond.Operator + " takes no value."})
-			case !slices.Contains(bareOperators, cond.Operator) && cond.Value == nil:
-				bad = append(bad, FieldError{Field: at + ".value", Code: "required", Message: cond.Operator + " needs a value."})
-			case slices.Contains([]string{"less_than", "greater_than", "hours_since"}, cond.Operator):
-				if _, ok := number(cond.Value); !ok {
-					bad = append(bad, FieldError{Field: at + ".value", Code: "number", Message: cond.Operator + " compares with a number."})
-				}
-			}
-		}
-	}
-	slices.SortFunc(bad, func(a, b FieldError) int { return strings.Compare(a.Field, b.Field) })
-	return bad
-}
-
-// conditionField is the form of a condition's field.
-var conditionField = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}(\.[A-Za-z][A-Za-z0-9_]{0,63}){0,3}$`)
-
 func (s *AutomationStep) validate(at, object string, triggers map[string]string) []FieldError {
 	var bad []FieldError
 	add := func(field, code, format string, args ...any) {
@@ -497,83 +285,4 @@ func (s *AutomationStep) validate(at, object string, triggers map[string]string)
 		add(".action", "unknown_action", "One of set, add_tags, remove_tags, comment, notify, webhook, delay, wait_for.")
 	}
 	return bad
-}
-
-// isoDuration is the ISO 8601 durations a step takes: weeks, or days and
-// a time part (P1D, PT2H, P1DT12H, PT90M).
-var isoDuration = regexp.MustCompile(`^P(?:(\d+)W|(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)S)?)?)$`)
-
-// ParseISODuration reads an ISO 8601 duration of weeks, days, hours,
-// minutes and seconds (no years or months: their length varies).
-func ParseISODuration(s string) (time.Duration, error) {
-	m := isoDuration.FindStringSubmatch(s)
-	if m == nil || s == "P" || strings.HasSuffix(s, "T") {
-		return 0, fmt.Errorf("an ISO 8601 duration such as PT2H, P1D or P1DT12H (weeks, days, hours, minutes, seconds), not %q", s)
-	}
-	units := []time.Duration{7 * 24 * time.Hour, 24 * time.Hour, time.Hour, time.Minute, time.Second}
-	var d time.Duration
-	for i, unit := range units {
-		if m[i+1] == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(m[i+1], 10, 32)
-		if err != nil || time.Duration(n) > (1<<59)/unit { // each part, and so their sum, far from overflowing
-			return 0, fmt.Errorf("%q is too long", s)
-		}
-		d += time.Duration(n) * unit
-	}
-	return d, nil
-}
-
-// templateVar is a {{object.field}} in a template.
-var templateVar = regexp.MustCompile(`\{\{\s*([A-Za-z][A-Za-z0-9_]*)\.([A-Za-z][A-Za-z0-9_.]*)\s*\}\}`)
-
-// templateFields are the variables each object's templates may name.
-var templateFields = map[string][]string{
-	AutomationTicket:   {"id", "number", "subject", "status", "priority", "email", "agentId", "channel"},
-	AutomationLead:     {"id", "name", "email", "company", "score", "status", "source"},
-	AutomationDeal:     {"id", "title", "stage", "amount", "currency", "companyName", "contactEmail"},
-	AutomationContact:  {"id", "name", "email", "phone", "company"},
-	AutomationCustomer: {"id", "name", "email", "company"},
-}
-
-// CheckTemplate reports the first variable of body that a rule about
-// object cannot fill, or a "{{" that is not a variable.
-func CheckTemplate(body, object string) error {
-	rest := templateVar.ReplaceAllStringFunc(body, func(v string) string {
-		return ""
-	})
-	if strings.Contains(rest, "{{") {
-		return fmt.Errorf(`"{{" opens a variable such as {{%s.%s}}`, object, templateFields[object][1])
-	}
-	for _, m := range templateVar.FindAllStringSubmatch(body, -1) {
-		if m[1] != object || !slices.Contains(templateFields[object], m[2]) {
-			return fmt.Errorf("unknown variable {{%s.%s}}: a %s rule fills %s", m[1], m[2], object, templateList(object))
-		}
-	}
-	return nil
-}
-
-func templateList(object string) string {
-	var names []string
-	for _, f := range templateFields[object] {
-		names = append(names, "{{"+object+"."+f+"}}")
-	}
-	return strings.Join(names, ", ")
-}
-
-// RenderTemplate fills body's variables from subject, the object's JSON
-// (body was checked by CheckTemplate when the rule was saved).
-func RenderTemplate(body, object string, subject map[string]any) string {
-	return templateVar.ReplaceAllStringFunc(body, func(v string) string {
-		m := templateVar.FindStringSubmatch(v)
-		value, ok := lookup(subject, m[2])
-		if !ok || value == nil {
-			return ""
-		}
-		if n, isNumber := value.(float64); isNumber {
-			return strconv.FormatFloat(n, 'f', -1, 64)
-		}
-		return fmt.Sprint(value)
-	})
 }

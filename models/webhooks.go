@@ -286,11 +286,11 @@ func ChangeEvents(orgID string, before, after, object any, types ...string) ([]E
 // changes, with their values in before: an event's "previous". Fields
 // that change on every write (updatedAt) are left out.
 func PreviousFields(before, after any) (map[string]any, error) {
-	b, err := jsonObject(before)
+	b, err := JSONObject(before)
 	if err != nil {
 		return nil, err
 	}
-	a, err := jsonObject(after)
+	a, err := JSONObject(after)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +306,9 @@ func PreviousFields(before, after any) (map[string]any, error) {
 	return prev, nil
 }
 
-func jsonObject(v any) (map[string]any, error) {
+// JSONObject is v's JSON as a map: an object as a webhook event, a rule's
+// conditions and its templates see it.
+func JSONObject(v any) (map[string]any, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

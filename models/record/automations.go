@@ -1,7 +1,6 @@
 package record
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 
@@ -182,10 +181,5 @@ func toMap(v any) (map[string]any, error) {
 	if m, ok := v.(map[string]any); ok {
 		return m, nil
 	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(raw, &m)
+	return models.JSONObject(v)
 }

@@ -1,7 +1,6 @@
 package views
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -82,10 +81,5 @@ func Subject(row any) (map[string]any, error) {
 	default:
 		return nil, fmt.Errorf("views.Subject: no view of %T", row)
 	}
-	raw, err := json.Marshal(view)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	return m, json.Unmarshal(raw, &m)
+	return models.JSONObject(view)
 }
