@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,7 +146,7 @@ func (a *Automations) ApplyStep(ctx context.Context, in models.AutomationStepInp
 			return nil
 		}
 		now := models.Now()
-		s := stepRun{a: a, tx: tx, run: in.Run, step: step, cause: cause, now: now}
+		s := stepRun{a: a, tx: tx, input: in, run: in.Run, step: step, cause: cause, now: now}
 		outcome, detail, err := s.apply()
 		if err != nil {
 			return err
@@ -154,6 +155,12 @@ func (a *Automations) ApplyStep(ctx context.Context, in models.AutomationStepInp
 			Action: step.Action, At: now, Outcome: outcome, Detail: detail}, now)
 		return err
 	})
+	return stepError(err)
+}
+
+// stepError is a step's error as the run's workflow takes it: an object
+// (or run) gone, or a step refused, fails at once; anything else retries.
+func stepError(err error) error {
 	var domain *models.DomainError
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound), errors.Is(err, models.ErrNotFound):
@@ -168,6 +175,7 @@ func (a *Automations) ApplyStep(ctx context.Context, in models.AutomationStepInp
 type stepRun struct {
 	a     *Automations
 	tx    *record.Tx
+	input models.AutomationStepInput
 	run   models.AutomationRunInput
 	step  models.AutomationStep
 	cause models.AutomationCause
@@ -186,6 +194,10 @@ func (s *stepRun) apply() (outcome, detail string, err error) {
 		return s.comment()
 	case models.StepNotify:
 		return s.notify()
+	case models.StepCreateTask:
+		return s.createTask()
+	case models.StepSummarize:
+		return s.summary()
 	case models.StepWebhook:
 		subject, err := subjectOf(s.tx.DB, s.run.Object, s.run.OrgID, s.run.ObjectID)
 		if err != nil {
@@ -372,8 +384,14 @@ func (s *stepRun) comment() (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
+	return s.addComment(models.RenderTemplate(s.step.Body, s.run.Object, subject), s.step.Public)
+}
+
+// addComment adds body to the run's ticket as the rule: an internal note,
+// or a public reply that is e-mailed as an agent's would be.
+func (s *stepRun) addComment(body string, public bool) (string, string, error) {
 	cm := &models.TicketComment{ID: models.NewID(), OrgID: s.run.OrgID, AuthorType: models.AuthorAgent,
-		Body: models.RenderTemplate(s.step.Body, s.run.Object, subject), Public: s.step.Public, CreatedAt: s.now}
+		Body: body, Public: public, CreatedAt: s.now}
 	t, change, err := models.AddTicketComment(s.tx.DB, s.run.OrgID, s.run.ObjectID, cm, s.cause.Actor(), s.now)
 	if err != nil {
 		return "", "", err
@@ -438,12 +456,119 @@ func (s *stepRun) notify() (string, string, error) {
 	return "done", strconv.Itoa(len(to)) + " notified (" + s.step.To + ")", nil
 }
 
-// subjectOf is the organization's object as the API shows it, as a JSON
-// map: what conditions and templates read.
-func subjectOf(db *gorm.DB, object, orgID, id string) (map[string]any, error) {
-	row, err := models.FindAutomationObject(db, object, orgID, id)
+// createTask adds a task about the run's deal, lead or contact, as the
+// rule: its title and description filled from the object, due DueIn after
+// the step, for the object's assignee, the next agent or a member.
+func (s *stepRun) createTask() (string, string, error) {
+	subject, err := subjectOf(s.tx.DB, s.run.Object, s.run.OrgID, s.run.ObjectID)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
-	return views.Subject(row)
+	t := &models.Task{ID: models.NewID(), OrgID: s.run.OrgID, Priority: cmp.Or(s.step.Priority, "MEDIUM"), Status: "OPEN",
+		Title:       models.Truncate(strings.TrimSpace(models.RenderTemplate(s.step.Title, s.run.Object, subject)), 300),
+		Description: models.RenderTemplate(s.step.Body, s.run.Object, subject), CreatedBy: s.cause.Actor(), CreatedAt: s.now, UpdatedAt: s.now}
+	if t.Title == "" {
+		t.Title = s.run.Name
+	}
+	if s.step.DueIn != "" {
+		d, err := models.ParseISODuration(s.step.DueIn)
+		if err != nil {
+			return "", "", temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadPayload, err)
+		}
+		t.DueDate = s.now.Add(d).UTC().Format(time.DateOnly)
+	}
+	id := s.run.ObjectID
+	switch s.run.Object {
+	case models.AutomationDeal:
+		t.DealID = &id
+	case models.AutomationLead:
+		t.LeadID = &id
+	case models.AutomationContact:
+		t.ContactID = &id
+	}
+	switch s.step.To {
+	case "":
+	case "assignee":
+		if owner, _ := subject["assignedToId"].(string); owner != "" {
+			t.AssignedToID = &owner
+		}
+	default:
+		member, _, err := s.member(s.step.To)
+		if err != nil {
+			return "", "", err
+		}
+		if member != "" {
+			t.AssignedToID = &member
+		}
+	}
+	if err := s.tx.Create(t).Error; err != nil {
+		return "", "", err
+	}
+	return "done", "task " + t.ID, s.tx.Emit(models.Event{OrgID: t.OrgID, Type: models.EventTaskCreated, Object: views.ToTask(t)})
+}
+
+// summaryJobID is the AI job of an ai_summarize step of a run's pass.
+func summaryJobID(in models.AutomationStepInput) string {
+	return models.DerivedID(in.Run.RunID, "ai_summarize", strconv.Itoa(in.Index), strconv.Itoa(in.Pass))
+}
+
+// StartSummary stores the AI job of an ai_summarize step — a document
+// that references the run's object, and a job to summarize it — whose
+// AIJob workflow the run then runs as its child. Its id is derived from
+// the step, so a retry finds the job made before; "" when the step is
+// done or the run no longer open. A plan without AI, or a month's quota
+// spent, refuses the step.
+func (a *Automations) StartSummary(ctx context.Context, in models.AutomationStepInput) (string, error) {
+	step, jobID := in.Run.Steps[in.Index], summaryJobID(in)
+	actor := models.AutomationCause{AutomationID: in.Run.AutomationID}.Actor()
+	err := record.Transact(ctx, a.DB, func(tx *record.Tx) error {
+		var run models.AutomationRun
+		if err := models.LockForUpdate(tx.DB).Take(&run, "id = ? AND org_id = ?", in.Run.RunID, in.Run.OrgID).Error; err != nil {
+			return err
+		}
+		if !run.Open() || slices.ContainsFunc(run.Outcomes(), func(o models.AutomationStepOutcome) bool {
+			return o.Index == in.Index && o.Pass == in.Pass
+		}) {
+			jobID = ""
+			return nil
+		}
+		var n int64
+		if err := tx.Model(&models.AIJob{}).Where("id = ?", jobID).Count(&n).Error; err != nil || n > 0 {
+			return err
+		}
+		doc, err := models.CreateAIDocument(ctx, tx.DB, models.NewAIDocument{OrgID: in.Run.OrgID, Source: in.Run.Object,
+			SourceID: in.Run.ObjectID, CreatedBy: actor})
+		if err != nil {
+			return err
+		}
+		_, err = models.CreateAIJob(tx.DB, models.NewAIJob{ID: jobID, OrgID: in.Run.OrgID, Kind: models.AIKindSummarize,
+			DocumentID: doc.ID, Options: models.AIJobOptions{Length: step.Length}, CreatedBy: actor})
+		return err
+	})
+	return jobID, stepError(err)
+}
+
+// summary records an ai_summarize step whose AI job has finished: on a
+// ticket, its summary as an internal note; on a lead or a customer, the
+// job (GET /v1/ai/jobs/{id}) in the step's detail.
+func (s *stepRun) summary() (string, string, error) {
+	var job models.AIJob
+	if err := s.tx.Take(&job, "id = ? AND org_id = ?", summaryJobID(s.input), s.run.OrgID).Error; err != nil {
+		return "", "", err
+	}
+	var out models.AISummaryOutput
+	if job.Status != models.AIJobSucceeded || json.Unmarshal(job.Output(), &out) != nil {
+		return "", "", models.Err(models.ErrConflict, "ai_job_failed", "The AI job %s did not succeed (%s: %s).", job.ID, job.Status, job.ErrorMessage)
+	}
+	if s.run.Object != models.AutomationTicket {
+		return "done", "AI job " + job.ID, nil
+	}
+	outcome, _, err := s.addComment("AI summary:\n\n"+out.Summary, false)
+	return outcome, "AI job " + job.ID + ", as an internal note", err
+}
+
+// subjectOf is the organization's object as rules see it
+// (record.Subject).
+func subjectOf(db *gorm.DB, object, orgID, id string) (map[string]any, error) {
+	return record.Subject(db, object, orgID, id)
 }

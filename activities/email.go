@@ -108,7 +108,7 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 			}
 		}
 		if fresh {
-			if err := emitIngested(tx, &t, out); err != nil {
+			if err := emitIngested(tx, &t, out, views.ToReceivedEmail(&m, &p)); err != nil {
 				return err
 			}
 		}
@@ -136,10 +136,12 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 
 // emitIngested records the webhook events of what a message became: a
 // ticket opened (with the customer it created), or a comment and the
-// change it made to its ticket t.
-func emitIngested(tx *record.Tx, t *models.Ticket, out models.IngestOutcome) error {
+// change it made to its ticket t; then the message's own
+// ticket.email_received.
+func emitIngested(tx *record.Tx, t *models.Ticket, out models.IngestOutcome, msg views.ReceivedEmail) error {
+	received := models.Event{OrgID: t.OrgID, Type: models.EventTicketEmailReceived, Object: msg, Subject: views.ToTicket(t)}
 	if out.NewTicket {
-		return tx.Emit(views.TicketOpenedEvents(t, out.NewCustomer)...)
+		return tx.Emit(append(views.TicketOpenedEvents(t, out.NewCustomer), received)...)
 	}
 	if out.CommentID == nil {
 		return nil
@@ -161,7 +163,8 @@ func emitIngested(tx *record.Tx, t *models.Ticket, out models.IngestOutcome) err
 	if err != nil {
 		return err
 	}
-	return tx.Emit(append([]models.Event{{OrgID: t.OrgID, Type: models.EventTicketCommentCreated, Object: view(&cm), Subject: views.ToTicket(t)}}, changed...)...)
+	events := append([]models.Event{{OrgID: t.OrgID, Type: models.EventTicketCommentCreated, Object: view(&cm), Subject: views.ToTicket(t)}}, changed...)
+	return tx.Emit(append(events, received)...)
 }
 
 // SendReply sends the public agent comment commentID to its ticket's

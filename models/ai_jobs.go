@@ -20,6 +20,9 @@ func FindAIJob(ctx context.Context, db *gorm.DB, orgID, id string) (*AIJob, erro
 
 // NewAIJob is a requested job.
 type NewAIJob struct {
+	// ID, when set, is the job's id: one its caller derives to find the
+	// job again (an automation's step retried); a new id otherwise.
+	ID         string
 	OrgID      string
 	Kind       string
 	DocumentID string
@@ -64,7 +67,10 @@ func CreateAIJob(tx *gorm.DB, in NewAIJob) (*AIJob, error) {
 		return nil, err
 	}
 	now := Now()
-	job := &AIJob{ID: NewID(), OrgID: in.OrgID, Kind: in.Kind, InputData: in.Data, InputFormat: in.DataFormat,
+	if in.ID == "" {
+		in.ID = NewID()
+	}
+	job := &AIJob{ID: in.ID, OrgID: in.OrgID, Kind: in.Kind, InputData: in.Data, InputFormat: in.DataFormat,
 		Options: string(opts), Refresh: in.Refresh, Status: AIJobQueued, CreatedBy: in.CreatedBy, CreatedAt: now, UpdatedAt: now}
 	if in.DocumentID != "" {
 		id := in.DocumentID

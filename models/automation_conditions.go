@@ -190,7 +190,7 @@ func blank(v any) bool {
 	return false
 }
 
-func (c *Conditions) validate(path string) []FieldError {
+func (c *Conditions) validate(path, object string) []FieldError {
 	var bad []FieldError
 	for group, list := range map[string][]Condition{"all": c.All, "any": c.Any} {
 		if len(list) > 50 {
@@ -198,9 +198,10 @@ func (c *Conditions) validate(path string) []FieldError {
 		}
 		for i, cond := range list {
 			at := fmt.Sprintf("%s.%s[%d]", path, group, i)
-			if !conditionField.MatchString(cond.Field) {
+			if !knownField(object, cond.Field) {
 				bad = append(bad, FieldError{Field: at + ".field", Code: "unknown_field",
-					Message: "A field of the object as the API shows it, dotted for a nested one (requester.email)."})
+					Message: fmt.Sprintf("A field of the %s as the API shows it: %s (dotted for a nested one: %s).", object,
+						strings.Join(AutomationFields(object), ", "), nestedExample[object])})
 			}
 			switch {
 			case !slices.Contains(ConditionOperators, cond.Operator):
@@ -223,3 +224,55 @@ func (c *Conditions) validate(path string) []FieldError {
 
 // conditionField is the form of a condition's field.
 var conditionField = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}(\.[A-Za-z][A-Za-z0-9_]{0,63}){0,3}$`)
+
+// automationFields are the fields of each object as the API shows it
+// (the views; a test there keeps the lists equal to them), and what the
+// matching adds: a ticket's requester (its customer), the comment of
+// comment.created and the message of email.received. A field ending in
+// "." is an object, named with one of its own fields after the dot.
+var automationFields = map[string][]string{
+	AutomationTicket: {"id", "workspaceId", "number", "subject", "description", "status", "priority", "channel", "email", "customerId",
+		"agentId", "tags", "allowedStatuses", "followsTicketId", "firstResponseAt", "solvedAt", "closedAt", "sla.", "createdAt", "updatedAt",
+		"requester.", "comment.", "message."},
+	AutomationLead: {"id", "orgId", "name", "email", "phone", "company", "value", "source", "status", "score", "probability",
+		"scoreFactors.", "assignedToId", "contactId", "dealId", "lastActivityAt", "createdAt", "updatedAt"},
+	AutomationDeal: {"id", "orgId", "title", "amount", "currency", "stage", "probability", "closeDate", "companyName", "contactEmail",
+		"contactId", "leadId", "assignedToId", "lostReason", "stageChangedAt", "wonAt", "createdAt", "updatedAt"},
+	AutomationContact:  {"id", "orgId", "name", "email", "phone", "company", "designation", "type", "notes", "createdAt", "updatedAt"},
+	AutomationCustomer: {"id", "workspaceId", "name", "email", "phone", "company", "notes", "createdAt", "updatedAt"},
+}
+
+// nestedExample is a nested field of each object, for the error message.
+var nestedExample = map[string]string{
+	AutomationTicket: "requester.email", AutomationLead: "scoreFactors.company", AutomationDeal: "none",
+	AutomationContact: "none", AutomationCustomer: "none",
+}
+
+// AutomationFields are the fields object's conditions test, as the error
+// that names them shows them.
+func AutomationFields(object string) []string {
+	var out []string
+	for _, f := range automationFields[object] {
+		if name, nested := strings.CutSuffix(f, "."); nested {
+			f = name + ".…"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// knownField tells whether field names a field of object (an object's
+// field only with a field of its own after the dot).
+func knownField(object, field string) bool {
+	if !conditionField.MatchString(field) {
+		return false
+	}
+	head, rest, dotted := strings.Cut(field, ".")
+	if _, known := automationFields[object]; !known {
+		return true // the object is reported wrong; not its fields
+	}
+	if dotted {
+		return rest != "" && slices.Contains(automationFields[object], head+".")
+	}
+	return slices.Contains(automationFields[object], head)
+}

@@ -31,7 +31,7 @@ var automationTriggers = map[string]map[string]string{
 	AutomationTicket: {
 		"created": EventTicketCreated, "updated": EventTicketUpdated, "status_changed": EventTicketStatusChanged,
 		"assigned": EventTicketAssigned, "comment.created": EventTicketCommentCreated,
-		"sla.warning": EventTicketSLAWarning, "sla.breached": EventTicketSLABreached,
+		"sla.warning": EventTicketSLAWarning, "sla.breached": EventTicketSLABreached, "email.received": EventTicketEmailReceived,
 	},
 	AutomationLead: {
 		"created": EventLeadCreated, "scored": EventLeadScored, "updated": EventLeadUpdated, "converted": EventLeadConverted,
@@ -82,6 +82,21 @@ const (
 	StepWebhook    = "webhook"
 	StepDelay      = "delay"
 	StepWaitFor    = "wait_for"
+	StepCreateTask = "create_task"
+	StepSummarize  = "ai_summarize"
+)
+
+// AutomationActions are every step's action, for the error that names
+// them.
+var AutomationActions = []string{StepSet, StepAddTags, StepRemoveTags, StepComment, StepNotify, StepWebhook, StepDelay, StepWaitFor,
+	StepCreateTask, StepSummarize}
+
+// The objects a create_task step links its task to (a task belongs to a
+// deal, a lead or a contact), and those an ai_summarize step summarizes
+// (the records an AI document may reference).
+var (
+	taskObjects    = []string{AutomationDeal, AutomationLead, AutomationContact}
+	summaryObjects = []string{AutomationTicket, AutomationLead, AutomationCustomer}
 )
 
 // AutomationStep is one step of a rule; which fields it takes depends on
@@ -109,6 +124,16 @@ type AutomationStep struct {
 	// "continue" (the default) or "stop".
 	Timeout   string `json:"timeout,omitempty"`
 	OnTimeout string `json:"onTimeout,omitempty"`
+	// create_task: its Title (a template; Body is its description), its
+	// Priority (MEDIUM unless given), when it is due (DueIn, ISO 8601,
+	// from the run's step: a date) and whom it goes to (To: the object's
+	// assignee, round_robin or a member's id; nobody when empty).
+	Title    string `json:"title,omitempty"`
+	Priority string `json:"priority,omitempty"`
+	DueIn    string `json:"dueIn,omitempty"`
+	// ai_summarize: the summary's length (short, medium — the default —
+	// or long).
+	Length string `json:"length,omitempty"`
 }
 
 // The settable fields of each object (set), with the values they take
@@ -180,7 +205,7 @@ func (d *AutomationDefinition) Validate(maxSteps int) []FieldError {
 			add(fmt.Sprintf("on[%d]", i), "unknown_trigger", "A %s rule reacts to %s.", d.Object, strings.Join(AutomationTriggers(d.Object), ", "))
 		}
 	}
-	bad = append(bad, d.Conditions.validate("conditions")...)
+	bad = append(bad, d.Conditions.validate("conditions", d.Object)...)
 	if len(d.Steps) == 0 {
 		add("steps", "required", "At least one step.")
 	}
@@ -200,7 +225,7 @@ func (s *AutomationStep) validate(at, object string, triggers map[string]string)
 	}
 	onTicket := func() bool {
 		if object != AutomationTicket {
-			add(".action", "not_available", "%s acts on tickets only (for now); a %s rule takes notify, webhook, delay and wait_for (and set, on deals and leads).", s.Action, object)
+			add(".action", "not_available", "%s acts on tickets only, not on a %s.", s.Action, object)
 			return false
 		}
 		return true
@@ -279,10 +304,58 @@ func (s *AutomationStep) validate(at, object string, triggers map[string]string)
 			add(".onTimeout", "oneof", "continue (the default) or stop.")
 		}
 		if s.Where != nil {
-			bad = append(bad, s.Where.validate(at+".where")...)
+			bad = append(bad, s.Where.validate(at+".where", object)...)
+		}
+	case StepCreateTask:
+		s.validateTask(object, add)
+	case StepSummarize:
+		if !slices.Contains(summaryObjects, object) {
+			add(".action", "not_available", "ai_summarize summarizes %s.", strings.Join(summaryObjects, ", "))
+		}
+		if s.Length != "" && !slices.Contains(AILengths, s.Length) {
+			add(".length", "oneof", "One of %s.", strings.Join(AILengths, ", "))
 		}
 	default:
-		add(".action", "unknown_action", "One of set, add_tags, remove_tags, comment, notify, webhook, delay, wait_for.")
+		add(".action", "unknown_action", "One of %s.", strings.Join(AutomationActions, ", "))
 	}
 	return bad
+}
+
+// validateTask checks a create_task step (the member it names, if any, is
+// the caller's to look up).
+func (s *AutomationStep) validateTask(object string, add func(field, code, format string, args ...any)) {
+	if !slices.Contains(taskObjects, object) {
+		add(".action", "not_available", "create_task links a task to a %s.", strings.Join(taskObjects, ", a "))
+		return
+	}
+	switch title := strings.TrimSpace(s.Title); {
+	case title == "" || len(title) > 300:
+		add(".title", "required", "A title of 1 to 300 characters.")
+	default:
+		if err := CheckTemplate(s.Title, object); err != nil {
+			add(".title", "unknown_variable", "%s", err.Error())
+		}
+	}
+	if len(s.Body) > 10_000 {
+		add(".body", "max", "At most 10,000 characters.")
+	} else if err := CheckTemplate(s.Body, object); err != nil {
+		add(".body", "unknown_variable", "%s", err.Error())
+	}
+	if s.Priority != "" && !slices.Contains(TaskPriorities, s.Priority) {
+		add(".priority", "oneof", "One of %s.", strings.Join(TaskPriorities, ", "))
+	}
+	if s.DueIn != "" {
+		if d, err := ParseISODuration(s.DueIn); err != nil {
+			add(".dueIn", "duration", "%s", err.Error())
+		} else if d < 0 || d > MaxAutomationDelay {
+			add(".dueIn", "range", "From now to a year.")
+		}
+	}
+	switch {
+	case s.To == "" || s.To == "round_robin" || (s.To == "assignee" && object != AutomationContact):
+	case s.To == "assignee":
+		add(".to", "no_assignee", "A contact has no assignee: name a member, or round_robin.")
+	case !ValidID(s.To):
+		add(".to", "member", `"assignee", "round_robin" or a member's id.`)
+	}
 }

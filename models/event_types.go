@@ -37,6 +37,10 @@ const (
 	EventTicketCommentCreated = "ticket.comment_created"
 	EventTicketSLAWarning     = "ticket.sla_warning"
 	EventTicketSLABreached    = "ticket.sla_breached"
+	// EventTicketEmailReceived tells that an e-mail opened a ticket or
+	// added a comment to one (after its ticket.created or
+	// ticket.comment_created): the message, with its ticket.
+	EventTicketEmailReceived = "ticket.email_received"
 
 	EventCustomerCreated = "customer.created"
 	EventCustomerUpdated = "customer.updated"
@@ -67,7 +71,7 @@ var EventTypes = []string{
 	EventLeadCreated, EventLeadScored, EventLeadUpdated, EventLeadConverted, EventLeadDeleted,
 	EventTaskCreated, EventTaskUpdated, EventTaskDeleted,
 	EventTicketCreated, EventTicketUpdated, EventTicketStatusChanged, EventTicketAssigned, EventTicketDeleted, EventTicketCommentCreated,
-	EventTicketSLAWarning, EventTicketSLABreached,
+	EventTicketSLAWarning, EventTicketSLABreached, EventTicketEmailReceived,
 	EventCustomerCreated, EventCustomerUpdated, EventCustomerDeleted,
 	EventMemberInvited, EventMemberJoined, EventMemberRemoved,
 	EventSubscriptionChanged,
@@ -148,4 +152,14 @@ func AIJobEventType(status string) string {
 		return EventAIJobFailed
 	}
 	return ""
+}
+
+// SubjectKey is the field under which a rule about an event's Subject
+// (a ticket) sees the event's Object: the comment of
+// ticket.comment_created, the message of ticket.email_received.
+func SubjectKey(eventType string) string {
+	if eventType == EventTicketEmailReceived {
+		return "message"
+	}
+	return "comment"
 }

@@ -171,8 +171,9 @@ type Event struct {
 	// (PreviousFields).
 	Previous map[string]any
 	// Subject, when set, is the object automation rules match the event
-	// on, when Object is another: a comment's ticket (its view). A rule's
-	// conditions see Object under "comment".
+	// on, when Object is another: a comment's or a message's ticket (its
+	// view). A rule's conditions see Object under SubjectKey ("comment",
+	// "message").
 	Subject any
 }
 

@@ -3,6 +3,7 @@ package workflows
 import (
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -97,6 +98,8 @@ func (r *automationRun) steps(ctx workflow.Context) (status, reason string, err 
 			if waited, stop, err = r.waitFor(ctx, i, step); err == nil && stop {
 				return models.RunStopped, "wait_for " + step.Event + " timed out after " + step.Timeout + " (onTimeout: stop).", nil
 			}
+		case models.StepSummarize:
+			err = r.summarize(ctx, i)
 		default:
 			sctx := workflow.WithLocalActivityOptions(ctx, stepOptions)
 			err = workflow.ExecuteLocalActivity(sctx, r.a.ApplyStep, models.AutomationStepInput{Run: r.in, Index: i, Pass: r.pass}).Get(ctx, nil)
@@ -120,6 +123,29 @@ func (r *automationRun) steps(ctx workflow.Context) (status, reason string, err 
 		}
 	}
 	return models.RunCompleted, "", nil
+}
+
+// summarize carries out step i, ai_summarize: it stores the AI job
+// (StartSummary), runs the job's AIJob workflow as its child — found in
+// the Temporal UI under the run, cancelled with it — and records the
+// summary (ApplyStep). A job that fails fails the run.
+func (r *automationRun) summarize(ctx workflow.Context, i int) error {
+	in := models.AutomationStepInput{Run: r.in, Index: i, Pass: r.pass}
+	sctx := workflow.WithLocalActivityOptions(ctx, stepOptions)
+	var job string
+	if err := workflow.ExecuteLocalActivity(sctx, r.a.StartSummary, in).Get(ctx, &job); err != nil || job == "" {
+		return err
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            names.AIJobID(job),
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		TypedSearchAttributes: names.SearchAttributes(r.in.OrgID, names.KindAIJob),
+	})
+	var res AIJobResult
+	if err := workflow.ExecuteChildWorkflow(cctx, names.AIJobWorkflow, AIJobInput{JobID: job, OrgID: r.in.OrgID}).Get(ctx, &res); err != nil {
+		return err
+	}
+	return workflow.ExecuteLocalActivity(sctx, r.a.ApplyStep, in).Get(ctx, nil)
 }
 
 // drain takes the signals that came in meanwhile: a restart, a cancel.

@@ -49,7 +49,8 @@ func (r *automationRequest) definition() models.AutomationDefinition {
 
 // stepKeys are the fields a step takes (a misspelt one is a 422, not a
 // step that silently does less).
-var stepKeys = []string{"action", "field", "value", "duration", "businessHours", "public", "body", "to", "event", "where", "timeout", "onTimeout"}
+var stepKeys = []string{"action", "field", "value", "duration", "businessHours", "public", "body", "to", "event", "where", "timeout", "onTimeout",
+	"title", "priority", "dueIn", "length"}
 
 // decodeAutomation reads and checks a rule: its definition (every problem
 // named by its JSON path), the steps' keys, the members it names, and
@@ -63,16 +64,30 @@ func (h *handlers) decodeAutomation(c *fiber.Ctx) (models.AutomationDefinition, 
 		if err != nil {
 			return err
 		}
+		plan, err := models.FindPlan(c.UserContext(), h.DB, org.Plan)
+		if err != nil {
+			return err
+		}
 		_, maxSteps := models.AutomationLimits(org.Plan)
 		def = req.definition()
+		bad := append(unknownStepKeys(c.Body()), def.Validate(maxSteps)...)
 		var errs []error
-		if bad := append(unknownStepKeys(c.Body()), def.Validate(maxSteps)...); len(bad) > 0 {
-			errs = append(errs, models.Invalid(bad...))
-		}
+		db := h.DB.WithContext(c.UserContext())
 		for i, s := range def.Steps {
+			at := fmt.Sprintf("steps[%d]", i)
 			if id, ok := s.Value.(string); ok && s.Action == models.StepSet && slices.Contains(models.MemberFields, s.Field) && models.ValidID(id) {
-				errs = append(errs, models.CheckMember(h.DB.WithContext(c.UserContext()), p.OrgID, fmt.Sprintf("steps[%d].value", i), &id))
+				errs = append(errs, models.CheckMember(db, p.OrgID, at+".value", &id))
 			}
+			if s.Action == models.StepCreateTask && models.ValidID(s.To) {
+				errs = append(errs, models.CheckMember(db, p.OrgID, at+".to", &s.To))
+			}
+			if s.Action == models.StepSummarize && !plan.AI {
+				bad = append(bad, models.FieldError{Field: at + ".action", Code: models.CodePlanUpgradeRequired,
+					Message: "The " + org.Plan + " plan does not include AI; upgrade to business or enterprise."})
+			}
+		}
+		if len(bad) > 0 {
+			errs = append(errs, models.Invalid(bad...))
 		}
 		return web.MergeInvalid(errs...)
 	})
@@ -373,12 +388,9 @@ func automationSubject(db *gorm.DB, object, orgID, id string) (map[string]any, e
 	if !models.ValidID(id) {
 		return nil, models.NotFound("The " + object)
 	}
-	row, err := models.FindAutomationObject(db, object, orgID, id)
+	subject, err := record.Subject(db, object, orgID, id)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, models.NotFound("The " + object)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return views.Subject(row)
+	return subject, err
 }

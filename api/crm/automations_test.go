@@ -58,7 +58,7 @@ func escalation(delay string) map[string]any {
 		"conditions": map[string]any{
 			"all": []any{map[string]any{"field": "priority", "operator": "is", "value": "urgent"}},
 			"any": []any{map[string]any{"field": "tags", "operator": "includes", "value": "vip"},
-				map[string]any{"field": "email", "operator": "ends_with", "value": "@bigco.example"}},
+				map[string]any{"field": "requester.email", "operator": "ends_with", "value": "@bigco.example"}},
 		},
 		"steps": []any{
 			map[string]any{"action": "set", "field": "agentId", "value": "round_robin"},
@@ -241,7 +241,9 @@ func TestAutomationRulesAreValidatedAndPrivate(t *testing.T) {
 		d := newAutomationDesk(t, e)
 		bad := escalation("PT2H")
 		bad["on"] = []string{"created", "exploded"}
-		bad["conditions"] = map[string]any{"all": []any{map[string]any{"field": "priority", "operator": "resembles", "value": "urgent"}}}
+		bad["conditions"] = map[string]any{"all": []any{map[string]any{"field": "priority", "operator": "resembles", "value": "urgent"}},
+			"any": []any{map[string]any{"field": "colour", "operator": "is", "value": "red"},
+				map[string]any{"field": "subject.text", "operator": "is", "value": "x"}}}
 		bad["steps"] = []any{
 			map[string]any{"action": "delay", "duration": "P2Y"},
 			map[string]any{"action": "comment", "body": "{{ticket.colour}}"},
@@ -254,7 +256,7 @@ func TestAutomationRulesAreValidatedAndPrivate(t *testing.T) {
 		for _, f := range problem["errors"].([]any) {
 			fields = append(fields, f.(map[string]any)["field"].(string))
 		}
-		for _, want := range []string{"on[1]", "conditions.all[0].operator", "steps[0].duration", "steps[1].body", "steps[2].action",
+		for _, want := range []string{"on[1]", "conditions.all[0].operator", "conditions.any[0].field", "conditions.any[1].field", "steps[0].duration", "steps[1].body", "steps[2].action",
 			"steps[3].bodyy", "steps[4].value"} {
 			if !slices.Contains(fields, want) {
 				t.Errorf("no error names %s: %v", want, fields)
@@ -286,6 +288,10 @@ func TestAutomationRulesAreValidatedAndPrivate(t *testing.T) {
 			Body: map[string]any{"objectId": tk.ID}}).Expect(200).JSON(&test)
 		if !test.Matches || len(test.Conditions) != 3 || len(test.Steps) != 5 || test.Steps[3].Would != "add an internal note: Still open: "+models.Itoa(tk.Number) {
 			t.Fatalf("test: %+v", test)
+		}
+		// The requester is the ticket's customer, whose e-mail is the bigco one.
+		if c := test.Conditions[2]; c.Field != "requester.email" || !c.Holds {
+			t.Fatalf("the requester's condition: %+v", c)
 		}
 		if n := apitest.Count(t, e.DB, &models.AutomationRun{}, "org_id = ?", d.id); n != 0 {
 			t.Fatalf("testing a rule ran it (%d runs)", n)
@@ -422,6 +428,108 @@ func TestAutomationMovesADeal(t *testing.T) {
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/leads/" + lead.ID + "?orgId=" + d.id, Headers: d.owner.Auth()}).Expect(200).JSON(&got)
 		if got.Status != models.LeadContacted || got.AssignedToID == nil {
 			t.Fatalf("the lead after its run: %+v", got)
+		}
+	})
+}
+
+// A rule about deals creates a task for the next agent, due two days on;
+// a rule about tickets has each new one summarized by an AI job (the
+// run's child workflow) into an internal note; a rule on email.received
+// tags a ticket only when a message from bigco arrives. A plan without AI
+// cannot save an ai_summarize step, and a ticket takes no task.
+func TestAutomationTasksSummariesAndMail(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newAutomationDesk(t, e)
+		create := func(body map[string]any) automation {
+			var r automation
+			e.Do(apitest.Request{Method: "POST", Path: d.base, Headers: d.owner.Auth(), Body: body}).Expect(201).JSON(&r)
+			return r
+		}
+		tasks := create(map[string]any{"name": "Call new deals", "object": "deal", "on": []string{"created"},
+			"steps": []any{map[string]any{"action": "create_task", "title": "Call about {{deal.title}}", "body": "{{deal.amount}} {{deal.currency}}",
+				"priority": "HIGH", "dueIn": "P2D", "to": "round_robin"}}})
+		var deal struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: d.owner.Auth(),
+			Body: map[string]any{"orgId": d.id, "title": "Engines", "amount": 5000}}).Expect(201).JSON(&deal)
+		run := d.waitRun(e, tasks.ID, deal.ID, models.RunCompleted)
+		var task struct {
+			ID, Title, Description, Priority string
+			DueDate, AssignedToID, DealID    *string
+		}
+		taskID := strings.TrimPrefix(run.Steps[0].Detail, "task ")
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/tasks/" + taskID + "?orgId=" + d.id, Headers: d.owner.Auth()}).Expect(200).JSON(&task)
+		due := models.Now().AddDate(0, 0, 2).UTC().Format("2006-01-02")
+		if task.Title != "Call about Engines" || task.Description != "5000 USD" || task.Priority != "HIGH" || task.DueDate == nil ||
+			*task.DueDate != due || task.DealID == nil || *task.DealID != deal.ID || task.AssignedToID == nil ||
+			(*task.AssignedToID != d.memberA && *task.AssignedToID != d.memberB) {
+			t.Fatalf("the rule's task: %+v (run %+v)", task, run)
+		}
+
+		summaries := create(map[string]any{"name": "Summarize", "object": "ticket", "on": []string{"created"},
+			"steps": []any{map[string]any{"action": "ai_summarize", "length": "short"}}})
+		var tk autoTicket
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: d.hd, Body: map[string]any{"subject": "Engines down",
+			"email": "ops@bigco.example", "description": "Both engines stopped at noon. The backup generator did not start either."}}).Expect(201).JSON(&tk)
+		run = d.waitRun(e, summaries.ID, tk.ID, models.RunCompleted)
+		jobID := strings.TrimSuffix(strings.TrimPrefix(run.Steps[0].Detail, "AI job "), ", as an internal note")
+		var job struct {
+			ID, Status string
+			Result     struct{ Summary string }
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/v1/ai/jobs/" + jobID, Headers: apitest.Bearer(e.CreateKey(d.owner, d.id, "ai"))}).Expect(200).JSON(&job)
+		if job.Status != models.AIJobSucceeded {
+			t.Fatalf("the summary's job: %+v (run %+v)", job, run)
+		}
+		var comments struct {
+			Data []struct {
+				Body   string
+				Public bool
+			}
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: d.hd}).Expect(200).JSON(&comments)
+		if len(comments.Data) != 1 || comments.Data[0].Public || comments.Data[0].Body != "AI summary:\n\n"+job.Result.Summary || !strings.Contains(job.Result.Summary, "engines") {
+			t.Fatalf("comments: %+v (the job: %+v)", comments.Data, job)
+		}
+		e.Do(apitest.Request{Method: "DELETE", Path: d.base + "/" + summaries.ID, Headers: d.owner.Auth()}).Expect(200)
+
+		mail := create(map[string]any{"name": "Mail from bigco", "object": "ticket", "on": []string{"email.received"},
+			"conditions": map[string]any{"all": []any{map[string]any{"field": "message.from", "operator": "ends_with", "value": "@bigco.example"}}},
+			"steps":      []any{map[string]any{"action": "add_tags", "value": []string{"bigco-mail"}}}})
+		send := func(from string) string {
+			raw := "From: " + from + "\r\nTo: desk@example.com\r\nSubject: Engines\r\nMessage-ID: <" + models.NewID() + "@sender.example>\r\n" +
+				"Content-Type: text/plain\r\n\r\nThey are down.\r\n"
+			var in struct{ ID string }
+			e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email", Body: []byte(raw),
+				Headers: map[string]string{"X-Api-Key": d.hd["X-Api-Key"], "X-Workspace-Id": d.id, "Content-Type": "message/rfc822"}}).Expect(202).JSON(&in)
+			var m models.InboundEmail
+			e.Eventually(func() bool {
+				return e.DB.Take(&m, "id = ? AND status = ?", in.ID, models.InboundProcessed).Error == nil
+			}, "message %s to become a ticket", in.ID)
+			return *m.TicketID
+		}
+		other, big := send("ann@other.example"), send("ops@bigco.example")
+		d.waitRun(e, mail.ID, big, models.RunCompleted)
+		var tagged autoTicket
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + big, Headers: d.hd}).Expect(200).JSON(&tagged)
+		if !slices.Contains(tagged.Tags, "bigco-mail") {
+			t.Fatalf("the bigco ticket: %+v", tagged)
+		}
+		if runs := d.runs(e, mail.ID, "?objectId="+other); len(runs) != 0 {
+			t.Fatalf("a message from elsewhere ran the rule: %+v", runs)
+		}
+
+		free := newCRMOrg(t, e)
+		e.SetPlan(free.id, models.PlanStarter)
+		problem := e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + free.id + "/automations", Headers: free.owner.Auth(),
+			Body: map[string]any{"name": "x", "object": "ticket", "on": []string{"created"},
+				"steps": []any{map[string]any{"action": "ai_summarize"}, map[string]any{"action": "create_task", "title": "x"}}}}).
+			ExpectProblem(422, "validation_failed")
+		var codes []string
+		for _, f := range problem["errors"].([]any) {
+			codes = append(codes, f.(map[string]any)["field"].(string)+":"+f.(map[string]any)["code"].(string))
+		}
+		if !slices.Contains(codes, "steps[0].action:plan_upgrade_required") || !slices.Contains(codes, "steps[1].action:not_available") {
+			t.Fatalf("errors: %v", codes)
 		}
 	})
 }

@@ -2,9 +2,13 @@ package record
 
 import (
 	"errors"
+	"maps"
 	"strings"
 
+	"gorm.io/gorm"
+
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows/names"
 )
 
@@ -64,6 +68,9 @@ func anyAbout(rules []models.Automation, object string) bool {
 // match matches one event of object (trigger) against the rules.
 func (tx *Tx) match(ev models.Event, object, trigger string, rules []models.Automation) error {
 	subject, err := eventSubject(ev)
+	if err == nil && object == models.AutomationTicket {
+		subject, err = withRequester(tx.DB, ev.OrgID, subject)
+	}
 	if err != nil {
 		return err
 	}
@@ -162,7 +169,8 @@ func (tx *Tx) startRun(rule *models.Automation, def models.AutomationDefinition,
 }
 
 // eventSubject is the object an event's rules match on, as a JSON map: the
-// event's Subject, with its Object under "comment", or its Object.
+// event's Subject, with its Object under models.SubjectKey ("comment",
+// "message"), or its Object.
 func eventSubject(ev models.Event) (map[string]any, error) {
 	if ev.Subject == nil {
 		return toMap(ev.Object)
@@ -171,7 +179,7 @@ func eventSubject(ev models.Event) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if subject["comment"], err = toMap(ev.Object); err != nil {
+	if subject[models.SubjectKey(ev.Type)], err = toMap(ev.Object); err != nil {
 		return nil, err
 	}
 	return subject, nil
@@ -182,4 +190,39 @@ func toMap(v any) (map[string]any, error) {
 		return m, nil
 	}
 	return models.JSONObject(v)
+}
+
+// Subject is the organization's object of the kind a rule is about, as
+// the rule's conditions and templates see it: the API's JSON of it, with
+// a ticket's requester (withRequester). ErrNotFound when the organization
+// has no such object.
+func Subject(db *gorm.DB, object, orgID, id string) (map[string]any, error) {
+	row, err := models.FindAutomationObject(db, object, orgID, id)
+	if err != nil {
+		return nil, err
+	}
+	subject, err := views.Subject(row)
+	if err != nil || object != models.AutomationTicket {
+		return subject, err
+	}
+	return withRequester(db, orgID, subject)
+}
+
+// withRequester is a ticket's subject with its requester: the customer
+// it names (id, name, email, phone, company), or its e-mail alone.
+func withRequester(db *gorm.DB, orgID string, ticket map[string]any) (map[string]any, error) {
+	out := maps.Clone(ticket)
+	requester := map[string]any{"email": ticket["email"]}
+	if id, _ := ticket["customerId"].(string); id != "" {
+		var c models.Customer
+		err := db.Take(&c, "id = ? AND org_id = ?", id, orgID).Error
+		if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+			return nil, err
+		}
+		if err == nil {
+			requester = map[string]any{"id": c.ID, "name": c.Name, "email": c.Email, "phone": c.Phone, "company": c.Company}
+		}
+	}
+	out["requester"] = requester
+	return out, nil
 }

@@ -162,3 +162,24 @@ func Comments(sent []models.EmailMessage, files []models.TicketAttachment) func(
 		return out
 	}
 }
+
+// ReceivedEmail is an inbound message as the ticket.email_received event
+// shows it (and a rule sees it, under "message").
+type ReceivedEmail struct {
+	// ID is the inbound message's id (GET /helpdesk/inbound/email/{id}).
+	ID        string    `json:"id"`
+	MessageID string    `json:"messageId"`
+	From      string    `json:"from"`
+	Name      string    `json:"name"`
+	Subject   string    `json:"subject"`
+	Via       string    `json:"via"`
+	TicketID  *string   `json:"ticketId"`
+	CommentID *string   `json:"commentId"`
+	At        time.Time `json:"receivedAt"`
+}
+
+// ToReceivedEmail is the message m, parsed as p, as the event shows it.
+func ToReceivedEmail(m *models.InboundEmail, p *models.ParsedEmail) ReceivedEmail {
+	return ReceivedEmail{ID: m.ID, MessageID: m.MessageID, From: p.From, Name: p.Name, Subject: p.Subject, Via: m.Via,
+		TicketID: m.TicketID, CommentID: m.CommentID, At: m.ReceivedAt}
+}
