@@ -238,8 +238,8 @@ var automationFields = map[string][]string{
 		"scoreFactors.", "assignedToId", "contactId", "dealId", "lastActivityAt", "createdAt", "updatedAt"},
 	AutomationDeal: {"id", "orgId", "title", "amount", "currency", "stage", "probability", "closeDate", "companyName", "contactEmail",
 		"contactId", "leadId", "assignedToId", "lostReason", "stageChangedAt", "wonAt", "createdAt", "updatedAt"},
-	AutomationContact:  {"id", "orgId", "name", "email", "phone", "company", "designation", "type", "notes", "createdAt", "updatedAt"},
-	AutomationCustomer: {"id", "workspaceId", "name", "email", "phone", "company", "notes", "createdAt", "updatedAt"},
+	AutomationContact:  {"id", "orgId", "name", "email", "phone", "company", "designation", "type", "notes", "customerId", "createdAt", "updatedAt"},
+	AutomationCustomer: {"id", "workspaceId", "name", "email", "phone", "company", "notes", "contactId", "createdAt", "updatedAt"},
 }
 
 // nestedExample is a nested field of each object, for the error message.

@@ -22,9 +22,12 @@ type Contact struct {
 	Designation string
 	Type        string
 	Notes       string
-	CreatedBy   Actor
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// CustomerID is the Helpdesk customer with the same e-mail: the same
+	// person (LinkPeople).
+	CustomerID *string
+	CreatedBy  Actor
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Deal stages, in pipeline order, with their win probability (DESIGN §7).

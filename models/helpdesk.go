@@ -17,6 +17,9 @@ type Customer struct {
 	Phone     string
 	Company   string
 	Notes     string
+	// ContactID is the oldest CRM contact with the same e-mail: the same
+	// person (LinkPeople).
+	ContactID *string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

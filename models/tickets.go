@@ -345,7 +345,8 @@ func newCustomerFor(orgID, email, name string) Customer {
 	return Customer{ID: NewID(), OrgID: orgID, Name: name, Email: email, CreatedAt: now, UpdatedAt: now}
 }
 
-// customerFor finds the workspace's customer with email, or creates one.
+// customerFor finds the workspace's customer with email, or creates one
+// (linked to the contact who is the same person, LinkCustomer).
 func customerFor(tx *gorm.DB, orgID, email, name string) (*Customer, bool, error) {
 	var cust Customer
 	err := tx.Take(&cust, "org_id = ? AND email = ?", orgID, email).Error
@@ -357,8 +358,11 @@ func customerFor(tx *gorm.DB, orgID, email, name string) (*Customer, bool, error
 	}
 	cust = newCustomerFor(orgID, email, name)
 	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "email"}}, DoNothing: true}).Create(&cust)
-	if res.Error != nil || res.RowsAffected == 1 {
-		return &cust, res.Error == nil, res.Error
+	if res.Error != nil {
+		return nil, false, res.Error
+	}
+	if res.RowsAffected == 1 {
+		return &cust, true, LinkCustomer(tx, &cust, "")
 	}
 	// Created concurrently (e.g. POST /customers): use that one.
 	return &cust, false, tx.Take(&cust, "org_id = ? AND email = ?", orgID, email).Error

@@ -12,7 +12,9 @@ import (
 // webhook endpoint that receives events or an active automation rule
 // about tickets (AnyEventConsumer). One data-modifying WITH takes the
 // number from the workspace's sequence, finds or creates the requester's
-// customer and writes the ticket and the customer's history, checking
+// customer (a new one linked to the contact who is the same person, as
+// LinkCustomer would: both ways) and writes the ticket and the
+// customer's history, checking
 // those conditions itself; db may be a request's one statement
 // (web.OneStatementTx). It reports whether it opened t (its number and
 // customer set). When it did not, it wrote nothing, and the caller opens
@@ -43,7 +45,8 @@ func OpenTicketAtOnce(db *gorm.DB, t *Ticket, requesterName string, by Actor) (b
 	var customerID string
 	opened, err := queryRow(db, openTicketStatement, []any{
 		t.OrgID, t.OrgID, t.OrgID,
-		customer.ID, customer.OrgID, customer.Name, customer.Email, customer.CreatedAt, customer.UpdatedAt,
+		customer.ID, customer.OrgID, customer.Name, customer.Email, t.OrgID, t.RequesterEmail, customer.CreatedAt, customer.UpdatedAt,
+		t.OrgID, t.RequesterEmail,
 		t.OrgID, t.RequesterEmail,
 		t.ID, t.OrgID, t.OrgID, t.Subject, t.Description, t.Status, t.Priority, t.Channel, t.RequesterEmail, t.Tags, t.CreatedAt, t.UpdatedAt,
 		customerEvent, t.OrgID, customerFromTicket, string(by), customerEventAt,
@@ -64,9 +67,13 @@ var openTicketStatement = database.Numbered(`WITH open AS (
     AND NOT EXISTS (SELECT 1 FROM sla_policies WHERE org_id = o.id)
     AND NOT EXISTS (` + AnyEventConsumer(AutomationTicket) + `)
 ), created AS (
-  INSERT INTO customers (id, org_id, name, email, phone, company, notes, created_at, updated_at)
-  SELECT CAST(? AS uuid), CAST(? AS uuid), CAST(? AS text), CAST(? AS text), '', '', '', CAST(? AS timestamptz), CAST(? AS timestamptz) FROM open
+  INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, created_at, updated_at)
+  SELECT CAST(? AS uuid), CAST(? AS uuid), CAST(? AS text), CAST(? AS text), '', '', '',
+    (SELECT k.id FROM contacts k WHERE k.org_id = CAST(? AS uuid) AND k.email = CAST(? AS text) ORDER BY k.created_at, k.id LIMIT 1),
+    CAST(? AS timestamptz), CAST(? AS timestamptz) FROM open
   ON CONFLICT (org_id, email) DO NOTHING RETURNING id
+), linked AS (
+  UPDATE contacts SET customer_id = created.id FROM created WHERE contacts.org_id = CAST(? AS uuid) AND contacts.email = CAST(? AS text)
 ), customer AS (
   SELECT id, true AS created FROM created
   UNION ALL

@@ -79,24 +79,29 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	req.apply(ct)
 	// An organization without webhook endpoints or automation rules about
 	// contacts — most — gets its contact in one statement, which checks so
-	// itself; one with either records contact.created with the contact, in
-	// the request's transaction (models.AnyEventConsumer).
-	inserted, err := database.InsertUnless(web.OneStatementTx(c), ct, models.AnyEventConsumer(models.AutomationContact), p.OrgID, p.OrgID)
+	// itself, when no customer has the contact's e-mail; one with either
+	// records contact.created with the contact, in the request's
+	// transaction (models.AnyEventConsumer), and a contact who is a
+	// customer too is linked to them there (models.LinkContact).
+	inserted, err := database.InsertUnless(web.OneStatementTx(c), ct,
+		models.AnyEventConsumer(models.AutomationContact)+" UNION ALL "+models.AnyCustomerOf, p.OrgID, p.OrgID, p.OrgID, ct.Email)
 	if err != nil {
 		return err
 	}
-	view := views.ToContact(ct)
 	if !inserted {
 		tx := web.Tx(c)
 		if err := tx.Create(ct).Error; err != nil {
 			return err
 		}
-		if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: p.OrgID, Type: models.EventContactCreated, Object: view}); err != nil {
+		if err := models.LinkContact(tx, ct, ""); err != nil {
+			return err
+		}
+		if err := h.Starter.In(c, tx).Emit(models.Event{OrgID: p.OrgID, Type: models.EventContactCreated, Object: views.ToContact(ct)}); err != nil {
 			return err
 		}
 	}
 	c.Location("/crm/contacts/" + ct.ID)
-	return c.Status(fiber.StatusCreated).JSON(view)
+	return c.Status(fiber.StatusCreated).JSON(views.ToContact(ct))
 }
 
 func (h *handlers) getContact(c *fiber.Ctx) error {
@@ -130,6 +135,11 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if ct.Email != before.Email {
+		if err := models.LinkContact(web.Tx(c), ct, before.Email); err != nil {
+			return err
+		}
+	}
 	after := views.ToContact(ct)
 	if err := h.Starter.In(c, web.Tx(c)).EmitChange(ct.OrgID, before, after, after, models.EventContactUpdated); err != nil {
 		return err
@@ -138,9 +148,13 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 }
 
 // deleteContact deletes a contact; deals and tasks linked to it keep
-// existing and lose the link (ON DELETE SET NULL).
+// existing and lose the link (ON DELETE SET NULL), and the customer who
+// was the same person is linked to the next contact of the e-mail, if any.
 func (h *handlers) deleteContact(c *fiber.Ctx) error {
 	return web.Delete(c, h.inOrg(""), "The contact", func(tx *gorm.DB, ct *models.Contact) error {
+		if err := models.LinkPeople(tx, ct.OrgID, ct.Email); err != nil {
+			return err
+		}
 		return h.Starter.In(c, tx).Emit(models.Event{OrgID: ct.OrgID, Type: models.EventContactDeleted, Object: views.ToContact(ct)})
 	})
 }

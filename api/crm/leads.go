@@ -405,6 +405,9 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 			return err
 		}
 	}
+	if err := models.LinkContact(tx, contact, ""); err != nil {
+		return err
+	}
 	l.Status, l.ContactID, l.DealID = models.LeadConverted, &contact.ID, &deal.ID
 	if err := models.AddLeadActivity(tx, l, &models.LeadActivity{ID: models.NewID(), OrgID: l.OrgID, LeadID: l.ID,
 		Type: "system", Body: "Converted to contact " + contact.ID + " and deal " + deal.ID, OccurredAt: now,

@@ -72,6 +72,9 @@ func (h *handlers) createCustomer(c *fiber.Ctx) error {
 	if err := models.RecordCustomerEvent(tx.DB, p.OrgID, cust.ID, nil, "customer_created", "Customer created", p.Actor()); err != nil {
 		return err
 	}
+	if err := models.LinkCustomer(tx.DB, cust, ""); err != nil {
+		return err
+	}
 	view := views.ToCustomer(cust)
 	if err := tx.Emit(models.Event{OrgID: p.OrgID, Type: models.EventCustomerCreated, Object: view}); err != nil {
 		return err
@@ -115,6 +118,11 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if cust.Email != before.Email {
+		if err := models.LinkCustomer(web.Tx(c), cust, before.Email); err != nil {
+			return err
+		}
+	}
 	after := views.ToCustomer(cust)
 	if err := h.Starter.In(c, web.Tx(c)).EmitChange(p.OrgID, before, after, after, models.EventCustomerUpdated); err != nil {
 		return err
@@ -129,6 +137,9 @@ func (h *handlers) deleteCustomer(c *fiber.Ctx) error {
 		return err
 	}
 	return web.Delete(c, inWorkspace, "The customer", func(tx *gorm.DB, cust *models.Customer) error {
+		if err := models.LinkPeople(tx, cust.OrgID, cust.Email); err != nil {
+			return err
+		}
 		return h.Starter.In(c, tx).Emit(models.Event{OrgID: cust.OrgID, Type: models.EventCustomerDeleted, Object: views.ToCustomer(cust)})
 	})
 }

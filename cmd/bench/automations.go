@@ -1,11 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"net/http"
+	"runtime"
+	"slices"
+	"strconv"
 	"time"
+
+	"github.com/business-suite/suite/cmd/internal/harness"
 )
 
 // automationLoad is the automations' load name (-only matches it).
@@ -81,4 +87,188 @@ func (b *bencher) automationRuns(ctx context.Context, db *sql.DB) (automationRes
 	res.p50, res.p99 = p50p99(lat)
 	rule["active"] = false
 	return res, put(rules+"/"+created.ID, token, rule)
+}
+
+// rulesLoad is the ticket create with a workspace's rules beside the same
+// create without them (issue 46: ≥ 0.9×).
+const rulesLoad = "POST /helpdesk/tickets with 20 rules (1 matching) beside none"
+
+// rulesGoal is issue 46's goal for it.
+const rulesGoal = 0.9
+
+// rulesResult is the create's rate without rules and with them, over the
+// rounds (the median round's, and the range of the ratios).
+type rulesResult struct {
+	none, with         row
+	ratioMin, ratioMax float64
+}
+
+func (r rulesResult) ratio() float64 { return r.with.apiRPS / r.none.apiRPS }
+
+func (r rulesResult) String() string {
+	met := "met"
+	if r.ratio() < rulesGoal {
+		met = "NOT met"
+	}
+	return fmt.Sprintf("%-42s c%d: no rules %.0f req/s (p99 %.1f ms), 20 rules %.0f req/s (p99 %.1f ms); ratio %.2f (%.2f–%.2f), goal ≥ %.1f: %s",
+		rulesLoad, r.with.conns, r.none.apiRPS, ms(r.none.apiP99), r.with.apiRPS, ms(r.with.apiP99), r.ratio(), r.ratioMin, r.ratioMax, rulesGoal, met)
+}
+
+// ticketsWithRules measures POST /helpdesk/tickets in a workspace of its
+// own as a real one has it (SLA policy, business plan, a webhook endpoint:
+// the create's transaction, fullTicketWorkspace), in alternating rounds
+// without rules and with 20 active ones, of which one matches every ticket
+// and tags it (each create starts a run) and nineteen look at every ticket
+// and match none. Each round waits for what the last one queued — SLA
+// starts, deliveries, runs — before it starts.
+func (r *benchRun) ticketsWithRules() (rulesResult, error) {
+	var res rulesResult
+	ws, err := r.workspace()
+	if err != nil {
+		return res, err
+	}
+	sink, err := newSink()
+	if err != nil {
+		return res, err
+	}
+	defer sink.Close()
+	ids, err := ws.fullTicketWorkspace(sink.Addr().String())
+	if err != nil {
+		return res, fmt.Errorf("set up the workspace of %q: %w", rulesLoad, err)
+	}
+	w := ticketTransaction(ids)
+	w.backlog = `SELECT (` + fullTicketBacklog + `) + (SELECT count(*) FROM automation_runs WHERE org_id = CAST($1 AS uuid) AND status IN ('running', 'waiting'))`
+	rules := ws.base + "/crm/organization/" + ws.org + "/automations"
+	var made []map[string]any
+	var ids20 []string
+	for i := range 20 {
+		rule := map[string]any{"name": fmt.Sprintf("Bench %d", i), "object": "ticket", "on": []string{"created"}, "active": false,
+			"conditions": map[string]any{"all": []any{map[string]any{"field": "priority", "operator": "is", "value": "urgent"},
+				map[string]any{"field": "tags", "operator": "includes", "value": fmt.Sprintf("rule-%d", i)}}},
+			"steps": []any{map[string]any{"action": "add_tags", "value": []string{"seen"}}}}
+		if i == 0 { // the one that matches: every ticket of the row is about a printer
+			rule["conditions"] = map[string]any{"all": []any{map[string]any{"field": "subject", "operator": "contains", "value": "printer"}}}
+		}
+		var created struct{ ID string }
+		if err := call(rules, ws.token, rule, &created); err != nil {
+			return res, fmt.Errorf("a rule: %w", err)
+		}
+		made, ids20 = append(made, rule), append(ids20, created.ID)
+	}
+	activate := func(on bool) error {
+		for i, rule := range made {
+			rule["active"] = on
+			if err := put(rules+"/"+ids20[i], ws.token, rule); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	threads := strconv.Itoa(min(16, runtime.NumCPU()))
+	var rounds []rulesResult
+	for range max(1, r.b.cfg.rounds) {
+		var round rulesResult
+		for _, side := range []*row{&round.none, &round.with} {
+			if err := activate(side == &round.with); err != nil {
+				return res, fmt.Errorf("the rules: %w", err)
+			}
+			*side = row{name: rulesLoad, conns: 16, apiRun: r.b.cfg.duration}
+			ws.rounds++
+			if err := ws.load(side, w, threads); err != nil {
+				return res, err
+			}
+			if err := ws.drain(w.backlog, "the round's tickets, deliveries and runs"); err != nil {
+				return res, err
+			}
+		}
+		rounds = append(rounds, round)
+	}
+	r.b.rounds = ws.rounds
+	slices.SortFunc(rounds, func(a, b rulesResult) int { return cmp.Compare(a.ratio(), b.ratio()) })
+	res = rounds[len(rounds)/2]
+	res.ratioMin, res.ratioMax = rounds[0].ratio(), rounds[len(rounds)-1].ratio()
+	return res, activate(false)
+}
+
+// waitingLoad is the runs waiting in a delay (-only matches it).
+const waitingLoad = "automation runs waiting in a delay"
+
+const (
+	// waitingRuns is how many runs wait (issue 46: 10,000 within the
+	// memory goal).
+	waitingRuns = 10_000
+	// memoryGoalMB is the memory goal of a process (DESIGN: ≤ 1 GB).
+	memoryGoalMB = 1024
+)
+
+// waitingResult is the suite holding waitingRuns runs in a delay.
+type waitingResult struct {
+	created, waiting int
+	createTime       time.Duration
+	// armed is how long after the first ticket every run was waiting.
+	armed                  time.Duration
+	rssMB, peakMB, idleCPU float64
+}
+
+func (r waitingResult) String() string {
+	met := "met"
+	if r.peakMB > memoryGoalMB {
+		met = "NOT met"
+	}
+	return fmt.Sprintf("%-42s opened %d tickets in %.1f s, each matching a rule that waits a day: %d runs waiting %.1f s after the first ticket; "+
+		"then idle: suite CPU %.1f %% of a core, RSS %.0f MB (peak %.0f MB; goal ≤ %d MB a process: %s)",
+		fmt.Sprintf("%d %s", waitingRuns, waitingLoad), r.created, r.createTime.Seconds(), r.waiting, r.armed.Seconds(),
+		100*r.idleCPU, r.rssMB, r.peakMB, memoryGoalMB, met)
+}
+
+// runsWaiting makes a rule — a ticket tagged wait-bench waits a day, then
+// is tagged seen — opens waitingRuns such tickets, waits until every run
+// waits in its delay (a durable timer in Temporal, the run's workflow
+// evicted from the worker's cache or not), and measures the suite's
+// memory and its idle CPU. The runs are left waiting: the suite stops
+// after the bench.
+func (b *bencher) runsWaiting(ctx context.Context, db *sql.DB) (waitingResult, error) {
+	var res waitingResult
+	token, err := signIn(b.base, b.email)
+	if err != nil {
+		return res, err
+	}
+	rule := map[string]any{"name": "Wait a day", "object": "ticket", "on": []string{"created"},
+		"conditions": map[string]any{"all": []any{map[string]any{"field": "tags", "operator": "includes", "value": "wait-bench"}}},
+		"steps":      []any{map[string]any{"action": "delay", "duration": "P1D"}, map[string]any{"action": "add_tags", "value": []string{"seen"}}}}
+	var created struct{ ID string }
+	if err := call(b.base+"/crm/organization/"+b.org+"/automations", token, rule, &created); err != nil {
+		return res, fmt.Errorf("create the rule: %w", err)
+	}
+	began := time.Now()
+	res.created, res.createTime = burst(waitingRuns, 16, func(n int) bool {
+		status, err := sendJSON(http.DefaultClient, "POST", b.base+"/helpdesk/tickets",
+			fmt.Sprintf(`{"subject":"Waiting %d","email":"wait-%d@example.com","tags":["wait-bench"]}`, n, n),
+			"X-Api-Key", b.hdKey, "X-Workspace-Id", b.org)
+		return err == nil && status == http.StatusCreated
+	})
+	if res.waiting, err = pollCount(ctx, db, func(n int) bool { return n >= res.created },
+		`SELECT count(*) FROM automation_runs WHERE automation_id = $1 AND status = 'waiting'`, created.ID); err != nil {
+		return res, err
+	}
+	res.armed = time.Since(began)
+	time.Sleep(10 * time.Second) // the last runs' workflow tasks
+	cpuBefore, err := harness.ProcessCPU(b.pid)
+	if err != nil {
+		return res, err
+	}
+	const idle = 20 * time.Second
+	time.Sleep(idle)
+	cpuAfter, err := harness.ProcessCPU(b.pid)
+	if err != nil {
+		return res, err
+	}
+	res.idleCPU = (cpuAfter - cpuBefore).Seconds() / idle.Seconds()
+	rss, err := harness.ResidentMiB(b.pid)
+	if err != nil {
+		return res, err
+	}
+	peak, err := harness.PeakRSS(b.pid)
+	res.rssMB, res.peakMB = float64(rss), float64(peak)
+	return res, err
 }

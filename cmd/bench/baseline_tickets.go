@@ -155,9 +155,13 @@ var openTicketAtOnce = `WITH open AS (
     AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE org_id = :org AND (status = 'enabled' OR disabled_by = 'delivery')
       UNION ALL SELECT 1 FROM automations WHERE org_id = :org AND active AND object = 'ticket')
 ), created AS (
-  INSERT INTO customers (id, org_id, name, email, phone, company, notes, created_at, updated_at)
-  SELECT gen_random_uuid(), CAST(:org AS uuid), CAST('pgbench-' || CAST(:n AS text) AS text), CAST('pgbench-' || CAST(:n AS text) || '@example.com' AS text), '', '', '', CAST(now() AS timestamptz), CAST(now() AS timestamptz) FROM open
+  INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, created_at, updated_at)
+  SELECT gen_random_uuid(), CAST(:org AS uuid), CAST('pgbench-' || CAST(:n AS text) AS text), CAST('pgbench-' || CAST(:n AS text) || '@example.com' AS text), '', '', '',
+    (SELECT k.id FROM contacts k WHERE k.org_id = CAST(:org AS uuid) AND k.email = CAST('pgbench-' || CAST(:n AS text) || '@example.com' AS text) ORDER BY k.created_at, k.id LIMIT 1),
+    CAST(now() AS timestamptz), CAST(now() AS timestamptz) FROM open
   ON CONFLICT (org_id, email) DO NOTHING RETURNING id
+), linked AS (
+  UPDATE contacts SET customer_id = created.id FROM created WHERE contacts.org_id = CAST(:org AS uuid) AND contacts.email = CAST('pgbench-' || CAST(:n AS text) || '@example.com' AS text)
 ), customer AS (
   SELECT id, true AS created FROM created
   UNION ALL
@@ -245,7 +249,11 @@ SELECT next_ticket_number(:org) AS number \gset
 -- customerFor: looked up, then created. (RETURNING id here, and on the
 -- ticket and the event below, hands pgbench the ids the API makes itself.)
 SELECT * FROM customers WHERE org_id = :org AND email = ` + email + ` LIMIT 1;
-INSERT INTO customers (id, org_id, name, email, phone, company, notes, created_at, updated_at) VALUES (gen_random_uuid(), :org, 'pgbench-' || CAST(:n AS text), ` + email + `, '', '', '', now(), now()) ON CONFLICT (org_id, email) DO NOTHING RETURNING id \gset customer_
+INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, created_at, updated_at) VALUES (gen_random_uuid(), :org, 'pgbench-' || CAST(:n AS text), ` + email + `, '', '', '', NULL, now(), now()) ON CONFLICT (org_id, email) DO NOTHING RETURNING id \gset customer_
+-- models.LinkCustomer: the e-mail's contacts and customer linked, the link read back.
+UPDATE contacts SET customer_id = (SELECT c.id FROM customers c WHERE c.org_id = contacts.org_id AND c.email = contacts.email) WHERE org_id = :org AND email IN (` + email + `);
+UPDATE customers SET contact_id = (SELECT k.id FROM contacts k WHERE k.org_id = customers.org_id AND k.email = customers.email ORDER BY k.created_at, k.id LIMIT 1) WHERE org_id = :org AND email IN (` + email + `);
+SELECT contact_id FROM customers WHERE id = :customer_id;
 -- planSLA: the workspace's policy (the ticket gets its SLA state, no clock).
 SELECT * FROM sla_policies WHERE org_id = :org ORDER BY version DESC LIMIT 1;
 -- tx.Create(t): GORM's INSERT of every column.

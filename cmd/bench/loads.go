@@ -112,6 +112,14 @@ var loads = []load{
 		r.note(runs)
 		return nil
 	}},
+	{name: rulesLoad, run: func(r *benchRun, _ string) error {
+		res, err := r.ticketsWithRules()
+		if err != nil {
+			return err
+		}
+		r.note(res)
+		return nil
+	}},
 	// The SLA timers after everything: its workflows stay open.
 	{name: slaLoad, needs: needHelpdeskKey, slow: true, run: func(r *benchRun, _ string) error {
 		slas, err := r.b.slaTimers(r.ctx, r.db, r.b.hdKey)
@@ -119,6 +127,15 @@ var loads = []load{
 			return err
 		}
 		r.note(slas)
+		return nil
+	}},
+	// The runs waiting in a delay last of all: they stay open.
+	{name: waitingLoad, needs: needHelpdeskKey, slow: true, run: func(r *benchRun, _ string) error {
+		res, err := r.b.runsWaiting(r.ctx, r.db)
+		if err != nil {
+			return err
+		}
+		r.note(res)
 		return nil
 	}},
 }

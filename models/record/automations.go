@@ -209,7 +209,8 @@ func Subject(db *gorm.DB, object, orgID, id string) (map[string]any, error) {
 }
 
 // withRequester is a ticket's subject with its requester: the customer
-// it names (id, name, email, phone, company), or its e-mail alone.
+// it names (id, name, email, phone, company, and contactId: the CRM
+// contact who is the same person), or its e-mail alone.
 func withRequester(db *gorm.DB, orgID string, ticket map[string]any) (map[string]any, error) {
 	out := maps.Clone(ticket)
 	requester := map[string]any{"email": ticket["email"]}
@@ -220,7 +221,8 @@ func withRequester(db *gorm.DB, orgID string, ticket map[string]any) (map[string
 			return nil, err
 		}
 		if err == nil {
-			requester = map[string]any{"id": c.ID, "name": c.Name, "email": c.Email, "phone": c.Phone, "company": c.Company}
+			requester = map[string]any{"id": c.ID, "name": c.Name, "email": c.Email, "phone": c.Phone, "company": c.Company,
+				"contactId": c.ContactID}
 		}
 	}
 	out["requester"] = requester

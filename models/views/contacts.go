@@ -8,21 +8,24 @@ import (
 
 // Contact is a contact as the CRM shows it.
 type Contact struct {
-	ID          string    `json:"id"`
-	OrgID       string    `json:"orgId"`
-	Name        string    `json:"name"`
-	Email       string    `json:"email"`
-	Phone       string    `json:"phone"`
-	Company     string    `json:"company"`
-	Designation string    `json:"designation"`
-	Type        string    `json:"type"`
-	Notes       string    `json:"notes"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
+	ID          string `json:"id"`
+	OrgID       string `json:"orgId"`
+	Name        string `json:"name"`
+	Email       string `json:"email"`
+	Phone       string `json:"phone"`
+	Company     string `json:"company"`
+	Designation string `json:"designation"`
+	Type        string `json:"type"`
+	Notes       string `json:"notes"`
+	// CustomerID is the Helpdesk customer with the same e-mail: the same
+	// person (null when there is none).
+	CustomerID *string   `json:"customerId"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // ToContact is ct as the CRM shows it.
 func ToContact(ct *models.Contact) Contact {
 	return Contact{ID: ct.ID, OrgID: ct.OrgID, Name: ct.Name, Email: ct.Email, Phone: ct.Phone, Company: ct.Company,
-		Designation: ct.Designation, Type: ct.Type, Notes: ct.Notes, CreatedAt: ct.CreatedAt, UpdatedAt: ct.UpdatedAt}
+		Designation: ct.Designation, Type: ct.Type, Notes: ct.Notes, CustomerID: ct.CustomerID, CreatedAt: ct.CreatedAt, UpdatedAt: ct.UpdatedAt}
 }

@@ -91,21 +91,24 @@ func ToTicket(t *models.Ticket) Ticket {
 
 // Customer is a customer as the Helpdesk shows it.
 type Customer struct {
-	ID          string    `json:"id"`
-	WorkspaceID string    `json:"workspaceId"`
-	Name        string    `json:"name"`
-	Email       string    `json:"email"`
-	Phone       string    `json:"phone"`
-	Company     string    `json:"company"`
-	Notes       string    `json:"notes"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
+	ID          string `json:"id"`
+	WorkspaceID string `json:"workspaceId"`
+	Name        string `json:"name"`
+	Email       string `json:"email"`
+	Phone       string `json:"phone"`
+	Company     string `json:"company"`
+	Notes       string `json:"notes"`
+	// ContactID is the CRM contact with the same e-mail (the oldest, when
+	// there are several): the same person (null when there is none).
+	ContactID *string   `json:"contactId"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // ToCustomer is c as the Helpdesk shows it.
 func ToCustomer(c *models.Customer) Customer {
 	return Customer{ID: c.ID, WorkspaceID: c.OrgID, Name: c.Name, Email: c.Email, Phone: c.Phone,
-		Company: c.Company, Notes: c.Notes, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+		Company: c.Company, Notes: c.Notes, ContactID: c.ContactID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 }
 
 // Comment is a ticket comment as the Helpdesk shows it.

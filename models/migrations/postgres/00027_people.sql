@@ -1,0 +1,20 @@
+-- One person across CRM and Helpdesk (issue 47): a contact and a customer
+-- of one organization with the same e-mail (stored normalized: trimmed,
+-- lower-case) are one person. Each contact points at the customer of its
+-- e-mail (unique per organization); each customer at the oldest contact
+-- of its e-mail. Kept by models.LinkPeople in the transaction of every
+-- change that creates, re-addresses or deletes either; linked here for
+-- the rows that exist.
+
+-- +goose Up
+ALTER TABLE contacts ADD COLUMN customer_id uuid REFERENCES customers (id) ON DELETE SET NULL;
+ALTER TABLE customers ADD COLUMN contact_id uuid REFERENCES contacts (id) ON DELETE SET NULL;
+UPDATE contacts SET customer_id = (SELECT c.id FROM customers c WHERE c.org_id = contacts.org_id AND c.email = contacts.email)
+WHERE email <> '';
+UPDATE customers SET contact_id = (SELECT k.id FROM contacts k WHERE k.org_id = customers.org_id AND k.email = customers.email
+                                   ORDER BY k.created_at, k.id LIMIT 1)
+WHERE email <> '';
+
+-- +goose Down
+ALTER TABLE customers DROP COLUMN contact_id;
+ALTER TABLE contacts DROP COLUMN customer_id;

@@ -1,0 +1,64 @@
+package models
+
+import (
+	"slices"
+
+	"gorm.io/gorm"
+)
+
+// One person across CRM and Helpdesk: a contact and a customer of one
+// organization with the same e-mail (stored normalized, NormalizeEmail)
+// are one person. A contact's CustomerID is the customer of its e-mail
+// (customers' e-mails are unique in an organization); a customer's
+// ContactID is the oldest contact of its e-mail (contacts' are not).
+
+// LinkPeople sets the links of orgID's contacts and customers whose
+// e-mail is one of emails, from the rows as they are in tx: call it in
+// the transaction of a change that creates, re-addresses or deletes a
+// contact or a customer, with every e-mail the change touched (the old
+// one and the new). Blank e-mails link nothing.
+func LinkPeople(tx *gorm.DB, orgID string, emails ...string) error {
+	emails = slices.DeleteFunc(slices.Clone(emails), func(e string) bool { return e == "" })
+	if len(emails) == 0 {
+		return nil
+	}
+	slices.Sort(emails)
+	emails = slices.Compact(emails)
+	err := tx.Exec(`UPDATE contacts SET customer_id = (SELECT c.id FROM customers c WHERE c.org_id = contacts.org_id AND c.email = contacts.email)
+		WHERE org_id = ? AND email IN ?`, orgID, emails).Error
+	if err != nil {
+		return err
+	}
+	return tx.Exec(`UPDATE customers SET contact_id = (SELECT k.id FROM contacts k WHERE k.org_id = customers.org_id AND k.email = customers.email
+		ORDER BY k.created_at, k.id LIMIT 1) WHERE org_id = ? AND email IN ?`, orgID, emails).Error
+}
+
+// AnyCustomerOf is a query, on an organization's id and an e-mail, that
+// finds a row when the organization has a customer of that e-mail: a
+// contact created in one statement (database.InsertUnless) without it
+// has nobody to be linked to.
+const AnyCustomerOf = "SELECT 1 FROM customers WHERE org_id = ? AND email = ?"
+
+// LinkContact links ct (created, re-addressed) and the rows of its
+// e-mail, and reads its link back into it; old is its e-mail before the
+// change ("" for a new one), whose rows are linked anew too.
+func LinkContact(tx *gorm.DB, ct *Contact, old string) error {
+	if err := LinkPeople(tx, ct.OrgID, ct.Email, old); err != nil {
+		return err
+	}
+	var row struct{ CustomerID *string }
+	err := tx.Raw("SELECT customer_id FROM contacts WHERE id = ?", ct.ID).Scan(&row).Error
+	ct.CustomerID = row.CustomerID
+	return err
+}
+
+// LinkCustomer is LinkContact for a customer.
+func LinkCustomer(tx *gorm.DB, c *Customer, old string) error {
+	if err := LinkPeople(tx, c.OrgID, c.Email, old); err != nil {
+		return err
+	}
+	var row struct{ ContactID *string }
+	err := tx.Raw("SELECT contact_id FROM customers WHERE id = ?", c.ID).Scan(&row).Error
+	c.ContactID = row.ContactID
+	return err
+}
