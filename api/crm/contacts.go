@@ -147,6 +147,29 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 	return c.JSON(after)
 }
 
+// contactTimeline is everything about the contact and the customer who
+// is the same person, newest first; an AGENT sees only the deals, tasks
+// and leads assigned to them.
+func (h *handlers) contactTimeline(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	ct, err := web.Load[models.Contact](c, h.DB, h.inOrg(""), "The contact")
+	if err != nil {
+		return err
+	}
+	person := models.Person{ContactID: ct.ID}
+	if ct.CustomerID != nil {
+		person.CustomerID = *ct.CustomerID
+	}
+	var scope models.TimelineScope
+	if agentScoped(p) {
+		scope.AssignedTo = p.MemberID
+	}
+	return web.Timeline(c, h.DB, p.OrgID, person, scope)
+}
+
 // deleteContact deletes a contact; deals and tasks linked to it keep
 // existing and lose the link (ON DELETE SET NULL), and the customer who
 // was the same person is linked to the next contact of the e-mail, if any.

@@ -1,6 +1,7 @@
 package crm_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/business-suite/suite/cmd/apitest"
@@ -123,5 +124,99 @@ func TestOnePersonAcrossCRMAndHelpdesk(t *testing.T) {
 				t.Fatalf("%s: the contact still links the deleted customer %v", plan, *got.CustomerID)
 			}
 		}
+	})
+}
+
+type timelinePage struct {
+	Data []struct {
+		ID, Kind, Actor, Summary, ObjectType, ObjectID string
+	}
+	NextCursor *string
+	HasMore    bool
+}
+
+// kinds are a timeline page's kinds, in order.
+func (pg timelinePage) kinds() []string {
+	var out []string
+	for _, i := range pg.Data {
+		out = append(out, i.Kind)
+	}
+	return out
+}
+
+// A person's timeline is one list, newest first, from the CRM and the
+// Helpdesk alike: the contact's deals (and their moves) and tasks, the
+// customer's tickets, comments (internal ones too; a public reply is e-mailed:
+// email.sent) and time; it pages by
+// cursor; an AGENT sees only the deals and tasks assigned to them; another
+// organization sees nothing.
+func TestPersonTimeline(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		p := newPeople(t, e, models.PlanBusiness)
+		ada := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Ada", "email": "ada@engines.io"}, 201)
+		var deal struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "title": "Engines", "amount": 5000, "contactId": ada.ID}}).Expect(201).JSON(&deal)
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/deals/" + deal.ID, Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "stage": models.StageMeeting}}).Expect(200)
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/tasks", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "title": "Call Ada", "contactId": ada.ID}}).Expect(201)
+		var tk struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: p.hd,
+			Body: map[string]any{"subject": "Engines down", "email": "ada@engines.io"}}).Expect(201).JSON(&tk)
+		for _, public := range []bool{true, false} {
+			e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: p.hd,
+				Body: map[string]any{"body": "Looking into it", "public": public}}).Expect(201)
+		}
+		ada = p.contact(e, "GET", "/crm/contacts/"+ada.ID, nil, 200)
+		if ada.CustomerID == nil {
+			t.Fatal("the ticket's requester is not linked to the contact")
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/customers/" + *ada.CustomerID + "/time-entries", Headers: p.hd,
+			Body: map[string]any{"ticketId": tk.ID, "minutes": 30, "description": "Diagnosis"}}).Expect(201)
+
+		want := []string{"time.logged", "comment.internal", "email.sent", "ticket.created", "task.created", "deal.stage_changed", "deal.created"}
+		var crm timelinePage
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts/" + ada.ID + "/timeline?orgId=" + p.id, Headers: p.owner.Auth()}).Expect(200).JSON(&crm)
+		if got := crm.kinds(); !slices.Equal(got, want) {
+			t.Fatalf("the contact's timeline: %v, want %v", got, want)
+		}
+		var hd timelinePage
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/customers/" + *ada.CustomerID + "/timeline", Headers: p.hd}).Expect(200).JSON(&hd)
+		if got := hd.kinds(); !slices.Equal(got, want) {
+			t.Fatalf("the customer's timeline: %v, want %v", got, want)
+		}
+		if s := crm.Data[5]; s.Summary != "Engines: NEW → MEETING" || s.ObjectType != "deal" || s.ObjectID != deal.ID {
+			t.Fatalf("the stage change: %+v", s)
+		}
+
+		// Pages of three, by cursor: the same items, once each.
+		var paged []string
+		path := "/crm/contacts/" + ada.ID + "/timeline?orgId=" + p.id + "&limit=3"
+		for cursor := ""; ; {
+			var pg timelinePage
+			e.Do(apitest.Request{Method: "GET", Path: path + cursor, Headers: p.owner.Auth()}).Expect(200).JSON(&pg)
+			paged = append(paged, pg.kinds()...)
+			if !pg.HasMore {
+				break
+			}
+			cursor = "&cursor=" + *pg.NextCursor
+		}
+		if !slices.Equal(paged, want) {
+			t.Fatalf("paged: %v, want %v", paged, want)
+		}
+
+		// An AGENT sees the tickets, not the deal and task of the owner.
+		var agent timelinePage
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts/" + ada.ID + "/timeline?orgId=" + p.id, Headers: p.agentA.Auth()}).Expect(200).JSON(&agent)
+		if got := agent.kinds(); !slices.Equal(got, want[:4]) {
+			t.Fatalf("an agent's timeline: %v, want %v", got, want[:4])
+		}
+
+		other := newPeople(t, e, models.PlanBusiness)
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts/" + ada.ID + "/timeline?orgId=" + other.id, Headers: other.owner.Auth()}).
+			ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/customers/" + *ada.CustomerID + "/timeline", Headers: other.hd}).
+			ExpectProblem(404, "not_found")
 	})
 }

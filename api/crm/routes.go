@@ -52,6 +52,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Get("/contacts", h.listContacts)
 	r.Post("/contacts", h.createContact)
 	r.Get("/contacts/:id", h.getContact)
+	r.Get("/contacts/:id/timeline", h.contactTimeline)
 	r.Put("/contacts/:id", h.updateContact)
 	r.Delete("/contacts/:id", h.deleteContact)
 

@@ -205,6 +205,20 @@ func (h *handlers) customerInteractions(c *fiber.Ctx) error {
 	return c.JSON(rows)
 }
 
+// customerTimeline is everything about the customer and the CRM contact
+// who is the same person, newest first.
+func (h *handlers) customerTimeline(c *fiber.Ctx) error {
+	cust, err := h.pathCustomer(c)
+	if err != nil {
+		return err
+	}
+	person := models.Person{CustomerID: cust.ID}
+	if cust.ContactID != nil {
+		person.ContactID = *cust.ContactID
+	}
+	return web.Timeline(c, h.DB, cust.OrgID, person, models.TimelineScope{})
+}
+
 type eventResponse struct {
 	ID        string    `json:"id"`
 	Type      string    `json:"type"`

@@ -75,6 +75,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Get("/customers/:id/tickets", h.customerTickets)
 	r.Get("/customers/:id/interactions", h.customerInteractions)
 	r.Get("/customers/:id/activity", h.customerActivity)
+	r.Get("/customers/:id/timeline", h.customerTimeline)
 	r.Get("/customers/:id/time-entries", h.listTimeEntries)
 	r.Post("/customers/:id/time-entries", h.addTimeEntry)
 

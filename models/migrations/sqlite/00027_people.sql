@@ -17,7 +17,14 @@ WHERE email <> '';
 UPDATE customers SET contact_id = (SELECT k.id FROM contacts k WHERE k.org_id = customers.org_id AND k.email = customers.email
                                    ORDER BY k.created_at, k.id LIMIT 1)
 WHERE email <> '';
+-- A person's timeline reads a contact's deals, tasks and leads.
+CREATE INDEX deals_contact ON deals (contact_id, created_at, id) WHERE contact_id IS NOT NULL;
+CREATE INDEX tasks_contact ON tasks (contact_id, created_at, id) WHERE contact_id IS NOT NULL;
+CREATE INDEX leads_contact ON leads (contact_id, created_at, id) WHERE contact_id IS NOT NULL;
 
 -- +goose Down
+DROP INDEX leads_contact;
+DROP INDEX tasks_contact;
+DROP INDEX deals_contact;
 ALTER TABLE customers DROP COLUMN contact_id;
 ALTER TABLE contacts DROP COLUMN customer_id;
