@@ -104,6 +104,11 @@ func probeRule(*tenant, string) map[string]any {
 		"steps":      []any{map[string]any{"action": "delay", "duration": "P1D"}, map[string]any{"action": "add_tags", "value": []string{"late"}}}}
 }
 
+// probeField is a custom field of contacts.
+func probeField(*tenant, string) map[string]any {
+	return map[string]any{"object": "contact", "key": "tier", "label": "Tier", "type": "select", "options": []string{"a", "b"}}
+}
+
 func hdFields(kv ...any) func(*tenant, string) map[string]any {
 	f := fields(kv...)
 	return func(a *tenant, _ string) map[string]any { return f(a, "") }
@@ -164,17 +169,21 @@ var tenantProbes = map[string]probe{
 	"GET /crm/contacts/:id/timeline": {kind: crmData, params: map[string]string{"id": "contact"}},
 	"PUT /crm/contacts/:id":          {kind: crmData, params: map[string]string{"id": "contact"}, body: fields("name", "Changed")},
 	"DELETE /crm/contacts/:id":       {kind: crmData, params: map[string]string{"id": "contact"}},
-	"GET /crm/deals":                 {kind: crmData},
-	"POST /crm/deals":                {kind: crmData, body: fields("title", "Probe", "amount", 1)},
-	"GET /crm/deals/:id":             {kind: crmData, params: map[string]string{"id": "deal"}},
-	"PUT /crm/deals/:id":             {kind: crmData, params: map[string]string{"id": "deal"}, body: fields("title", "Changed")},
-	"DELETE /crm/deals/:id":          {kind: crmData, params: map[string]string{"id": "deal"}},
-	"GET /crm/leads":                 {kind: crmData},
-	"POST /crm/leads":                {kind: crmData, body: fields("name", "Probe")},
-	"GET /crm/leads/:id":             {kind: crmData, params: map[string]string{"id": "lead"}},
-	"PUT /crm/leads/:id":             {kind: crmData, params: map[string]string{"id": "lead"}, body: fields("name", "Changed")},
-	"DELETE /crm/leads/:id":          {kind: crmData, params: map[string]string{"id": "lead"}},
-	"GET /crm/leads/:id/activities":  {kind: crmData, params: map[string]string{"id": "lead"}},
+	"POST /crm/contacts/:id/merge": {kind: crmData, params: map[string]string{"id": "contact"},
+		body: func(a *tenant, orgID string) map[string]any {
+			return withOrg(orgID, map[string]any{"from": a.ids["duplicateContact"]})
+		}},
+	"GET /crm/deals":                {kind: crmData},
+	"POST /crm/deals":               {kind: crmData, body: fields("title", "Probe", "amount", 1)},
+	"GET /crm/deals/:id":            {kind: crmData, params: map[string]string{"id": "deal"}},
+	"PUT /crm/deals/:id":            {kind: crmData, params: map[string]string{"id": "deal"}, body: fields("title", "Changed")},
+	"DELETE /crm/deals/:id":         {kind: crmData, params: map[string]string{"id": "deal"}},
+	"GET /crm/leads":                {kind: crmData},
+	"POST /crm/leads":               {kind: crmData, body: fields("name", "Probe")},
+	"GET /crm/leads/:id":            {kind: crmData, params: map[string]string{"id": "lead"}},
+	"PUT /crm/leads/:id":            {kind: crmData, params: map[string]string{"id": "lead"}, body: fields("name", "Changed")},
+	"DELETE /crm/leads/:id":         {kind: crmData, params: map[string]string{"id": "lead"}},
+	"GET /crm/leads/:id/activities": {kind: crmData, params: map[string]string{"id": "lead"}},
 	"POST /crm/leads/:id/activities": {kind: crmData, params: map[string]string{"id": "lead"},
 		body: fields("type", "note", "body", "Probe")},
 	"POST /crm/leads/:id/send-message": {kind: crmData, params: map[string]string{"id": "lead"},
@@ -212,6 +221,11 @@ var tenantProbes = map[string]probe{
 	"GET /crm/organization/:id/webhooks/:wid/deliveries":     {kind: crmOrg, params: map[string]string{"wid": "webhook"}},
 	"POST /crm/organization/:id/webhooks/:wid/deliveries/:did/replay": {kind: crmOrg,
 		params: map[string]string{"wid": "webhook", "did": "webhookDelivery"}},
+	"GET /crm/organization/:id/fields":                {kind: crmOrg},
+	"POST /crm/organization/:id/fields":               {kind: crmOrg, body: probeField},
+	"GET /crm/organization/:id/fields/:fid":           {kind: crmOrg, params: map[string]string{"fid": "field"}},
+	"PATCH /crm/organization/:id/fields/:fid":         {kind: crmOrg, params: map[string]string{"fid": "field"}, body: hdFields("label", "Tier")},
+	"DELETE /crm/organization/:id/fields/:fid":        {kind: crmOrg, params: map[string]string{"fid": "field"}},
 	"GET /crm/organization/:id/automations":           {kind: crmOrg},
 	"POST /crm/organization/:id/automations":          {kind: crmOrg, body: probeRule},
 	"GET /crm/organization/:id/automations/:aid":      {kind: crmOrg, params: map[string]string{"aid": "automation"}},
@@ -226,17 +240,19 @@ var tenantProbes = map[string]probe{
 		body: func(a *tenant, _ string) map[string]any { return map[string]any{"objectId": a.ids["ticket"]} }},
 
 	// Helpdesk routes.
-	"GET /helpdesk/tickets":                    {kind: helpdesk},
-	"POST /helpdesk/tickets":                   {kind: helpdesk, body: hdFields("subject", "Probe", "email", "probe@example.com")},
-	"GET /helpdesk/tickets/:id":                {kind: helpdesk, params: map[string]string{"id": "ticket"}},
-	"PUT /helpdesk/tickets/:id":                {kind: helpdesk, params: map[string]string{"id": "ticket"}, body: hdFields("priority", "urgent")},
-	"DELETE /helpdesk/tickets/:id":             {kind: helpdesk, params: map[string]string{"id": "ticket"}},
-	"GET /helpdesk/tickets/:id/comments":       {kind: helpdesk, params: map[string]string{"id": "ticket"}},
-	"POST /helpdesk/tickets/:id/comments":      {kind: helpdesk, params: map[string]string{"id": "ticket"}, body: hdFields("body", "Probe")},
-	"GET /helpdesk/customers":                  {kind: helpdesk},
-	"POST /helpdesk/customers":                 {kind: helpdesk, body: hdFields("name", "Probe", "email", "probe-customer@example.com")},
-	"GET /helpdesk/customers/:id":              {kind: helpdesk, params: map[string]string{"id": "customer"}},
-	"PUT /helpdesk/customers/:id":              {kind: helpdesk, params: map[string]string{"id": "customer"}, body: hdFields("name", "Changed")},
+	"GET /helpdesk/tickets":               {kind: helpdesk},
+	"POST /helpdesk/tickets":              {kind: helpdesk, body: hdFields("subject", "Probe", "email", "probe@example.com")},
+	"GET /helpdesk/tickets/:id":           {kind: helpdesk, params: map[string]string{"id": "ticket"}},
+	"PUT /helpdesk/tickets/:id":           {kind: helpdesk, params: map[string]string{"id": "ticket"}, body: hdFields("priority", "urgent")},
+	"DELETE /helpdesk/tickets/:id":        {kind: helpdesk, params: map[string]string{"id": "ticket"}},
+	"GET /helpdesk/tickets/:id/comments":  {kind: helpdesk, params: map[string]string{"id": "ticket"}},
+	"POST /helpdesk/tickets/:id/comments": {kind: helpdesk, params: map[string]string{"id": "ticket"}, body: hdFields("body", "Probe")},
+	"GET /helpdesk/customers":             {kind: helpdesk},
+	"POST /helpdesk/customers":            {kind: helpdesk, body: hdFields("name", "Probe", "email", "probe-customer@example.com")},
+	"GET /helpdesk/customers/:id":         {kind: helpdesk, params: map[string]string{"id": "customer"}},
+	"PUT /helpdesk/customers/:id":         {kind: helpdesk, params: map[string]string{"id": "customer"}, body: hdFields("name", "Changed")},
+	"POST /helpdesk/customers/:id/merge": {kind: helpdesk, params: map[string]string{"id": "customer"},
+		body: func(a *tenant, _ string) map[string]any { return map[string]any{"from": a.ids["duplicateCustomer"]} }},
 	"DELETE /helpdesk/customers/:id":           {kind: helpdesk, params: map[string]string{"id": "customer"}},
 	"GET /helpdesk/customers/:id/tickets":      {kind: helpdesk, params: map[string]string{"id": "customer"}},
 	"GET /helpdesk/customers/:id/interactions": {kind: helpdesk, params: map[string]string{"id": "customer"}},
@@ -507,6 +523,8 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 		tn.ids[kind] = out.ID
 	}
 	create("contact", "/crm/contacts", crm, map[string]any{"name": "Ada", "email": "ada@tenant-a.example"})
+	create("duplicateContact", "/crm/contacts", crm, map[string]any{"name": "Ada L.", "email": "ada@tenant-a.example"})
+	create("duplicateCustomer", "/helpdesk/customers", hd, map[string]any{"name": "Bob M.", "email": "bob.m@tenant-a.example"})
 	create("deal", "/crm/deals", crm, map[string]any{"title": "Engines", "amount": 5000})
 	create("lead", "/crm/leads", crm, map[string]any{"name": "Grace", "email": "grace@tenant-a.example", "phone": "+1 415 555 2671"})
 	create("task", "/crm/tasks", crm, map[string]any{"title": "Call Grace"})
@@ -595,6 +613,11 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 		return e.DB.Take(&run, "org_id = ? AND object_id = ? AND status = ?", tn.org, waiting.ID, models.RunWaiting).Error == nil
 	}, "tenant %s's automation run to wait", name)
 	tn.ids["automation"], tn.ids["automationRun"] = rule.ID, run.ID
+	// A custom field of contacts, with a value.
+	var field struct{ ID string }
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + tn.org + "/fields", Headers: tn.owner.Auth(),
+		Body: map[string]any{"object": "contact", "key": "plan", "label": "Plan", "type": "text"}}).Expect(201).JSON(&field)
+	tn.ids["field"] = field.ID
 	// Let the background work settle (intake processed, e-mails sent), so
 	// the snapshot below only changes if a probe changes something.
 	e.Eventually(func() bool {
@@ -624,7 +647,7 @@ func snapshot(t *testing.T, e *apitest.Env, orgID string) map[string][]map[strin
 		"tickets", "ticket_comments", "customers", "customer_events", "time_entries", "kb_categories", "kb_articles",
 		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries",
 		"ai_documents", "ai_jobs", "email_channels", "email_addresses", "inbound_emails", "email_messages", "ticket_attachments",
-		"webhook_endpoints", "webhook_events", "webhook_deliveries", "automations", "automation_runs"}
+		"webhook_endpoints", "webhook_events", "webhook_deliveries", "automations", "automation_runs", "custom_fields", "person_merges"}
 	for _, table := range tables {
 		var rows []map[string]any
 		order := map[string]string{"email_messages": "message_id", "email_channels": "org_id"}[table]

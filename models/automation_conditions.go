@@ -233,19 +233,19 @@ var conditionField = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}(\.[A-Za-z][
 var automationFields = map[string][]string{
 	AutomationTicket: {"id", "workspaceId", "number", "subject", "description", "status", "priority", "channel", "email", "customerId",
 		"agentId", "tags", "allowedStatuses", "followsTicketId", "firstResponseAt", "solvedAt", "closedAt", "sla.", "createdAt", "updatedAt",
-		"requester.", "comment.", "message."},
+		"requester.", "comment.", "message.", "fields."},
 	AutomationLead: {"id", "orgId", "name", "email", "phone", "company", "value", "source", "status", "score", "probability",
-		"scoreFactors.", "assignedToId", "contactId", "dealId", "lastActivityAt", "createdAt", "updatedAt"},
+		"scoreFactors.", "assignedToId", "contactId", "dealId", "lastActivityAt", "createdAt", "updatedAt", "fields."},
 	AutomationDeal: {"id", "orgId", "title", "amount", "currency", "stage", "probability", "closeDate", "companyName", "contactEmail",
-		"contactId", "leadId", "assignedToId", "lostReason", "stageChangedAt", "wonAt", "createdAt", "updatedAt"},
-	AutomationContact:  {"id", "orgId", "name", "email", "phone", "company", "designation", "type", "notes", "customerId", "createdAt", "updatedAt"},
-	AutomationCustomer: {"id", "workspaceId", "name", "email", "phone", "company", "notes", "contactId", "createdAt", "updatedAt"},
+		"contactId", "leadId", "assignedToId", "lostReason", "stageChangedAt", "wonAt", "createdAt", "updatedAt", "fields."},
+	AutomationContact:  {"id", "orgId", "name", "email", "phone", "company", "designation", "type", "notes", "customerId", "createdAt", "updatedAt", "fields."},
+	AutomationCustomer: {"id", "workspaceId", "name", "email", "phone", "company", "notes", "contactId", "createdAt", "updatedAt", "fields."},
 }
 
 // nestedExample is a nested field of each object, for the error message.
 var nestedExample = map[string]string{
-	AutomationTicket: "requester.email", AutomationLead: "scoreFactors.company", AutomationDeal: "none",
-	AutomationContact: "none", AutomationCustomer: "none",
+	AutomationTicket: "requester.email", AutomationLead: "scoreFactors.company", AutomationDeal: "fields.<key>",
+	AutomationContact: "fields.<key>", AutomationCustomer: "fields.<key>",
 }
 
 // AutomationFields are the fields object's conditions test, as the error

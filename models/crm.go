@@ -25,9 +25,11 @@ type Contact struct {
 	// CustomerID is the Helpdesk customer with the same e-mail: the same
 	// person (LinkPeople).
 	CustomerID *string
-	CreatedBy  Actor
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// Fields are the custom fields' values (CustomField), by key.
+	Fields    FieldValues
+	CreatedBy Actor
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Deal stages, in pipeline order, with their win probability (DESIGN §7).
@@ -72,7 +74,9 @@ type Deal struct {
 	StageChangedAt time.Time
 	WonAt          *time.Time
 	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Fields are the custom fields' values (CustomField), by key.
+	Fields    FieldValues
+	UpdatedAt time.Time
 }
 
 // DealStageChange records one move of a deal between stages.
@@ -162,7 +166,9 @@ type Lead struct {
 	LastActivityAt *time.Time
 	CreatedBy      Actor
 	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Fields are the custom fields' values (CustomField), by key.
+	Fields    FieldValues
+	UpdatedAt time.Time
 }
 
 // Lead activity types.

@@ -11,6 +11,9 @@ const (
 	EventContactCreated = "contact.created"
 	EventContactUpdated = "contact.updated"
 	EventContactDeleted = "contact.deleted"
+	// EventContactMerged and EventCustomerMerged tell that a duplicate was
+	// merged into a survivor (the merge: both ids).
+	EventContactMerged = "contact.merged"
 
 	EventDealCreated      = "deal.created"
 	EventDealUpdated      = "deal.updated"
@@ -45,6 +48,7 @@ const (
 	EventCustomerCreated = "customer.created"
 	EventCustomerUpdated = "customer.updated"
 	EventCustomerDeleted = "customer.deleted"
+	EventCustomerMerged  = "customer.merged"
 
 	EventMemberInvited = "member.invited"
 	EventMemberJoined  = "member.joined"
@@ -66,13 +70,13 @@ const (
 // EventTypes are the event types an endpoint may subscribe to, by name or
 // by their group ("deal.*"), or all of them ("*").
 var EventTypes = []string{
-	EventContactCreated, EventContactUpdated, EventContactDeleted,
+	EventContactCreated, EventContactUpdated, EventContactDeleted, EventContactMerged,
 	EventDealCreated, EventDealUpdated, EventDealStageChanged, EventDealWon, EventDealLost, EventDealDeleted,
 	EventLeadCreated, EventLeadScored, EventLeadUpdated, EventLeadConverted, EventLeadDeleted,
 	EventTaskCreated, EventTaskUpdated, EventTaskDeleted,
 	EventTicketCreated, EventTicketUpdated, EventTicketStatusChanged, EventTicketAssigned, EventTicketDeleted, EventTicketCommentCreated,
 	EventTicketSLAWarning, EventTicketSLABreached, EventTicketEmailReceived,
-	EventCustomerCreated, EventCustomerUpdated, EventCustomerDeleted,
+	EventCustomerCreated, EventCustomerUpdated, EventCustomerDeleted, EventCustomerMerged,
 	EventMemberInvited, EventMemberJoined, EventMemberRemoved,
 	EventSubscriptionChanged,
 	EventAIJobSucceeded, EventAIJobFailed,

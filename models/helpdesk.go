@@ -10,16 +10,18 @@ import (
 
 // Customer is someone who asks for help; unique by e-mail per workspace.
 type Customer struct {
-	ID        string `gorm:"primaryKey"`
-	OrgID     string
-	Name      string
-	Email     string
-	Phone     string
-	Company   string
-	Notes     string
+	ID      string `gorm:"primaryKey"`
+	OrgID   string
+	Name    string
+	Email   string
+	Phone   string
+	Company string
+	Notes   string
 	// ContactID is the oldest CRM contact with the same e-mail: the same
 	// person (LinkPeople).
 	ContactID *string
+	// Fields are the custom fields' values (CustomField), by key.
+	Fields    FieldValues
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -122,7 +124,9 @@ type Ticket struct {
 	SLANextDueAt  *time.Time `gorm:"column:sla_next_due_at"`
 	SLANextWarnAt *time.Time `gorm:"column:sla_next_warn_at"`
 	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	// Fields are the custom fields' values (CustomField), by key.
+	Fields    FieldValues
+	UpdatedAt time.Time
 }
 
 // Comment authors.

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -30,6 +31,11 @@ func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string,
 		return nil, err
 	}
 	t.Number = number
+	if t.Fields == nil { // a ticket the suite opens itself (an e-mail): the defaults
+		if t.Fields, err = FieldDefaults(tx, org.ID, AutomationTicket); err != nil {
+			return nil, err
+		}
+	}
 	cust, created, err := customerFor(tx, org.ID, t.RequesterEmail, requesterName)
 	if err != nil {
 		return nil, err
@@ -73,6 +79,8 @@ type TicketUpdate struct {
 	Subject  *string
 	// Tags is the tags' JSON array.
 	Tags *string
+	// Fields are custom field values sent (ApplyFields; nil: none).
+	Fields map[string]json.RawMessage
 }
 
 // TicketChange is what an update or a comment did that the caller acts
@@ -136,6 +144,9 @@ func UpdateTicket(tx *gorm.DB, orgID, id string, u TicketUpdate, by Actor, now t
 	}
 	if u.Tags != nil {
 		t.Tags = *u.Tags
+	}
+	if t.Fields, err = ApplyFields(tx, orgID, AutomationTicket, t.Fields, u.Fields, false); err != nil {
+		return nil, change, err
 	}
 	t.UpdatedAt = now
 	if change.SLAMoved, err = planSLA(tx, &change.Before, t, nil, now); err != nil {
@@ -357,6 +368,9 @@ func customerFor(tx *gorm.DB, orgID, email, name string) (*Customer, bool, error
 		return nil, false, err
 	}
 	cust = newCustomerFor(orgID, email, name)
+	if cust.Fields, err = FieldDefaults(tx, orgID, AutomationCustomer); err != nil {
+		return nil, false, err
+	}
 	res := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}, {Name: "email"}}, DoNothing: true}).Create(&cust)
 	if res.Error != nil {
 		return nil, false, res.Error

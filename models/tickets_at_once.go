@@ -8,9 +8,10 @@ import (
 
 // OpenTicketAtOnce is OpenTicket as one statement, for the workspaces
 // whose ticket needs nothing but its rows: on PostgreSQL, a workspace on a
-// plan without seat or ticket limits, without an SLA policy, and without a
+// plan without seat or ticket limits, without an SLA policy, without a
 // webhook endpoint that receives events or an active automation rule
-// about tickets (AnyEventConsumer). One data-modifying WITH takes the
+// about tickets (AnyEventConsumer), and without a custom field of tickets
+// or customers that has a default or is required (AnyFieldRule). One data-modifying WITH takes the
 // number from the workspace's sequence, finds or creates the requester's
 // customer (a new one linked to the contact who is the same person, as
 // LinkCustomer would: both ways) and writes the ticket and the
@@ -66,6 +67,8 @@ var openTicketStatement = database.Numbered(`WITH open AS (
   WHERE o.id = CAST(? AS uuid) AND p.seats IS NULL AND p.tickets_per_month IS NULL
     AND NOT EXISTS (SELECT 1 FROM sla_policies WHERE org_id = o.id)
     AND NOT EXISTS (` + AnyEventConsumer(AutomationTicket) + `)
+    AND NOT EXISTS (SELECT 1 FROM custom_fields f WHERE f.org_id = o.id AND f.object IN ('ticket', 'customer') AND f.status = 'active'
+      AND (f.required OR f.default_value IS NOT NULL))
 ), created AS (
   INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, created_at, updated_at)
   SELECT CAST(? AS uuid), CAST(? AS uuid), CAST(? AS text), CAST(? AS text), '', '', '',

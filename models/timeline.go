@@ -30,7 +30,8 @@ type TimelineItem struct {
 }
 
 // TimelineKinds are the kinds of a timeline's items.
-var TimelineKinds = []string{"deal.created", "deal.stage_changed", "task.created", "lead.created", "ticket.created",
+// The kinds that a webhook event also names are that event's type.
+var TimelineKinds = []string{EventDealCreated, EventDealStageChanged, EventTaskCreated, EventLeadCreated, EventTicketCreated,
 	"comment.public", "comment.internal", "email.received", "email.sent", "time.logged", "ai.summary"}
 
 // TimelineScope narrows what a caller sees: AssignedTo, when set, is the

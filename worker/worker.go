@@ -91,6 +91,10 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.AutomationRun, workflow.RegisterOptions{Name: names.AutomationRunWorkflow})
 	r.RegisterActivity(&activities.Automations{DB: deps.DB, MailDomain: deps.MailDomain, MailOutbound: deps.Mail.Configured(),
 		AutoCloseAfter: deps.TicketAutoCloseAfter})
+	r.RegisterWorkflowWithOptions(workflows.PersonMerge, workflow.RegisterOptions{Name: names.PersonMergeWorkflow})
+	r.RegisterActivity(&activities.Merges{DB: deps.DB})
+	r.RegisterWorkflowWithOptions(workflows.FieldChange, workflow.RegisterOptions{Name: names.FieldChangeWorkflow})
+	r.RegisterActivity(&activities.Fields{DB: deps.DB})
 	r.RegisterWorkflowWithOptions(workflows.WebhookEndpoint, workflow.RegisterOptions{Name: names.WebhookEndpointWorkflow})
 	r.RegisterActivity(&activities.Webhooks{DB: deps.DB, Egress: deps.WebhookEgress, Metrics: activities.NewWebhookMetrics(deps.DB, deps.Metrics)})
 }

@@ -1,6 +1,8 @@
 package crm
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -10,6 +12,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/views"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 func contactCursor(ct *models.Contact) web.Cursor {
@@ -23,7 +26,7 @@ func (h *handlers) listContacts(c *fiber.Ctx) error {
 		Type string `json:"type" validate:"omitempty,oneof=person company"`
 		Q    string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return web.List(c, h.DB, h.inOrg(""), web.Listing[models.Contact, views.Contact]{Filter: &f, Cursor: contactCursor, View: views.ToContact,
+	return web.List(c, h.DB, h.inOrg(""), web.Listing[models.Contact, views.Contact]{Filter: &f, FieldsOf: models.AutomationContact, Cursor: contactCursor, View: views.ToContact,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			return web.Containing(web.Equal(q, "type", f.Type), f.Q, "name", "email", "company")
 		}})
@@ -37,6 +40,8 @@ type contactFields struct {
 	Designation *string `json:"designation" validate:"omitnil,max=200"`
 	Type        *string `json:"type" validate:"omitnil,oneof=person company"`
 	Notes       *string `json:"notes" validate:"omitnil,max=10000"`
+	// Fields are custom field values by key (null clears one).
+	Fields map[string]json.RawMessage `json:"fields"`
 }
 
 func (f *contactFields) checkFormats() error {
@@ -83,13 +88,22 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	// records contact.created with the contact, in the request's
 	// transaction (models.AnyEventConsumer), and a contact who is a
 	// customer too is linked to them there (models.LinkContact).
-	inserted, err := database.InsertUnless(web.OneStatementTx(c), ct,
-		models.AnyEventConsumer(models.AutomationContact)+" UNION ALL "+models.AnyCustomerOf, p.OrgID, p.OrgID, p.OrgID, ct.Email)
-	if err != nil {
-		return err
+	// Custom fields sent, or a field with a default or required, are
+	// checked against the definitions, in the transaction too.
+	inserted := false
+	if req.Fields == nil {
+		inserted, err = database.InsertUnless(web.OneStatementTx(c), ct,
+			models.AnyEventConsumer(models.AutomationContact)+" UNION ALL "+models.AnyCustomerOf+" UNION ALL "+models.AnyFieldRule,
+			p.OrgID, p.OrgID, p.OrgID, ct.Email, p.OrgID, models.AutomationContact)
+		if err != nil {
+			return err
+		}
 	}
 	if !inserted {
 		tx := web.Tx(c)
+		if ct.Fields, err = models.ApplyFields(tx, p.OrgID, models.AutomationContact, nil, req.Fields, true); err != nil {
+			return err
+		}
 		if err := tx.Create(ct).Error; err != nil {
 			return err
 		}
@@ -104,8 +118,34 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(views.ToContact(ct))
 }
 
+// getContact answers a contact, or 301 to the one it was merged into.
 func (h *handlers) getContact(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, h.inOrg(""), "The contact", views.ToContact)
+	return web.GetPerson(c, h.DB, h.inOrg(""), models.AutomationContact, "The contact", "/crm/contacts/", views.ToContact)
+}
+
+type mergeRequest struct {
+	OrgID string `json:"orgId" validate:"omitempty,uuid"`
+	// From is the duplicate merged into the path's contact.
+	From string `json:"from" validate:"required"`
+}
+
+// mergeContact merges the contact from into the path's, as a PersonMerge
+// workflow: 202 with the merge.
+func (h *handlers) mergeContact(c *fiber.Ctx) error {
+	var req mergeRequest
+	p, err := h.decodeInOrg(c, &req, func() string { return req.OrgID }, nil)
+	if err != nil {
+		return err
+	}
+	into := string([]byte(c.Params("id")))
+	m, err := h.Starter.In(c, web.Tx(c)).StartMerge(p.OrgID, models.AutomationContact, req.From, into, p.Actor())
+	if errors.Is(err, models.ErrNotFound) {
+		return models.NotFound("The contact")
+	}
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(views.ToPersonMerge(m, names.PersonMergeID(m.OrgID, m.FromID, m.IntoID)))
 }
 
 type updateContactRequest struct {
@@ -130,7 +170,9 @@ func (h *handlers) updateContact(c *fiber.Ctx) error {
 		}
 		req.apply(ct)
 		ct.UpdatedAt = models.Now()
-		return nil
+		var err error
+		ct.Fields, err = models.ApplyFields(tx, ct.OrgID, models.AutomationContact, ct.Fields, req.Fields, false)
+		return err
 	})
 	if err != nil {
 		return err

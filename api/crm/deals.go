@@ -1,6 +1,7 @@
 package crm
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -19,7 +20,7 @@ func (h *handlers) listDeals(c *fiber.Ctx) error {
 		Stage        string `validate:"omitempty,oneof=NEW QUALIFIED MEETING PROPOSAL NEGOTIATION WON LOST" json:"stage"`
 		AssignedToID string `validate:"omitempty,uuid" json:"assignedToId"`
 	}
-	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Deal, views.Deal]{Filter: &f, Cursor: dealCursor, View: views.ToDeal,
+	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Deal, views.Deal]{Filter: &f, FieldsOf: models.AutomationDeal, Cursor: dealCursor, View: views.ToDeal,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			return web.Equal(web.Equal(q, "stage", f.Stage), "assigned_to_id", f.AssignedToID)
 		}})
@@ -35,6 +36,8 @@ type dealFields struct {
 	LeadID       *string  `json:"leadId" validate:"omitnil,eq=|uuid"`
 	AssignedToID *string  `json:"assignedToId" validate:"omitnil,eq=|uuid"`
 	LostReason   *string  `json:"lostReason" validate:"omitnil,max=1000"`
+	// Fields are custom field values by key (null clears one).
+	Fields map[string]json.RawMessage `json:"fields"`
 }
 
 func (f *dealFields) apply(d *models.Deal) {
@@ -115,6 +118,9 @@ func (h *handlers) createDeal(c *fiber.Ctx) error {
 		d.WonAt = &now
 	}
 	tx := web.Tx(c)
+	if d.Fields, err = models.ApplyFields(tx, p.OrgID, models.AutomationDeal, nil, req.Fields, true); err != nil {
+		return err
+	}
 	if err := tx.Create(d).Error; err != nil {
 		return err
 	}
@@ -188,7 +194,9 @@ func (h *handlers) updateDeal(c *fiber.Ctx) error {
 			return err
 		}
 		d.UpdatedAt = now
-		return nil
+		var err error
+		d.Fields, err = models.ApplyFields(tx, d.OrgID, models.AutomationDeal, d.Fields, req.Fields, false)
+		return err
 	})
 	if err != nil {
 		return err

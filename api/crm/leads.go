@@ -30,7 +30,7 @@ func (h *handlers) listLeads(c *fiber.Ctx) error {
 		AssignedToID string `json:"assignedToId" validate:"omitempty,uuid"`
 		Q            string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Lead, views.Lead]{Filter: &f, Cursor: leadCursor, View: views.ToLead,
+	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Lead, views.Lead]{Filter: &f, FieldsOf: models.AutomationLead, Cursor: leadCursor, View: views.ToLead,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			return web.Containing(web.Equal(web.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID), f.Q, "name", "email", "company")
 		}})
@@ -45,6 +45,8 @@ type leadFields struct {
 	Company string  `json:"company" validate:"max=200"`
 	Value   float64 `json:"value" validate:"gte=0,lte=999999999999"`
 	Source  string  `json:"source" validate:"max=100"`
+	// Fields are custom field values by key (null clears one).
+	Fields map[string]json.RawMessage `json:"fields"`
 }
 
 // reachable requires a way to reach the lead.
@@ -104,6 +106,9 @@ func (h *handlers) createLead(c *fiber.Ctx) error {
 	if err := models.RescoreLead(tx.DB, lead, now); err != nil {
 		return err
 	}
+	if lead.Fields, err = models.ApplyFields(tx.DB, p.OrgID, models.AutomationLead, nil, req.Fields, true); err != nil {
+		return err
+	}
 	if err := tx.Create(lead).Error; err != nil {
 		if database.IsUniqueViolation(err) {
 			return models.Err(models.ErrConflict, "duplicate_lead", "A lead with this e-mail address exists.")
@@ -147,6 +152,8 @@ type updateLeadRequest struct {
 	Source       *string  `json:"source" validate:"omitnil,max=100"`
 	Status       *string  `json:"status" validate:"omitnil,oneof=NEW CONTACTED QUALIFIED CONVERTED UNQUALIFIED"`
 	AssignedToID *string  `json:"assignedToId" validate:"omitnil,eq=|uuid"`
+	// Fields are custom field values by key (null clears one).
+	Fields map[string]json.RawMessage `json:"fields"`
 }
 
 // updateLead changes a lead and recomputes its score; status changes
@@ -194,7 +201,9 @@ func (h *handlers) updateLead(c *fiber.Ctx) error {
 			return err
 		}
 		l.UpdatedAt = now
-		return nil
+		var err error
+		l.Fields, err = models.ApplyFields(tx, l.OrgID, models.AutomationLead, l.Fields, req.Fields, false)
+		return err
 	})
 	if err != nil {
 		if database.IsUniqueViolation(err) {

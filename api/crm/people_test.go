@@ -220,3 +220,105 @@ func TestPersonTimeline(t *testing.T) {
 			ExpectProblem(404, "not_found")
 	})
 }
+
+// Merging a duplicate contact into another moves its deals and tasks to
+// the survivor, folds in its values where the survivor's are blank
+// (custom fields too), deletes it, and answers its id with a 301 to the
+// survivor; a duplicate customer's tickets and time move likewise. A merge
+// into itself, of another organization's record, or of one in a merge
+// under way is refused.
+func TestMergeDuplicates(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		p := newPeople(t, e, models.PlanBusiness)
+		var field fieldDef
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + p.id + "/fields", Headers: p.owner.Auth(),
+			Body: map[string]any{"object": "contact", "key": "plan", "label": "Plan", "type": "text"}}).Expect(201).JSON(&field)
+		into := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Ada", "email": "ada@engines.io"}, 201)
+		from := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Ada L.", "email": "ada@engines.io",
+			"phone": "+1 415 555 2671", "company": "Engines", "fields": map[string]any{"plan": "gold"}}, 201)
+		var deal, task struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "title": "Engines", "amount": 5000, "contactId": from.ID}}).Expect(201).JSON(&deal)
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/tasks", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "title": "Call Ada", "contactId": from.ID}}).Expect(201).JSON(&task)
+
+		var merge struct{ ID, Status, WorkflowID, FromID, IntoID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts/" + into.ID + "/merge", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "from": from.ID}}).Expect(202).JSON(&merge)
+		if merge.Status != models.MergeRunning || merge.WorkflowID != "merge/"+p.id+"/"+from.ID+"->"+into.ID {
+			t.Fatalf("merge: %+v", merge)
+		}
+		var gone *apitest.Response
+		e.Eventually(func() bool {
+			gone = e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts/" + from.ID + "?orgId=" + p.id, Headers: p.owner.Auth()})
+			return gone.Status == 301
+		}, "the duplicate to be merged away")
+		if loc := gone.Header.Get("Location"); loc != "/crm/contacts/"+into.ID {
+			t.Fatalf("301 to %q, want the survivor", loc)
+		}
+		var survivor struct {
+			Phone, Company string
+			Fields         map[string]any
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts/" + into.ID + "?orgId=" + p.id, Headers: p.owner.Auth()}).Expect(200).JSON(&survivor)
+		if survivor.Phone != "+1 415 555 2671" || survivor.Company != "Engines" || survivor.Fields["plan"] != "gold" {
+			t.Fatalf("the survivor: %+v", survivor)
+		}
+		for _, path := range []string{"/crm/deals/" + deal.ID, "/crm/tasks/" + task.ID} {
+			var row struct{ ContactID *string }
+			e.Do(apitest.Request{Method: "GET", Path: path + "?orgId=" + p.id, Headers: p.owner.Auth()}).Expect(200).JSON(&row)
+			if !is(row.ContactID, into.ID) {
+				t.Fatalf("%s points at %v, want the survivor %s", path, row.ContactID, into.ID)
+			}
+		}
+
+		// Refused: into itself, another organization's, one merged away,
+		// one in a merge under way.
+		merge422 := func(intoID, fromID, code string) {
+			t.Helper()
+			problem := e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts/" + intoID + "/merge", Headers: p.owner.Auth(),
+				Body: map[string]any{"orgId": p.id, "from": fromID}}).ExpectProblem(422, "validation_failed")
+			if got := problemCodes(problem); !slices.Equal(got, []string{"from:" + code}) {
+				t.Fatalf("merging %s into %s: %v, want from:%s", fromID, intoID, got, code)
+			}
+		}
+		merge422(into.ID, into.ID, "same")
+		other := newPeople(t, e, models.PlanBusiness)
+		foreign := other.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Eve"}, 201)
+		merge422(into.ID, foreign.ID, "not_found")
+		merge422(into.ID, from.ID, "not_found")
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts/" + foreign.ID + "/merge", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "from": into.ID}}).ExpectProblem(404, "not_found")
+		x := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "X"}, 201)
+		y := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Y"}, 201)
+		busy := models.PersonMerge{ID: models.NewID(), OrgID: p.id, Object: models.AutomationContact, FromID: x.ID, IntoID: y.ID,
+			Status: models.MergeRunning, Moved: "{}", CreatedAt: models.Now()}
+		if err := e.DB.Create(&busy).Error; err != nil {
+			t.Fatal(err)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts/" + into.ID + "/merge", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "from": y.ID}}).ExpectProblem(409, "merge_in_progress")
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts/" + x.ID + "/merge", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "from": into.ID}}).ExpectProblem(409, "merge_in_progress")
+
+		// Customers: the duplicate's tickets and time move to the survivor.
+		keep := p.customer(e, "POST", "/helpdesk/customers", map[string]any{"name": "Bob", "email": "bob@engines.io"}, 201)
+		var tk struct{ ID, CustomerID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: p.hd,
+			Body: map[string]any{"subject": "Engines down", "email": "bob.martin@engines.io"}}).Expect(201).JSON(&tk)
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/customers/" + tk.CustomerID + "/time-entries", Headers: p.hd,
+			Body: map[string]any{"ticketId": tk.ID, "minutes": 30}}).Expect(201)
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/customers/" + keep.ID + "/merge", Headers: p.hd,
+			Body: map[string]any{"from": tk.CustomerID}}).Expect(202)
+		e.Eventually(func() bool {
+			return e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/customers/" + tk.CustomerID, Headers: p.hd}).Status == 301
+		}, "the duplicate customer to be merged away")
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + tk.ID, Headers: p.hd}).Expect(200).JSON(&tk)
+		if tk.CustomerID != keep.ID {
+			t.Fatalf("the ticket's customer is %s, want the survivor %s", tk.CustomerID, keep.ID)
+		}
+		if n := apitest.Count(t, e.DB, &models.TimeEntry{}, "customer_id = ?", keep.ID); n != 1 {
+			t.Fatalf("%d time entries moved, want 1", n)
+		}
+	})
+}

@@ -53,6 +53,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/contacts", h.createContact)
 	r.Get("/contacts/:id", h.getContact)
 	r.Get("/contacts/:id/timeline", h.contactTimeline)
+	r.Post("/contacts/:id/merge", h.mergeContact)
 	r.Put("/contacts/:id", h.updateContact)
 	r.Delete("/contacts/:id", h.deleteContact)
 
@@ -109,6 +110,11 @@ func Routes(r fiber.Router, d Deps) {
 	r.Get("/organization/:id/webhooks/:wid/deliveries", h.inPathOrg, requireUserAdmin, h.listDeliveries)
 	r.Post("/organization/:id/webhooks/:wid/deliveries/:did/replay", h.inPathOrg, requireUserAdmin, h.replayDelivery)
 
+	r.Get("/organization/:id/fields", h.inPathOrg, h.listFields)
+	r.Post("/organization/:id/fields", h.inPathOrg, requireUserAdmin, h.createField)
+	r.Get("/organization/:id/fields/:fid", h.inPathOrg, h.getField)
+	r.Patch("/organization/:id/fields/:fid", h.inPathOrg, requireUserAdmin, h.updateField)
+	r.Delete("/organization/:id/fields/:fid", h.inPathOrg, requireUserAdmin, h.deleteField)
 	r.Get("/organization/:id/automations", h.inPathOrg, requireUserAdmin, h.listAutomations)
 	r.Post("/organization/:id/automations", h.inPathOrg, requireUserAdmin, h.createAutomation)
 	r.Get("/organization/:id/automations/:aid", h.inPathOrg, requireUserAdmin, h.getAutomation)

@@ -1,6 +1,8 @@
 package helpdesk
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/views"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 func customerCursor(c *models.Customer) web.Cursor {
@@ -22,7 +25,7 @@ func (h *handlers) listCustomers(c *fiber.Ctx) error {
 	var f struct {
 		Q string `json:"q" query:"trim" validate:"max=200"`
 	}
-	return web.List(c, h.DB, inWorkspace, web.Listing[models.Customer, views.Customer]{Filter: &f, Cursor: customerCursor, View: views.ToCustomer,
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.Customer, views.Customer]{Filter: &f, FieldsOf: models.AutomationCustomer, Cursor: customerCursor, View: views.ToCustomer,
 		Narrow: func(q *gorm.DB) *gorm.DB { return web.Containing(q, f.Q, "name", "email", "company") }})
 }
 
@@ -30,6 +33,8 @@ type customerFields struct {
 	Phone   *string `json:"phone" validate:"omitnil,max=50"`
 	Company *string `json:"company" validate:"omitnil,max=200"`
 	Notes   *string `json:"notes" validate:"omitnil,max=10000"`
+	// Fields are custom field values by key (null clears one).
+	Fields map[string]json.RawMessage `json:"fields"`
 }
 
 func (f *customerFields) apply(c *models.Customer) {
@@ -63,6 +68,10 @@ func (h *handlers) createCustomer(c *fiber.Ctx) error {
 		Email: models.NormalizeEmail(req.Email), CreatedAt: now, UpdatedAt: now}
 	req.apply(cust)
 	tx := h.Starter.In(c, web.Tx(c))
+	var err error
+	if cust.Fields, err = models.ApplyFields(tx.DB, p.OrgID, models.AutomationCustomer, nil, req.Fields, true); err != nil {
+		return err
+	}
 	if err := tx.Create(cust).Error; err != nil {
 		if database.IsUniqueViolation(err) {
 			return errEmailTaken
@@ -83,8 +92,37 @@ func (h *handlers) createCustomer(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(view)
 }
 
+// getCustomer answers a customer, or 301 to the one they were merged into.
 func (h *handlers) getCustomer(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, inWorkspace, "The customer", views.ToCustomer)
+	return web.GetPerson(c, h.DB, inWorkspace, models.AutomationCustomer, "The customer", "/helpdesk/customers/", views.ToCustomer)
+}
+
+type mergeCustomerRequest struct {
+	// From is the duplicate merged into the path's customer.
+	From string `json:"from" validate:"required"`
+}
+
+// mergeCustomer merges the customer from into the path's, as a
+// PersonMerge workflow: 202 with the merge (ADMIN only: it deletes a
+// customer).
+func (h *handlers) mergeCustomer(c *fiber.Ctx) error {
+	p := auth.From(c)
+	if err := auth.RequireAdmin(p); err != nil {
+		return err
+	}
+	var req mergeCustomerRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	into := string([]byte(c.Params("id")))
+	m, err := h.Starter.In(c, web.Tx(c)).StartMerge(p.OrgID, models.AutomationCustomer, req.From, into, p.Actor())
+	if errors.Is(err, models.ErrNotFound) {
+		return models.NotFound("The customer")
+	}
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(views.ToPersonMerge(m, names.PersonMergeID(m.OrgID, m.FromID, m.IntoID)))
 }
 
 type updateCustomerRequest struct {
@@ -110,6 +148,10 @@ func (h *handlers) updateCustomer(c *fiber.Ctx) error {
 		}
 		req.apply(cust)
 		cust.UpdatedAt = models.Now()
+		var err error
+		if cust.Fields, err = models.ApplyFields(tx, p.OrgID, models.AutomationCustomer, cust.Fields, req.Fields, false); err != nil {
+			return err
+		}
 		return models.RecordCustomerEvent(tx, p.OrgID, cust.ID, nil, "customer_updated", "Customer details updated", p.Actor())
 	})
 	if database.IsUniqueViolation(err) {

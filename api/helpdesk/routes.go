@@ -76,6 +76,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Get("/customers/:id/interactions", h.customerInteractions)
 	r.Get("/customers/:id/activity", h.customerActivity)
 	r.Get("/customers/:id/timeline", h.customerTimeline)
+	r.Post("/customers/:id/merge", h.mergeCustomer)
 	r.Get("/customers/:id/time-entries", h.listTimeEntries)
 	r.Post("/customers/:id/time-entries", h.addTimeEntry)
 

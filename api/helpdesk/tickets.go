@@ -29,7 +29,7 @@ func (h *handlers) listTickets(c *fiber.Ctx) error {
 		SLA        string `json:"sla" validate:"omitempty,oneof=breached at_risk"`
 	}
 	now := models.Now()
-	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, views.Ticket]{Filter: &f, Cursor: ticketCursor, View: views.ToTicket,
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, views.Ticket]{Filter: &f, FieldsOf: models.AutomationTicket, Cursor: ticketCursor, View: views.ToTicket,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			q = web.Equal(web.Equal(q, "status", f.Status), "priority", f.Priority)
 			q = web.Equal(web.Equal(q, "agent_id", f.AgentID), "customer_id", f.CustomerID)
@@ -51,6 +51,8 @@ type createTicketRequest struct {
 	Name        string   `json:"name" validate:"max=200"`
 	Channel     string   `json:"channel" validate:"omitempty,oneof=email web chat phone api portal sms whatsapp other"`
 	Tags        []string `json:"tags" validate:"max=20,dive,notblank,max=50"`
+	// Fields are custom field values by key (null clears one).
+	Fields map[string]json.RawMessage `json:"fields"`
 }
 
 // createTicket opens a ticket for the requester's e-mail (linking or
@@ -72,11 +74,18 @@ func (h *handlers) createTicket(c *fiber.Ctx) error {
 	// A workspace with no limit, SLA policy or webhook endpoint to mind
 	// gets its ticket in one statement, which checks so itself; any other
 	// goes on in the request's transaction.
-	opened, err := models.OpenTicketAtOnce(web.OneStatementTx(c), t, name, p.Actor())
-	if err != nil {
-		return err
+	opened := false
+	if req.Fields == nil { // custom fields sent are checked in the transaction
+		var err error
+		if opened, err = models.OpenTicketAtOnce(web.OneStatementTx(c), t, name, p.Actor()); err != nil {
+			return err
+		}
 	}
 	if !opened {
+		var err error
+		if t.Fields, err = models.ApplyFields(web.Tx(c), p.OrgID, models.AutomationTicket, nil, req.Fields, true); err != nil {
+			return err
+		}
 		if err := h.openTicket(c, t, name); err != nil {
 			return err
 		}
@@ -129,6 +138,8 @@ type updateTicketRequest struct {
 	AgentID web.Nullable[string] `json:"agentId"`
 	Subject *string              `json:"subject" validate:"omitnil,notblank,max=300"`
 	Tags    *[]string            `json:"tags" validate:"omitnil,max=20,dive,notblank,max=50"`
+	// Fields are custom field values by key (null clears one).
+	Fields map[string]json.RawMessage `json:"fields"`
 }
 
 // checkAgent: agentId names a member, or is null to unassign. An empty
@@ -156,7 +167,7 @@ func (h *handlers) updateTicket(c *fiber.Ctx) error {
 	}); err != nil {
 		return err
 	}
-	u := models.TicketUpdate{Status: req.Status, Priority: req.Priority, Subject: req.Subject, SetAgent: req.AgentID.Set}
+	u := models.TicketUpdate{Status: req.Status, Priority: req.Priority, Subject: req.Subject, SetAgent: req.AgentID.Set, Fields: req.Fields}
 	if req.AgentID.HasValue() {
 		u.Agent = &req.AgentID.Value
 	}

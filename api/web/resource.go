@@ -133,6 +133,9 @@ type Listing[T, R any] struct {
 	// it once it is filled and valid.
 	Filter any
 	Narrow func(q *gorm.DB) *gorm.DB
+	// FieldsOf, when set, is the object whose custom fields the list
+	// filters by (fields.<key>=…, models.FieldFilters).
+	FieldsOf string
 	// TimeColumn orders the list, newest first (created_at when empty).
 	TimeColumn string
 	Cursor     func(*T) Cursor
@@ -163,6 +166,13 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 	q := s.Narrow(db.WithContext(c.UserContext()).Model(new(T)))
 	if l.Narrow != nil {
 		q = l.Narrow(q)
+	}
+	if l.FieldsOf != "" {
+		filter, err := models.FieldFilters(db.WithContext(c.UserContext()), s.OrgID, l.FieldsOf, c.Queries())
+		if err != nil {
+			return err
+		}
+		q = filter(q)
 	}
 	rows, err := PaginateBy(q, page, cmp.Or(l.TimeColumn, "created_at"), l.Cursor)
 	if err != nil {

@@ -154,6 +154,8 @@ var openTicketAtOnce = `WITH open AS (
     AND NOT EXISTS (SELECT 1 FROM sla_policies WHERE org_id = o.id)
     AND NOT EXISTS (SELECT 1 FROM webhook_endpoints WHERE org_id = :org AND (status = 'enabled' OR disabled_by = 'delivery')
       UNION ALL SELECT 1 FROM automations WHERE org_id = :org AND active AND object = 'ticket')
+    AND NOT EXISTS (SELECT 1 FROM custom_fields f WHERE f.org_id = o.id AND f.object IN ('ticket', 'customer') AND f.status = 'active'
+      AND (f.required OR f.default_value IS NOT NULL))
 ), created AS (
   INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, created_at, updated_at)
   SELECT gen_random_uuid(), CAST(:org AS uuid), CAST('pgbench-' || CAST(:n AS text) AS text), CAST('pgbench-' || CAST(:n AS text) || '@example.com' AS text), '', '', '',
@@ -233,10 +235,12 @@ func fullTicketScript(b *bencher, ws fullWorkspace) string {
 -- api/helpdesk createTicket: models.OpenTicketAtOnce first, on the pool;
 -- in this workspace its "open" finds nothing and it writes nothing.
 ` + openTicketAtOnce + `;
+-- createTicket: the request's transaction (web.Tx), and models.ApplyFields
+-- reads the ticket's custom field definitions (defaults, required).
+BEGIN;
+SELECT * FROM custom_fields WHERE org_id = :org AND object = 'ticket' ORDER BY created_at, id;
 -- openTicket: models.FindOrg, on the pool.
 SELECT * FROM organizations WHERE id = :org LIMIT 1;
--- openTicket: the request's transaction (web.Tx).
-BEGIN;
 -- models.OpenTicket → takeTicketSlot: FindPlan, SeatsInUse (the plan has seats).
 SELECT * FROM plans WHERE name = 'business' LIMIT 1;
 SELECT count(*) FROM members WHERE org_id = :org AND status <> 'removed';
@@ -249,7 +253,9 @@ SELECT next_ticket_number(:org) AS number \gset
 -- customerFor: looked up, then created. (RETURNING id here, and on the
 -- ticket and the event below, hands pgbench the ids the API makes itself.)
 SELECT * FROM customers WHERE org_id = :org AND email = ` + email + ` LIMIT 1;
-INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, created_at, updated_at) VALUES (gen_random_uuid(), :org, 'pgbench-' || CAST(:n AS text), ` + email + `, '', '', '', NULL, now(), now()) ON CONFLICT (org_id, email) DO NOTHING RETURNING id \gset customer_
+-- models.FieldDefaults: a new customer's custom field defaults.
+SELECT * FROM custom_fields WHERE org_id = :org AND object = 'customer' AND status = 'active' AND default_value IS NOT NULL;
+INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, fields, created_at, updated_at) VALUES (gen_random_uuid(), :org, 'pgbench-' || CAST(:n AS text), ` + email + `, '', '', '', NULL, '{}', now(), now()) ON CONFLICT (org_id, email) DO NOTHING RETURNING id \gset customer_
 -- models.LinkCustomer: the e-mail's contacts and customer linked, the link read back.
 UPDATE contacts SET customer_id = (SELECT c.id FROM customers c WHERE c.org_id = contacts.org_id AND c.email = contacts.email) WHERE org_id = :org AND email IN (` + email + `);
 UPDATE customers SET contact_id = (SELECT k.id FROM contacts k WHERE k.org_id = customers.org_id AND k.email = customers.email ORDER BY k.created_at, k.id LIMIT 1) WHERE org_id = :org AND email IN (` + email + `);
@@ -257,9 +263,9 @@ SELECT contact_id FROM customers WHERE id = :customer_id;
 -- planSLA: the workspace's policy (the ticket gets its SLA state, no clock).
 SELECT * FROM sla_policies WHERE org_id = :org ORDER BY version DESC LIMIT 1;
 -- tx.Create(t): GORM's INSERT of every column.
-INSERT INTO tickets (id, org_id, number, subject, description, status, priority, channel, customer_id, requester_email, agent_id, tags, first_response_at, solved_at, closed_at, solve_count, follows_ticket_id, sla_state, sla_breached, sla_next_due_at, sla_next_warn_at, created_at, updated_at)
+INSERT INTO tickets (id, org_id, number, subject, description, status, priority, channel, customer_id, requester_email, agent_id, tags, first_response_at, solved_at, closed_at, solve_count, follows_ticket_id, sla_state, sla_breached, sla_next_due_at, sla_next_warn_at, fields, created_at, updated_at)
   VALUES (gen_random_uuid(), :org, :number, 'Printer on fire', 'It smokes.', 'new', 'normal', 'web', :customer_id, ` + email + `, NULL, '[]', NULL, NULL, NULL, 0, NULL,
-  ` + pgText(`{"policyVersion":1,"clocks":null,"firstRespondedAt":null,"breaches":null}`) + `, false, NULL, NULL, now(), now()) RETURNING id \gset ticket_
+  ` + pgText(`{"policyVersion":1,"clocks":null,"firstRespondedAt":null,"breaches":null}`) + `, false, NULL, NULL, '{}', now(), now()) RETURNING id \gset ticket_
 -- the customer's history: both events in one INSERT.
 INSERT INTO customer_events (id, org_id, customer_id, ticket_id, type, summary, actor, created_at) VALUES
   (gen_random_uuid(), :org, :customer_id, NULL, 'customer_created', 'Customer created from a ticket', ` + benchActor + `, now()),

@@ -228,3 +228,14 @@ func withRequester(db *gorm.DB, orgID string, ticket map[string]any) (map[string
 	out["requester"] = requester
 	return out, nil
 }
+
+// StartMerge records a merge of orgID's object fromID into intoID
+// (models.StartMerge) and its PersonMerge workflow's start, in tx.
+func (tx *Tx) StartMerge(orgID, object, fromID, intoID string, by models.Actor) (*models.PersonMerge, error) {
+	m, err := models.StartMerge(tx.DB, orgID, object, fromID, intoID, by)
+	if err != nil {
+		return nil, err
+	}
+	return m, tx.Start(Start{WorkflowID: names.PersonMergeID(orgID, fromID, intoID), Workflow: names.PersonMergeWorkflow,
+		Input: models.MergeInput{OrgID: orgID, MergeID: m.ID}, OrgID: orgID, Kind: names.KindPersonMerge})
+}

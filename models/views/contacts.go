@@ -22,10 +22,13 @@ type Contact struct {
 	CustomerID *string   `json:"customerId"`
 	CreatedAt  time.Time `json:"createdAt"`
 	UpdatedAt  time.Time `json:"updatedAt"`
+	// Fields are the custom fields' values by key ({} when none).
+	Fields map[string]any `json:"fields"`
 }
 
 // ToContact is ct as the CRM shows it.
 func ToContact(ct *models.Contact) Contact {
 	return Contact{ID: ct.ID, OrgID: ct.OrgID, Name: ct.Name, Email: ct.Email, Phone: ct.Phone, Company: ct.Company,
-		Designation: ct.Designation, Type: ct.Type, Notes: ct.Notes, CustomerID: ct.CustomerID, CreatedAt: ct.CreatedAt, UpdatedAt: ct.UpdatedAt}
+		Designation: ct.Designation, Type: ct.Type, Notes: ct.Notes, CustomerID: ct.CustomerID, CreatedAt: ct.CreatedAt, UpdatedAt: ct.UpdatedAt,
+		Fields: ct.Fields.Clone()}
 }

@@ -9,25 +9,27 @@ import (
 // Deal is a deal as the CRM shows it. History, its moves between stages,
 // is shown where the caller read it (DealWithHistory).
 type Deal struct {
-	ID             string        `json:"id"`
-	OrgID          string        `json:"orgId"`
-	Title          string        `json:"title"`
-	Amount         float64       `json:"amount"`
-	Currency       string        `json:"currency"`
-	Stage          string        `json:"stage"`
-	Probability    float64       `json:"probability"`
-	CloseDate      string        `json:"closeDate"`
-	CompanyName    string        `json:"companyName"`
-	ContactEmail   string        `json:"contactEmail"`
-	ContactID      *string       `json:"contactId"`
-	LeadID         *string       `json:"leadId"`
-	AssignedToID   *string       `json:"assignedToId"`
-	LostReason     string        `json:"lostReason"`
-	StageChangedAt time.Time     `json:"stageChangedAt"`
-	WonAt          *time.Time    `json:"wonAt"`
-	CreatedAt      time.Time     `json:"createdAt"`
-	UpdatedAt      time.Time     `json:"updatedAt"`
-	History        []StageChange `json:"history,omitempty"`
+	ID             string     `json:"id"`
+	OrgID          string     `json:"orgId"`
+	Title          string     `json:"title"`
+	Amount         float64    `json:"amount"`
+	Currency       string     `json:"currency"`
+	Stage          string     `json:"stage"`
+	Probability    float64    `json:"probability"`
+	CloseDate      string     `json:"closeDate"`
+	CompanyName    string     `json:"companyName"`
+	ContactEmail   string     `json:"contactEmail"`
+	ContactID      *string    `json:"contactId"`
+	LeadID         *string    `json:"leadId"`
+	AssignedToID   *string    `json:"assignedToId"`
+	LostReason     string     `json:"lostReason"`
+	StageChangedAt time.Time  `json:"stageChangedAt"`
+	WonAt          *time.Time `json:"wonAt"`
+	CreatedAt      time.Time  `json:"createdAt"`
+	UpdatedAt      time.Time  `json:"updatedAt"`
+	// Fields are the custom fields' values by key ({} when none).
+	Fields  map[string]any `json:"fields"`
+	History []StageChange  `json:"history,omitempty"`
 }
 
 // StageChange is one move of a deal between stages.
@@ -43,7 +45,8 @@ func ToDeal(d *models.Deal) Deal {
 	return Deal{ID: d.ID, OrgID: d.OrgID, Title: d.Title, Amount: d.Amount, Currency: d.Currency, Stage: d.Stage,
 		Probability: models.StageProbability[d.Stage], CloseDate: d.CloseDate, CompanyName: d.CompanyName,
 		ContactEmail: d.ContactEmail, ContactID: d.ContactID, LeadID: d.LeadID, AssignedToID: d.AssignedToID,
-		LostReason: d.LostReason, StageChangedAt: d.StageChangedAt, WonAt: d.WonAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+		LostReason: d.LostReason, StageChangedAt: d.StageChangedAt, WonAt: d.WonAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+		Fields: d.Fields.Clone()}
 }
 
 // DealWithHistory is d as the CRM shows it with its history, given its

@@ -32,6 +32,8 @@ type Ticket struct {
 	SLA       *TicketSLA `json:"sla"`
 	CreatedAt time.Time  `json:"createdAt"`
 	UpdatedAt time.Time  `json:"updatedAt"`
+	// Fields are the custom fields' values by key ({} when none).
+	Fields map[string]any `json:"fields"`
 }
 
 // TicketSLA is a ticket's SLA as the Helpdesk shows it: the due times of
@@ -86,7 +88,8 @@ func ToTicket(t *models.Ticket) Ticket {
 	return Ticket{ID: t.ID, WorkspaceID: t.OrgID, Number: t.Number, Subject: t.Subject, Description: t.Description,
 		Status: t.Status, Priority: t.Priority, Channel: t.Channel, Email: t.RequesterEmail, CustomerID: t.CustomerID,
 		AgentID: t.AgentID, Tags: tags, AllowedStatuses: allowed, FollowsTicketID: t.FollowsTicketID, FirstResponseAt: t.FirstResponseAt,
-		SolvedAt: t.SolvedAt, ClosedAt: t.ClosedAt, SLA: toTicketSLA(t), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		SolvedAt: t.SolvedAt, ClosedAt: t.ClosedAt, SLA: toTicketSLA(t), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Fields: t.Fields.Clone()}
 }
 
 // Customer is a customer as the Helpdesk shows it.
@@ -103,12 +106,15 @@ type Customer struct {
 	ContactID *string   `json:"contactId"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Fields are the custom fields' values by key ({} when none).
+	Fields map[string]any `json:"fields"`
 }
 
 // ToCustomer is c as the Helpdesk shows it.
 func ToCustomer(c *models.Customer) Customer {
 	return Customer{ID: c.ID, WorkspaceID: c.OrgID, Name: c.Name, Email: c.Email, Phone: c.Phone,
-		Company: c.Company, Notes: c.Notes, ContactID: c.ContactID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+		Company: c.Company, Notes: c.Notes, ContactID: c.ContactID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+		Fields: c.Fields.Clone()}
 }
 
 // Comment is a ticket comment as the Helpdesk shows it.

@@ -27,6 +27,8 @@ type Lead struct {
 	LastActivityAt *time.Time           `json:"lastActivityAt"`
 	CreatedAt      time.Time            `json:"createdAt"`
 	UpdatedAt      time.Time            `json:"updatedAt"`
+	// Fields are the custom fields' values by key ({} when none).
+	Fields map[string]any `json:"fields"`
 }
 
 // ToLead is l as the CRM shows it.
@@ -36,5 +38,6 @@ func ToLead(l *models.Lead) Lead {
 	return Lead{ID: l.ID, OrgID: l.OrgID, Name: l.Name, Email: l.Email, Phone: l.Phone, Company: l.Company,
 		Value: l.Value, Source: l.Source, Status: l.Status, Score: l.Score, Probability: l.Probability,
 		ScoreFactors: factors, AssignedToID: l.AssignedToID, ContactID: l.ContactID, DealID: l.DealID,
-		LastActivityAt: l.LastActivityAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}
+		LastActivityAt: l.LastActivityAt, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
+		Fields: l.Fields.Clone()}
 }

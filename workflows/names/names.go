@@ -241,3 +241,26 @@ func AutomationRunID(ruleID, objectID string) string { return "automation/" + ru
 func AutomationRunEveryID(ruleID, objectID, runID string) string {
 	return AutomationRunID(ruleID, objectID) + "/" + runID
 }
+
+// FieldChangeWorkflow rewrites the values stored for a custom field after
+// a change of its definition (its deletion), in batches.
+const (
+	FieldChangeWorkflow = "FieldChange"
+	KindFieldChange     = "field-change"
+)
+
+// FieldChangeID is the ID of the change of custom field fieldID of orgID
+// (one at a time per field).
+func FieldChangeID(orgID, fieldID string) string { return "field-change/" + orgID + "/" + fieldID }
+
+// PersonMergeWorkflow merges a duplicate contact or customer into a
+// survivor: what points at it moves, then it is folded in and deleted.
+const (
+	PersonMergeWorkflow = "PersonMerge"
+	KindPersonMerge     = "person-merge"
+)
+
+// PersonMergeID is the ID of the merge of fromID into intoID in orgID.
+func PersonMergeID(orgID, fromID, intoID string) string {
+	return "merge/" + orgID + "/" + fromID + "->" + intoID
+}

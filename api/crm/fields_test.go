@@ -1,0 +1,256 @@
+package crm_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/cmd/apitest"
+	"github.com/business-suite/suite/models"
+)
+
+type fieldDef struct {
+	ID, Key, Status, Label string
+	Options                []string
+}
+
+type fieldContact struct {
+	ID     string
+	Fields map[string]any
+}
+
+// problemCodes are the fields a 422 names, with their codes.
+func problemCodes(problem map[string]any) []string {
+	var out []string
+	for _, f := range problem["errors"].([]any) {
+		out = append(out, f.(map[string]any)["field"].(string)+":"+f.(map[string]any)["code"].(string))
+	}
+	return out
+}
+
+// An organization's admins define custom fields; every object answers
+// its values under "fields", create and update take them (checked by
+// type, defaults applied, required ones enforced, null clearing), lists
+// filter by them, rules test them, and deleting a field removes its
+// values (a FieldChange workflow) — all within the organization.
+func TestCustomFields(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		p := newPeople(t, e, models.PlanBusiness)
+		base := "/crm/organization/" + p.id + "/fields"
+		define := func(body map[string]any) fieldDef {
+			var f fieldDef
+			e.Do(apitest.Request{Method: "POST", Path: base, Headers: p.owner.Auth(), Body: body}).Expect(201).JSON(&f)
+			return f
+		}
+		plan := define(map[string]any{"object": "contact", "key": "plan", "label": "Plan", "type": "select",
+			"options": []string{"free", "gold", "platinum"}, "default": "free"})
+		define(map[string]any{"object": "contact", "key": "seats", "label": "Seats", "type": "number"})
+		define(map[string]any{"object": "contact", "key": "renewal_date", "label": "Renewal", "type": "date"})
+		define(map[string]any{"object": "contact", "key": "regions", "label": "Regions", "type": "multiselect", "options": []string{"eu", "us"}})
+		define(map[string]any{"object": "contact", "key": "owner", "label": "Owner", "type": "member"})
+		define(map[string]any{"object": "ticket", "key": "severity", "label": "Severity", "type": "select", "options": []string{"s1", "s2"},
+			"required": true})
+
+		// Bad definitions: each problem named; a key taken; agents may not.
+		problem := e.Do(apitest.Request{Method: "POST", Path: base, Headers: p.owner.Auth(), Body: map[string]any{
+			"object": "invoice", "key": "Plan", "label": "", "type": "select"}}).ExpectProblem(422, "validation_failed")
+		for _, want := range []string{"object:oneof", "key:pattern", "label:required", "options:required"} {
+			if !slices.Contains(problemCodes(problem), want) {
+				t.Errorf("no %s in %v", want, problemCodes(problem))
+			}
+		}
+		e.Do(apitest.Request{Method: "POST", Path: base, Headers: p.owner.Auth(), Body: map[string]any{
+			"object": "contact", "key": "plan", "label": "Plan", "type": "text"}}).ExpectProblem(409, "field_key_taken")
+		e.Do(apitest.Request{Method: "POST", Path: base, Headers: p.agentA.Auth(), Body: map[string]any{
+			"object": "contact", "key": "x", "label": "X", "type": "text"}}).ExpectProblem(403, "admin_required")
+		var listed struct{ Data []fieldDef }
+		e.Do(apitest.Request{Method: "GET", Path: base + "?object=contact", Headers: p.agentA.Auth()}).Expect(200).JSON(&listed)
+		if len(listed.Data) != 5 {
+			t.Fatalf("an agent lists %d contact fields, want 5", len(listed.Data))
+		}
+		// Options are added to, never taken away.
+		var edited fieldDef
+		e.Do(apitest.Request{Method: "PATCH", Path: base + "/" + plan.ID, Headers: p.owner.Auth(),
+			Body: map[string]any{"label": "Plan tier", "options": []string{"free", "gold", "platinum", "diamond"}}}).Expect(200).JSON(&edited)
+		if edited.Label != "Plan tier" || len(edited.Options) != 4 {
+			t.Fatalf("edited: %+v", edited)
+		}
+		problem = e.Do(apitest.Request{Method: "PATCH", Path: base + "/" + plan.ID, Headers: p.owner.Auth(),
+			Body: map[string]any{"options": []string{"free"}}}).ExpectProblem(422, "validation_failed")
+		if !slices.Contains(problemCodes(problem), "options:option_removed") {
+			t.Fatalf("removing options: %v", problemCodes(problem))
+		}
+
+		create := func(fields map[string]any, status int) fieldContact {
+			var c fieldContact
+			body := map[string]any{"orgId": p.id, "name": "Ada"}
+			if fields != nil {
+				body["fields"] = fields
+			}
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: p.owner.Auth(), Body: body}).Expect(status).JSON(&c)
+			return c
+		}
+		plain := create(nil, 201)
+		if plain.Fields["plan"] != "free" || len(plain.Fields) != 1 {
+			t.Fatalf("a contact without fields: %v, want the default plan", plain.Fields)
+		}
+		gold := create(map[string]any{"plan": "gold", "seats": 12, "regions": []string{"eu"}, "renewal_date": "2027-01-31", "owner": p.memberA}, 201)
+		if gold.Fields["plan"] != "gold" || gold.Fields["seats"] != float64(12) || gold.Fields["owner"] != p.memberA {
+			t.Fatalf("a gold contact: %v", gold.Fields)
+		}
+		small := create(map[string]any{"plan": "gold", "seats": 3}, 201)
+		problem = e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: p.owner.Auth(), Body: map[string]any{"orgId": p.id, "name": "X",
+			"fields": map[string]any{"plan": "silver", "seats": 1.5, "nope": 1, "owner": models.NewID(), "renewal_date": "31/01/2027"}}}).
+			ExpectProblem(422, "validation_failed")
+		for _, want := range []string{"fields.plan:invalid", "fields.seats:invalid", "fields.nope:unknown_field", "fields.owner:not_a_member", "fields.renewal_date:invalid"} {
+			if !slices.Contains(problemCodes(problem), want) {
+				t.Errorf("no %s in %v", want, problemCodes(problem))
+			}
+		}
+		// An update changes what it sends; null clears.
+		var updated fieldContact
+		e.Do(apitest.Request{Method: "PUT", Path: "/crm/contacts/" + gold.ID, Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "fields": map[string]any{"seats": nil, "plan": "platinum"}}}).Expect(200).JSON(&updated)
+		if _, has := updated.Fields["seats"]; has || updated.Fields["plan"] != "platinum" || updated.Fields["renewal_date"] != "2027-01-31" {
+			t.Fatalf("updated: %v", updated.Fields)
+		}
+
+		list := func(query string) []string {
+			var page struct{ Data []fieldContact }
+			e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts?orgId=" + p.id + "&" + query, Headers: p.owner.Auth()}).Expect(200).JSON(&page)
+			var ids []string
+			for _, c := range page.Data {
+				ids = append(ids, c.ID)
+			}
+			return ids
+		}
+		if got := list("fields.plan=gold"); !slices.Equal(got, []string{small.ID}) {
+			t.Fatalf("plan gold: %v, want %s", got, small.ID)
+		}
+		if got := list("fields.plan=free"); !slices.Equal(got, []string{plain.ID}) {
+			t.Fatalf("plan free: %v, want %s", got, plain.ID)
+		}
+		if got := list("fields.seats[gte]=3&fields.seats[lt]=10"); !slices.Equal(got, []string{small.ID}) {
+			t.Fatalf("seats in [3, 10): %v", got)
+		}
+		if got := list("fields.regions=eu"); !slices.Equal(got, []string{gold.ID}) {
+			t.Fatalf("region eu: %v", got)
+		}
+		if got := list("fields.renewal_date[gte]=2027-01-01"); !slices.Equal(got, []string{gold.ID}) {
+			t.Fatalf("renewing in 2027: %v", got)
+		}
+		problem = e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts?orgId=" + p.id + "&fields.nope=1&fields.plan[gte]=gold",
+			Headers: p.owner.Auth()}).ExpectProblem(422, "validation_failed")
+		if got := problemCodes(problem); !slices.Contains(got, "fields.nope:unknown_field") || !slices.Contains(got, "fields.plan[gte]:invalid") {
+			t.Fatalf("bad filters: %v", got)
+		}
+
+		// A required ticket field: refused without it, kept with it.
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: p.hd,
+			Body: map[string]any{"subject": "Down", "email": "ops@engines.io"}}).ExpectProblem(422, "validation_failed")
+		var tk struct {
+			ID     string
+			Fields map[string]any
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: p.hd,
+			Body: map[string]any{"subject": "Down", "email": "ops@engines.io", "fields": map[string]any{"severity": "s1"}}}).Expect(201).JSON(&tk)
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + tk.ID, Headers: p.hd,
+			Body: map[string]any{"fields": map[string]any{"severity": "s2"}}}).Expect(200).JSON(&tk)
+		if tk.Fields["severity"] != "s2" {
+			t.Fatalf("the ticket's fields: %v", tk.Fields)
+		}
+
+		// A rule tests a custom field.
+		var rule automation
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + p.id + "/automations", Headers: p.owner.Auth(), Body: map[string]any{
+			"name": "Gold", "object": "contact", "on": []string{"created"}, "active": false,
+			"conditions": map[string]any{"all": []any{map[string]any{"field": "fields.plan", "operator": "is", "value": "gold"}}},
+			"steps":      []any{map[string]any{"action": "notify", "to": "admins"}}}}).Expect(201).JSON(&rule)
+		var test struct{ Matches bool }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + p.id + "/automations/" + rule.ID + "/test", Headers: p.owner.Auth(),
+			Body: map[string]any{"objectId": small.ID}}).Expect(200).JSON(&test)
+		if !test.Matches {
+			t.Fatal("a rule on fields.plan does not match a gold contact")
+		}
+
+		// Another organization sees none of it.
+		other := newPeople(t, e, models.PlanBusiness)
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization/" + other.id + "/fields/" + plan.ID, Headers: other.owner.Auth()}).
+			ExpectProblem(404, "not_found")
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts?orgId=" + other.id + "&fields.plan=gold", Headers: other.owner.Auth()}).
+			ExpectProblem(422, "validation_failed")
+
+		// Deleting the field removes its values, then the definition.
+		var deleting fieldDef
+		e.Do(apitest.Request{Method: "DELETE", Path: base + "/" + plan.ID, Headers: p.owner.Auth()}).Expect(202).JSON(&deleting)
+		if deleting.Status != models.FieldDeleting {
+			t.Fatalf("deleting: %+v", deleting)
+		}
+		e.Eventually(func() bool {
+			return e.Do(apitest.Request{Method: "GET", Path: base + "/" + plan.ID, Headers: p.owner.Auth()}).Status == 404
+		}, "the field to be deleted")
+		for _, id := range []string{plain.ID, gold.ID, small.ID} {
+			c := fieldContact{}
+			e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts/" + id + "?orgId=" + p.id, Headers: p.owner.Auth()}).Expect(200).JSON(&c)
+			if _, has := c.Fields["plan"]; has {
+				t.Fatalf("contact %s still has a plan: %v", id, c.Fields)
+			}
+		}
+		if n := apitest.Count(t, e.DB, &models.CustomField{}, "org_id = ?", p.id); n != 5 {
+			t.Fatalf("%d definitions left, want 5", n)
+		}
+	})
+}
+
+// Deleting a field removes its value from every object of the
+// organization, over several batches (activities.FieldBatchSize), and
+// from no other organization's: each object once, none skipped.
+func TestFieldDeletionRewritesEveryBatch(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		p, other := newPeople(t, e, models.PlanBusiness), newPeople(t, e, models.PlanBusiness)
+		var field fieldDef
+		for _, o := range []*people{p, other} {
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/fields", Headers: o.owner.Auth(),
+				Body: map[string]any{"object": "contact", "key": "plan", "label": "Plan", "type": "text"}}).Expect(201).JSON(&field)
+		}
+		const n = 2*activities.FieldBatchSize + 7
+		now := models.Now()
+		var rows []models.Contact
+		for i := range n {
+			for _, o := range []*people{p, other} {
+				rows = append(rows, models.Contact{ID: models.NewID(), OrgID: o.id, Name: "Contact", Type: models.ContactPerson,
+					Fields: models.FieldValues{"plan": "gold", "kept": i}, CreatedAt: now, UpdatedAt: now})
+			}
+		}
+		if err := e.DB.CreateInBatches(rows, 500).Error; err != nil {
+			t.Fatal(err)
+		}
+		var fields struct{ Data []fieldDef }
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/organization/" + p.id + "/fields", Headers: p.owner.Auth()}).Expect(200).JSON(&fields)
+		e.Do(apitest.Request{Method: "DELETE", Path: "/crm/organization/" + p.id + "/fields/" + fields.Data[0].ID, Headers: p.owner.Auth()}).Expect(202)
+		e.Eventually(func() bool {
+			return apitest.Count(t, e.DB, &models.CustomField{}, "org_id = ?", p.id) == 0
+		}, "the field to be deleted")
+		count := func(orgID string) (plan, kept int) {
+			var contacts []models.Contact
+			if err := e.DB.Where("org_id = ?", orgID).Find(&contacts).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range contacts {
+				if _, ok := c.Fields["plan"]; ok {
+					plan++
+				}
+				if _, ok := c.Fields["kept"]; ok {
+					kept++
+				}
+			}
+			return plan, kept
+		}
+		if plan, kept := count(p.id); plan != 0 || kept != n {
+			t.Fatalf("after the deletion: %d contacts keep the plan, %d the other value (want 0, %d)", plan, kept, n)
+		}
+		if plan, kept := count(other.id); plan != n || kept != n {
+			t.Fatalf("the other organization: %d plans, %d other values (want %d of each)", plan, kept, n)
+		}
+	})
+}
