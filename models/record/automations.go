@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/json"
 	"errors"
 	"maps"
 	"strings"
@@ -55,6 +56,19 @@ func (tx *Tx) matchAutomations(events []models.Event) error {
 	return nil
 }
 
+// anyNames tells whether one of rules about object names text in its
+// conditions or its steps (a wait's where): the requester is read for
+// the rules that test it. (A run waiting under an earlier version of its
+// rule sees what the rule's current version reads.)
+func anyNames(rules []models.Automation, object, text string) bool {
+	for i := range rules {
+		if rules[i].Object == object && (strings.Contains(rules[i].Conditions, text) || strings.Contains(rules[i].Steps, text)) {
+			return true
+		}
+	}
+	return false
+}
+
 // anyAbout tells whether one of rules is about object.
 func anyAbout(rules []models.Automation, object string) bool {
 	for i := range rules {
@@ -68,7 +82,7 @@ func anyAbout(rules []models.Automation, object string) bool {
 // match matches one event of object (trigger) against the rules.
 func (tx *Tx) match(ev models.Event, object, trigger string, rules []models.Automation) error {
 	subject, err := eventSubject(ev)
-	if err == nil && object == models.AutomationTicket {
+	if err == nil && object == models.AutomationTicket && anyNames(rules, object, `"requester.`) {
 		subject, err = withRequester(tx.DB, ev.OrgID, subject)
 	}
 	if err != nil {
@@ -104,12 +118,18 @@ func (tx *Tx) match(ev models.Event, object, trigger string, rules []models.Auto
 		if rule.Object != object || !strings.Contains(rule.OnEvents, `"`+trigger+`"`) || tx.causedBy(rule.ID) {
 			continue
 		}
+		// The conditions alone first: most rules do not hold for most
+		// changes, and their steps need not be read.
+		var conditions models.Conditions
+		if err := json.Unmarshal([]byte(rule.Conditions), &conditions); err != nil {
+			return err
+		}
+		if holds, _ := conditions.Evaluate(subject, previous, now); !holds {
+			continue
+		}
 		def, err := rule.Definition()
 		if err != nil {
 			return err
-		}
-		if holds, _ := def.Conditions.Evaluate(subject, previous, now); !holds {
-			continue
 		}
 		if err := tx.startRun(rule, def, objectID, ev.Type, open, told); err != nil {
 			return err
