@@ -164,6 +164,7 @@ var tenantProbes = map[string]probe{
 
 	// CRM data routes.
 	"GET /crm/contacts":              {kind: crmData},
+	"GET /crm/contacts/duplicates":   {kind: crmData},
 	"POST /crm/contacts":             {kind: crmData, body: fields("name", "Probe")},
 	"GET /crm/contacts/:id":          {kind: crmData, params: map[string]string{"id": "contact"}},
 	"GET /crm/contacts/:id/timeline": {kind: crmData, params: map[string]string{"id": "contact"}},

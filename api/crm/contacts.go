@@ -118,6 +118,77 @@ func (h *handlers) createContact(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(views.ToContact(ct))
 }
 
+// duplicate is a contact with its candidate duplicates among the older
+// contacts, each with why.
+type duplicate struct {
+	views.Contact
+	Candidates []candidate `json:"candidates"`
+}
+
+type candidate struct {
+	Reason  string        `json:"reason"`
+	Contact views.Contact `json:"contact"`
+}
+
+// listDuplicates lists the organization's contacts that may be a person
+// another, older contact already is (the same e-mail, or the same name at
+// the same company), newest first, each with its candidates: what a
+// merge would take.
+func (h *handlers) listDuplicates(c *fiber.Ctx) error {
+	p, err := h.orgOf(c, "")
+	if err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	db := h.DB.WithContext(c.UserContext())
+	groups, err := web.Paginate(models.ContactDuplicates(db, p.OrgID), page,
+		func(g *models.DuplicateGroup) web.Cursor { return web.Cursor{CreatedAt: g.CreatedAt, ID: g.ID} })
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for _, g := range groups.Data {
+		ids = append(ids, g.ID)
+	}
+	pairs, err := models.DuplicatePairsOf(db, p.OrgID, ids)
+	if err != nil {
+		return err
+	}
+	byID := map[string]*models.Contact{}
+	var contacts []models.Contact
+	named := ids
+	for _, pr := range pairs {
+		named = append(named, pr.FirstID)
+	}
+	if len(named) > 0 {
+		if err := db.Where("org_id = ? AND id IN ?", p.OrgID, named).Find(&contacts).Error; err != nil {
+			return err
+		}
+	}
+	for i := range contacts {
+		byID[contacts[i].ID] = &contacts[i]
+	}
+	// A contact deleted between the reads shows by its id alone.
+	view := func(id string) views.Contact {
+		if ct := byID[id]; ct != nil {
+			return views.ToContact(ct)
+		}
+		return views.Contact{ID: id, OrgID: p.OrgID, Fields: map[string]any{}}
+	}
+	return web.SendPage(c, groups, func(g *models.DuplicateGroup) duplicate {
+		d := duplicate{Contact: view(g.ID), Candidates: []candidate{}}
+		for _, pr := range pairs {
+			if pr.SecondID == g.ID {
+				d.Candidates = append(d.Candidates, candidate{Reason: pr.Reason, Contact: view(pr.FirstID)})
+			}
+		}
+		return d
+	})
+}
+
 // getContact answers a contact, or 301 to the one it was merged into.
 func (h *handlers) getContact(c *fiber.Ctx) error {
 	return web.GetPerson(c, h.DB, h.inOrg(""), models.AutomationContact, "The contact", "/crm/contacts/", views.ToContact)

@@ -322,3 +322,55 @@ func TestMergeDuplicates(t *testing.T) {
 		}
 	})
 }
+
+// The duplicates list names each contact that an older one may already
+// be — the same e-mail, or the same name at the same company, without
+// regard to case — newest first with its candidates and why, page by page;
+// another organization's contacts are never candidates.
+func TestContactDuplicates(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		p, other := newPeople(t, e, models.PlanBusiness), newPeople(t, e, models.PlanBusiness)
+		ada := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Ada", "email": "ada@engines.io", "company": "Engines"}, 201)
+		other.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Ada", "email": "ada@engines.io"}, 201)
+		adaL := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Ada L.", "email": "ADA@engines.io"}, 201)
+		grace := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Grace", "company": "Navy"}, 201)
+		p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Eve", "company": "Navy"}, 201)
+		graceH := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "grace", "company": "NAVY"}, 201)
+
+		type dup struct {
+			ID         string
+			Candidates []struct {
+				Reason  string
+				Contact struct{ ID string }
+			}
+		}
+		var got []string
+		path := "/crm/contacts/duplicates?orgId=" + p.id + "&limit=1"
+		for cursor := ""; ; {
+			var page struct {
+				Data       []dup
+				NextCursor *string
+				HasMore    bool
+			}
+			e.Do(apitest.Request{Method: "GET", Path: path + cursor, Headers: p.owner.Auth()}).Expect(200).JSON(&page)
+			for _, d := range page.Data {
+				for _, c := range d.Candidates {
+					got = append(got, d.ID+"~"+c.Contact.ID+":"+c.Reason)
+				}
+			}
+			if !page.HasMore {
+				break
+			}
+			cursor = "&cursor=" + *page.NextCursor
+		}
+		want := []string{graceH.ID + "~" + grace.ID + ":name_company", adaL.ID + "~" + ada.ID + ":email"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("duplicates: %v, want %v", got, want)
+		}
+		var none struct{ Data []dup }
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts/duplicates?orgId=" + other.id, Headers: other.owner.Auth()}).Expect(200).JSON(&none)
+		if len(none.Data) != 0 {
+			t.Fatalf("another organization's duplicates: %+v", none.Data)
+		}
+	})
+}

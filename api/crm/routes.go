@@ -51,6 +51,7 @@ func Routes(r fiber.Router, d Deps) {
 	h := &handlers{Deps: d, temporalUI: web.NewTemporalUI(d.TemporalUI, d.Namespace)}
 	r.Get("/contacts", h.listContacts)
 	r.Post("/contacts", h.createContact)
+	r.Get("/contacts/duplicates", h.listDuplicates)
 	r.Get("/contacts/:id", h.getContact)
 	r.Get("/contacts/:id/timeline", h.contactTimeline)
 	r.Post("/contacts/:id/merge", h.mergeContact)
