@@ -2,7 +2,6 @@ package crm
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -12,7 +11,6 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/views"
-	"github.com/business-suite/suite/workflows/names"
 )
 
 func contactCursor(ct *models.Contact) web.Cursor {
@@ -210,13 +208,7 @@ func (h *handlers) mergeContact(c *fiber.Ctx) error {
 	}
 	into := string([]byte(c.Params("id")))
 	m, err := h.Starter.In(c, web.Tx(c)).StartMerge(p.OrgID, models.AutomationContact, req.From, into, p.Actor())
-	if errors.Is(err, models.ErrNotFound) {
-		return models.NotFound("The contact")
-	}
-	if err != nil {
-		return err
-	}
-	return c.Status(fiber.StatusAccepted).JSON(views.ToPersonMerge(m, names.PersonMergeID(m.OrgID, m.FromID, m.IntoID)))
+	return web.AcceptedMerge(c, "The contact", m, err)
 }
 
 type updateContactRequest struct {

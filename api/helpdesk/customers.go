@@ -2,7 +2,6 @@ package helpdesk
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/views"
-	"github.com/business-suite/suite/workflows/names"
 )
 
 func customerCursor(c *models.Customer) web.Cursor {
@@ -116,13 +114,7 @@ func (h *handlers) mergeCustomer(c *fiber.Ctx) error {
 	}
 	into := string([]byte(c.Params("id")))
 	m, err := h.Starter.In(c, web.Tx(c)).StartMerge(p.OrgID, models.AutomationCustomer, req.From, into, p.Actor())
-	if errors.Is(err, models.ErrNotFound) {
-		return models.NotFound("The customer")
-	}
-	if err != nil {
-		return err
-	}
-	return c.Status(fiber.StatusAccepted).JSON(views.ToPersonMerge(m, names.PersonMergeID(m.OrgID, m.FromID, m.IntoID)))
+	return web.AcceptedMerge(c, "The customer", m, err)
 }
 
 type updateCustomerRequest struct {

@@ -7,6 +7,8 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
+	"github.com/business-suite/suite/workflows/names"
 )
 
 // GetPerson answers a contact's or a customer's GET (Get); one merged
@@ -30,4 +32,17 @@ func GetPerson[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, object, what, 
 		return err
 	}
 	return c.JSON(view(row))
+}
+
+// AcceptedMerge answers the start of a merge into the path's record, what
+// (record.Tx.StartMerge's m and err): 202 with the merge, or 404 when the
+// record is not the organization's.
+func AcceptedMerge(c *fiber.Ctx, what string, m *models.PersonMerge, err error) error {
+	if errors.Is(err, models.ErrNotFound) {
+		return models.NotFound(what)
+	}
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(views.ToPersonMerge(m, names.PersonMergeID(m.OrgID, m.FromID, m.IntoID)))
 }
