@@ -112,6 +112,8 @@ var loads = []load{
 		r.note(runs)
 		return nil
 	}},
+	// A million contacts of a workspace of its own, deleted after the row.
+	{name: fieldsLoad, slow: true, run: func(r *benchRun, name string) error { return r.fieldFilterRow(name) }},
 	{name: rulesLoad, run: func(r *benchRun, _ string) error {
 		res, err := r.ticketsWithRules()
 		if err != nil {
