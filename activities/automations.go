@@ -570,5 +570,5 @@ func (s *stepRun) summary() (string, string, error) {
 // subjectOf is the organization's object as rules see it
 // (record.Subject).
 func subjectOf(db *gorm.DB, object, orgID, id string) (map[string]any, error) {
-	return record.Subject(db, object, orgID, id)
+	return record.Subject(db, object, orgID, id, views.Subject)
 }

@@ -20,19 +20,6 @@ type Fields struct {
 	DB *gorm.DB
 }
 
-// FieldChangeInput names the field whose values are rewritten.
-type FieldChangeInput struct {
-	OrgID   string `json:"orgId"`
-	FieldID string `json:"fieldId"`
-	Object  string `json:"object"`
-	Key     string `json:"key"`
-	// After is the id the next batch starts after ("" at the start), and
-	// Rewritten how many objects the batches before it rewrote: a run
-	// continued as new goes on from there.
-	After     string `json:"after"`
-	Rewritten int    `json:"rewritten"`
-}
-
 // FieldBatch is what one batch did: the last object it looked at (the
 // next starts after it), how many it rewrote, and whether none are left.
 type FieldBatch struct {
@@ -56,7 +43,7 @@ var fieldTables = map[string]string{
 // idempotent: a batch retried after its commit (the worker died before
 // the workflow had its result) changes nothing again, so no object is
 // rewritten twice in effect and none is skipped.
-func (f *Fields) RemoveFieldBatch(ctx context.Context, in FieldChangeInput) (FieldBatch, error) {
+func (f *Fields) RemoveFieldBatch(ctx context.Context, in models.FieldChangeInput) (FieldBatch, error) {
 	table, ok := fieldTables[in.Object]
 	if !ok {
 		return FieldBatch{}, temporal.NewNonRetryableApplicationError("no custom fields on "+in.Object, ErrTypeBadPayload, nil)
@@ -98,7 +85,7 @@ func (f *Fields) RemoveFieldBatch(ctx context.Context, in FieldChangeInput) (Fie
 
 // FinishFieldChange deletes the field's definition once its values are
 // gone (one already gone is fine).
-func (f *Fields) FinishFieldChange(ctx context.Context, in FieldChangeInput) error {
+func (f *Fields) FinishFieldChange(ctx context.Context, in models.FieldChangeInput) error {
 	err := f.DB.WithContext(ctx).Where("id = ? AND org_id = ? AND status = ?", in.FieldID, in.OrgID, models.FieldDeleting).
 		Delete(&models.CustomField{}).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {

@@ -79,6 +79,19 @@ type CustomField struct {
 	UpdatedAt time.Time
 }
 
+// FieldChangeInput names the field whose values are rewritten.
+type FieldChangeInput struct {
+	OrgID   string `json:"orgId"`
+	FieldID string `json:"fieldId"`
+	Object  string `json:"object"`
+	Key     string `json:"key"`
+	// After is the id the next batch starts after ("" at the start), and
+	// Rewritten how many objects the batches before it rewrote: a run
+	// continued as new goes on from there.
+	After     string `json:"after"`
+	Rewritten int    `json:"rewritten"`
+}
+
 // FieldProgress is how far a FieldChange has rewritten the stored values.
 type FieldProgress struct {
 	Rewritten int    `json:"rewritten"`

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/models"
 )
 
 // fieldBatchOptions: a batch of 500 objects takes well under a minute; a
@@ -28,7 +29,7 @@ const fieldBatchesPerRun = 1000
 // activity, in its own transaction with the progress it records on the
 // definition — then deletes the definition. A worker killed mid-change
 // resumes at the batch it was in (the batch is idempotent).
-func FieldChange(ctx workflow.Context, in activities.FieldChangeInput) error {
+func FieldChange(ctx workflow.Context, in models.FieldChangeInput) error {
 	var f *activities.Fields
 	actx := workflow.WithActivityOptions(ctx, fieldBatchOptions)
 	for range fieldBatchesPerRun {

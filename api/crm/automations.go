@@ -388,7 +388,7 @@ func automationSubject(db *gorm.DB, object, orgID, id string) (map[string]any, e
 	if !models.ValidID(id) {
 		return nil, models.NotFound("The " + object)
 	}
-	subject, err := record.Subject(db, object, orgID, id)
+	subject, err := record.Subject(db, object, orgID, id, views.Subject)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, models.NotFound("The " + object)
 	}

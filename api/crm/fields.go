@@ -6,7 +6,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
@@ -162,7 +161,7 @@ func (h *handlers) deleteField(c *fiber.Ctx) error {
 		return err
 	}
 	err = tx.Start(record.Start{WorkflowID: names.FieldChangeID(f.OrgID, f.ID), Workflow: names.FieldChangeWorkflow,
-		Input: activities.FieldChangeInput{OrgID: f.OrgID, FieldID: f.ID, Object: f.Object, Key: f.Key}, OrgID: f.OrgID, Kind: names.KindFieldChange})
+		Input: models.FieldChangeInput{OrgID: f.OrgID, FieldID: f.ID, Object: f.Object, Key: f.Key}, OrgID: f.OrgID, Kind: names.KindFieldChange})
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/models"
-	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows/names"
 )
 
@@ -83,7 +82,7 @@ func anyAbout(rules []models.Automation, object string) bool {
 func (tx *Tx) match(ev models.Event, object, trigger string, rules []models.Automation) error {
 	subject, err := eventSubject(ev)
 	if err == nil && object == models.AutomationTicket && anyNames(rules, object, `"requester.`) {
-		subject, err = withRequester(tx.DB, ev.OrgID, subject)
+		subject, err = WithRequester(tx.DB, ev.OrgID, subject)
 	}
 	if err != nil {
 		return err
@@ -213,25 +212,25 @@ func toMap(v any) (map[string]any, error) {
 }
 
 // Subject is the organization's object of the kind a rule is about, as
-// the rule's conditions and templates see it: the API's JSON of it, with
-// a ticket's requester (withRequester). ErrNotFound when the organization
-// has no such object.
-func Subject(db *gorm.DB, object, orgID, id string) (map[string]any, error) {
+// its conditions and templates see it: view's JSON of it (views.Subject,
+// the callers' own), with a ticket's requester (WithRequester);
+// ErrNotFound when the organization has no such object.
+func Subject(db *gorm.DB, object, orgID, id string, view func(row any) (map[string]any, error)) (map[string]any, error) {
 	row, err := models.FindAutomationObject(db, object, orgID, id)
 	if err != nil {
 		return nil, err
 	}
-	subject, err := views.Subject(row)
+	subject, err := view(row)
 	if err != nil || object != models.AutomationTicket {
 		return subject, err
 	}
-	return withRequester(db, orgID, subject)
+	return WithRequester(db, orgID, subject)
 }
 
-// withRequester is a ticket's subject with its requester: the customer
+// WithRequester is a ticket's subject with its requester: the customer
 // it names (id, name, email, phone, company, and contactId: the CRM
 // contact who is the same person), or its e-mail alone.
-func withRequester(db *gorm.DB, orgID string, ticket map[string]any) (map[string]any, error) {
+func WithRequester(db *gorm.DB, orgID string, ticket map[string]any) (map[string]any, error) {
 	out := maps.Clone(ticket)
 	requester := map[string]any{"email": ticket["email"]}
 	if id, _ := ticket["customerId"].(string); id != "" {
