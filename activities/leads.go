@@ -123,6 +123,10 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		if err := models.RescoreLead(tx.DB, &lead, now); err != nil {
 			return err
 		}
+		// The form sends no custom fields: the lead starts with the defaults.
+		if lead.Fields, err = models.FieldDefaults(tx.DB, in.OrgID, models.AutomationLead); err != nil {
+			return err
+		}
 		out = LeadOutcome{LeadID: lead.ID}
 		if err := tx.Create(&lead).Error; err != nil {
 			return err

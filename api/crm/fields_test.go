@@ -254,3 +254,46 @@ func TestFieldDeletionRewritesEveryBatch(t *testing.T) {
 		}
 	})
 }
+
+// What the suite creates itself starts with the defaults too: a lead from
+// the web form, and the contact and the deal of its conversion.
+func TestFieldDefaultsForWhatTheSuiteCreates(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		p := newPeople(t, e, models.PlanBusiness)
+		for _, object := range []string{"lead", "contact", "deal"} {
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + p.id + "/fields", Headers: p.owner.Auth(),
+				Body: map[string]any{"object": object, "key": "region", "label": "Region", "type": "text", "default": "emea"}}).Expect(201)
+		}
+		var intake struct{ IntakeID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook",
+			Body: map[string]any{"orgId": p.id, "name": "Grace", "email": "grace@navy.example"}}).Expect(202).JSON(&intake)
+		var lead struct {
+			ID     string
+			Fields map[string]any
+		}
+		e.Eventually(func() bool {
+			var in models.LeadIntake
+			return e.DB.Take(&in, "id = ? AND status = ?", intake.IntakeID, models.IntakeProcessed).Error == nil && in.LeadID != ""
+		}, "the intake to become a lead")
+		var in models.LeadIntake
+		if err := e.DB.Take(&in, "id = ?", intake.IntakeID).Error; err != nil {
+			t.Fatal(err)
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/leads/" + in.LeadID + "?orgId=" + p.id, Headers: p.owner.Auth()}).Expect(200).JSON(&lead)
+		if lead.Fields["region"] != "emea" {
+			t.Fatalf("the web form's lead: %v", lead.Fields)
+		}
+		var converted struct {
+			Contact struct{ ID string }
+			Deal    struct{ Fields map[string]any }
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/" + lead.ID + "/convert", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id}}).Expect(201).JSON(&converted)
+		var contact fieldContact
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts/" + converted.Contact.ID + "?orgId=" + p.id, Headers: p.owner.Auth()}).
+			Expect(200).JSON(&contact)
+		if contact.Fields["region"] != "emea" || converted.Deal.Fields["region"] != "emea" {
+			t.Fatalf("the conversion's contact %v and deal %v", contact.Fields, converted.Deal.Fields)
+		}
+	})
+}

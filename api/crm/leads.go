@@ -408,6 +408,13 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 		Stage: cmp.Or(req.Stage, models.StageQualified), CompanyName: l.Company, ContactEmail: l.Email,
 		ContactID: &contact.ID, LeadID: &l.ID, AssignedToID: l.AssignedToID, CreatedBy: p.Actor(),
 		StageChangedAt: now, CreatedAt: now, UpdatedAt: now}
+	// The contact and the deal start with their custom fields' defaults.
+	if contact.Fields, err = models.FieldDefaults(tx, l.OrgID, models.AutomationContact); err != nil {
+		return err
+	}
+	if deal.Fields, err = models.FieldDefaults(tx, l.OrgID, models.AutomationDeal); err != nil {
+		return err
+	}
 	for _, row := range []any{contact, deal, &models.DealStageChange{ID: models.NewID(), OrgID: l.OrgID, DealID: deal.ID,
 		ToStage: deal.Stage, ChangedBy: p.Actor(), CreatedAt: now}} {
 		if err := tx.Create(row).Error; err != nil {
