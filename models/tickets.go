@@ -59,7 +59,7 @@ func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string,
 }
 
 // The customer history's summaries of a ticket's opening, written by
-// OpenTicket and by openTicketStatement.
+// OpenTicket and by OpenTicketStatement.
 const (
 	customerFromTicket = "Customer created from a ticket"
 	ticketOpened       = "Ticket #" // the number, " opened: " and the subject follow

@@ -44,7 +44,7 @@ func OpenTicketAtOnce(db *gorm.DB, t *Ticket, requesterName string, by Actor) (b
 	ticketEvent, ticketEventAt := NewID(), Now()
 	var number int
 	var customerID string
-	opened, err := queryRow(db, openTicketStatement, []any{
+	opened, err := queryRow(db, OpenTicketStatement, []any{
 		t.OrgID, t.OrgID, t.OrgID,
 		customer.ID, customer.OrgID, customer.Name, customer.Email, t.OrgID, t.RequesterEmail, customer.CreatedAt, customer.UpdatedAt,
 		t.OrgID, t.RequesterEmail,
@@ -59,10 +59,11 @@ func OpenTicketAtOnce(db *gorm.DB, t *Ticket, requesterName string, by Actor) (b
 	return true, nil
 }
 
-// openTicketStatement is OpenTicketAtOnce's statement. Its parameters are
+// OpenTicketStatement is OpenTicketAtOnce's statement. Its parameters are
 // typed: those of a SELECT feeding an INSERT, or of a UNION, are not
-// given the columns' types.
-var openTicketStatement = database.Numbered(`WITH open AS (
+// given the columns' types. make bench runs a copy with values written in
+// (cmd/bench, TestBenchTicketStatementIsTheModels keeps it the same).
+var OpenTicketStatement = database.Numbered(`WITH open AS (
   SELECT 1 FROM organizations o JOIN plans p ON p.name = o.plan
   WHERE o.id = CAST(? AS uuid) AND p.seats IS NULL AND p.tickets_per_month IS NULL
     AND NOT EXISTS (SELECT 1 FROM sla_policies WHERE org_id = o.id)

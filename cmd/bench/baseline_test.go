@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/business-suite/suite/models"
 )
 
 func TestPgbenchLatencyReadsEveryThreadsLog(t *testing.T) {
@@ -58,5 +61,57 @@ func TestBaselineScriptsNameOnlyTheirVariables(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The bench's copy of the one-statement ticket create is the statement
+// the API sends, but for the values written in: with every value — a
+// parameter, a CAST of one, a pgbench expression, a generated id —
+// written as one placeholder, and the spacing made one, the two are the
+// same text. A change to models' statement that the copy misses fails
+// here, not as a baseline that quietly measures something else.
+func TestBenchTicketStatementIsTheModels(t *testing.T) {
+	if got, want := sameShape(openTicketAtOnce), sameShape(models.OpenTicketStatement); got != want {
+		t.Fatalf("the bench's copy differs from models.OpenTicketStatement:\n bench: %s\nmodels: %s", got, want)
+	}
+}
+
+// sameShape is a statement with each value one "?" and its spaces one.
+func sameShape(sql string) string {
+	sql = strings.ReplaceAll(sql, "gen_random_uuid()", "CAST(? AS uuid)") // an id the API makes
+	sql = regexp.MustCompile(`\$\d+|:org\b`).ReplaceAllString(sql, "?")
+	sql = castsAsPlaceholders(sql)
+	sql = strings.Join(strings.Fields(sql), " ")
+	return strings.NewReplacer("( ", "(", " )", ")").Replace(sql)
+}
+
+// castsAsPlaceholders writes every CAST(value AS type) as CAST(? AS type):
+// the bench's values are expressions, the API's parameters.
+func castsAsPlaceholders(sql string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(sql, "CAST(")
+		if i < 0 {
+			return b.String() + sql
+		}
+		b.WriteString(sql[:i] + "CAST(")
+		depth, as, end := 1, -1, -1
+		for j := i + len("CAST("); j < len(sql) && end < 0; j++ {
+			switch {
+			case sql[j] == '(':
+				depth++
+			case sql[j] == ')':
+				if depth--; depth == 0 {
+					end = j
+				}
+			case depth == 1 && strings.HasPrefix(sql[j:], " AS "):
+				as = j
+			}
+		}
+		if end < 0 || as < 0 {
+			return b.String() + sql[i+len("CAST("):]
+		}
+		b.WriteString("? " + sql[as+1:end+1])
+		sql = sql[end+1:]
 	}
 }

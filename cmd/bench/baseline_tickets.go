@@ -133,7 +133,7 @@ func newSink() (net.Listener, error) {
 // ticketAtOnce is the create in a workspace of the one-statement path:
 // the API sends models.OpenTicketAtOnce's statement alone (no BEGIN, no
 // COMMIT; the hd_ key is the process's cache's, whose epoch is read once a
-// second, not once a request). The statement is openTicketStatement of
+// second, not once a request). The statement is OpenTicketStatement of
 // models/tickets_at_once.go, the API's parameters as pgbench's variables.
 var ticketAtOnce = workload{
 	wrkScript:   postTicket.wrkScript,
@@ -145,7 +145,7 @@ var ticketAtOnce = workload{
 	},
 }
 
-// openTicketAtOnce is models.openTicketStatement with the values the API
+// openTicketAtOnce is models.OpenTicketStatement with the values the API
 // binds written in: the requester a new one each time (pgbench-N), ids
 // from gen_random_uuid() where the API makes UUIDv7s, now() for its clock.
 var openTicketAtOnce = `WITH open AS (
