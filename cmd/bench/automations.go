@@ -174,7 +174,14 @@ func (r *benchRun) ticketsWithRules() (rulesResult, error) {
 			}
 			*side = row{name: rulesLoad, conns: 16, apiRun: r.b.cfg.duration}
 			ws.rounds++
+			profiled := func() error { return nil }
+			if side == &round.with && len(rounds) == 0 { // the first round's run with rules, with -profile
+				profiled = r.b.profile(rulesLoad, side.apiRun-time.Second)
+			}
 			if err := ws.load(side, w, threads); err != nil {
+				return res, err
+			}
+			if err := profiled(); err != nil {
 				return res, err
 			}
 			if err := ws.drain(w.backlog, "the round's tickets, deliveries and runs"); err != nil {
