@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
@@ -15,15 +16,17 @@ import (
 // into another answers 301 with the survivor's path (base + its id) in
 // Location and the body {"mergedInto": id}.
 func GetPerson[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, object, what, base string, view func(*T) R) error {
-	row, err := Load[T](c, db, scope, what)
+	s, err := scope(c)
+	if err != nil {
+		return err
+	}
+	db = db.WithContext(c.UserContext())
+	id := string([]byte(c.Params("id")))
+	row, err := Find[T](db, s, id, what)
 	if errors.Is(err, models.ErrNotFound) {
-		s, serr := scope(c)
-		if serr != nil {
-			return serr
-		}
-		into, merr := models.MergedInto(db.WithContext(c.UserContext()), s.OrgID, object, string([]byte(c.Params("id"))))
+		into, merr := models.MergedInto(db, s.OrgID, object, id)
 		if merr != nil || into == "" {
-			return errors.Join(err, merr)
+			return cmp.Or(merr, err)
 		}
 		c.Location(base + into)
 		return c.Status(fiber.StatusMovedPermanently).JSON(fiber.Map{"mergedInto": into})

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
 	"reflect"
 	"strings"
@@ -168,7 +169,7 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 		q = l.Narrow(q)
 	}
 	if l.FieldsOf != "" {
-		filter, err := models.FieldFilters(db.WithContext(c.UserContext()), s.OrgID, l.FieldsOf, c.Queries())
+		filter, err := models.FieldFilters(db.WithContext(c.UserContext()), s.OrgID, l.FieldsOf, fieldParams(c))
 		if err != nil {
 			return err
 		}
@@ -234,3 +235,19 @@ func Containing(q *gorm.DB, text string, columns ...string) *gorm.DB {
 // In is the Scoper of a scope already resolved (a list under a parent the
 // handler has found).
 func In(s Scope) Scoper { return func(*fiber.Ctx) (Scope, error) { return s, nil } }
+
+// fieldParams are the request's custom field filters: its query
+// parameters named fields.… (nil when there are none, which a list page
+// without filters pays no map for).
+func fieldParams(c *fiber.Ctx) map[string]string {
+	var out map[string]string
+	c.Context().QueryArgs().VisitAll(func(key, value []byte) {
+		if bytes.HasPrefix(key, []byte("fields.")) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[string(key)] = string(value)
+		}
+	})
+	return out
+}
