@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -86,10 +85,6 @@ func (f *Fields) RemoveFieldBatch(ctx context.Context, in models.FieldChangeInpu
 // FinishFieldChange deletes the field's definition once its values are
 // gone (one already gone is fine).
 func (f *Fields) FinishFieldChange(ctx context.Context, in models.FieldChangeInput) error {
-	err := f.DB.WithContext(ctx).Where("id = ? AND org_id = ? AND status = ?", in.FieldID, in.OrgID, models.FieldDeleting).
+	return f.DB.WithContext(ctx).Where("id = ? AND org_id = ? AND status = ?", in.FieldID, in.OrgID, models.FieldDeleting).
 		Delete(&models.CustomField{}).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil
-	}
-	return err
 }

@@ -42,23 +42,24 @@ const AnyCustomerOf = "SELECT 1 FROM customers WHERE org_id = ? AND email = ?"
 // LinkContact links ct (created, re-addressed) and the rows of its
 // e-mail, and reads its link back into it; old is its e-mail before the
 // change ("" for a new one), whose rows are linked anew too.
-func LinkContact(tx *gorm.DB, ct *Contact, old string) error {
-	if err := LinkPeople(tx, ct.OrgID, ct.Email, old); err != nil {
-		return err
-	}
-	var row struct{ CustomerID *string }
-	err := tx.Raw("SELECT customer_id FROM contacts WHERE id = ?", ct.ID).Scan(&row).Error
-	ct.CustomerID = row.CustomerID
+func LinkContact(tx *gorm.DB, ct *Contact, old string) (err error) {
+	ct.CustomerID, err = relink(tx, "contacts", "customer_id", ct.OrgID, ct.ID, ct.Email, old)
 	return err
 }
 
 // LinkCustomer is LinkContact for a customer.
-func LinkCustomer(tx *gorm.DB, c *Customer, old string) error {
-	if err := LinkPeople(tx, c.OrgID, c.Email, old); err != nil {
-		return err
-	}
-	var row struct{ ContactID *string }
-	err := tx.Raw("SELECT contact_id FROM customers WHERE id = ?", c.ID).Scan(&row).Error
-	c.ContactID = row.ContactID
+func LinkCustomer(tx *gorm.DB, c *Customer, old string) (err error) {
+	c.ContactID, err = relink(tx, "customers", "contact_id", c.OrgID, c.ID, c.Email, old)
 	return err
+}
+
+// relink links the rows of emails (LinkPeople) and reads back the link
+// column of table's row id.
+func relink(tx *gorm.DB, table, column, orgID, id string, emails ...string) (*string, error) {
+	if err := LinkPeople(tx, orgID, emails...); err != nil {
+		return nil, err
+	}
+	var row struct{ Link *string }
+	err := tx.Raw("SELECT "+column+" AS link FROM "+table+" WHERE id = ?", id).Scan(&row).Error
+	return row.Link, err
 }

@@ -16,9 +16,11 @@ type Person struct {
 	ContactID, CustomerID string
 }
 
-// TimelineItem is one thing that happened to a person. Kind is one of
-// TimelineKinds; ObjectType and ObjectID name the record it is about (a
-// comment's, an e-mail's or a time entry's ticket).
+// TimelineItem is one thing that happened to a person. Kind is what, as
+// PersonTimeline's sources name it (deal.created, comment.internal,
+// email.received, time.logged, ai.summary…); ObjectType and ObjectID name
+// the record it is about (a comment's, an e-mail's or a time entry's
+// ticket).
 type TimelineItem struct {
 	ID         string    `json:"id"`
 	Kind       string    `json:"kind"`
@@ -28,11 +30,6 @@ type TimelineItem struct {
 	ObjectType string    `json:"objectType"`
 	ObjectID   string    `json:"objectId"`
 }
-
-// TimelineKinds are the kinds of a timeline's items.
-// The kinds that a webhook event also names are that event's type.
-var TimelineKinds = []string{EventDealCreated, EventDealStageChanged, EventTaskCreated, EventLeadCreated, EventTicketCreated,
-	"comment.public", "comment.internal", "email.received", "email.sent", "time.logged", "ai.summary"}
 
 // TimelineScope narrows what a caller sees: AssignedTo, when set, is the
 // member whose deals, tasks and leads alone an AGENT of the CRM sees.

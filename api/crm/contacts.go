@@ -2,6 +2,7 @@ package crm
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -157,7 +158,7 @@ func (h *handlers) listDuplicates(c *fiber.Ctx) error {
 	}
 	byID := map[string]*models.Contact{}
 	var contacts []models.Contact
-	named := ids
+	named := slices.Clone(ids)
 	for _, pr := range pairs {
 		named = append(named, pr.FirstID)
 	}
