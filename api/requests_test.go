@@ -118,6 +118,8 @@ type extras struct {
 	consoleSession, consoleToken string
 	invitation                   string
 	queuedJob                    string
+	// queuedImports are an import of each app that has not started.
+	queuedImports map[string]string
 }
 
 func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
@@ -153,6 +155,15 @@ func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
 		t.Fatal(err)
 	}
 	x.queuedJob = job.ID
+	x.queuedImports = map[string]string{}
+	for app, object := range map[string]string{"crm": "contacts", "helpdesk": "customers"} {
+		imp := models.Import{ID: models.NewID(), OrgID: a.org, Object: object, Format: models.FormatCSV, Mode: models.ModeCreate,
+			Mapping: "{}", Columns: `["name"]`, State: models.ImportQueued, CreatedAt: models.Now(), UpdatedAt: models.Now(), ExpiresAt: models.Now()}
+		if err := e.DB.Create(&imp).Error; err != nil {
+			t.Fatal(err)
+		}
+		x.queuedImports[app] = imp.ID
+	}
 	// An SLA policy, for its apply.
 	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/sla-policy", Headers: apitest.HelpdeskUser(a.owner.Token, a.org),
 		Body: map[string]any{"businessHours": "24x7", "targets": map[string]any{"normal": map[string]any{"resolution": 60}}}}).Expect(200)
@@ -230,6 +241,18 @@ func ownRequest(route string, a *tenant, x *extras, keyed bool) (apitest.Request
 	case "POST /helpdesk/payments/downgrade":
 		// To a plan the tenant's four seats fit in.
 		return apitest.Request{Method: method, Path: tmpl, Headers: hd, Body: map[string]string{"plan": models.PlanStarter}}, true
+	case "POST /crm/imports", "POST /helpdesk/imports":
+		headers, object := apitest.Bearer(a.crmKey), "contacts"
+		if strings.HasPrefix(tmpl, "/helpdesk") {
+			headers, object = hd, "customers"
+		}
+		body, contentType := apitest.Multipart("people.csv", []byte("name,email\nTx,tx@tenant-a.example\n"), "object", object)
+		headers["Content-Type"] = contentType
+		return apitest.Request{Method: method, Path: tmpl, Headers: headers, Body: body}, true
+	case "POST /crm/imports/:id/cancel":
+		return apitest.Request{Method: method, Path: "/crm/imports/" + x.queuedImports["crm"] + "/cancel", Headers: apitest.Bearer(a.crmKey)}, true
+	case "POST /helpdesk/imports/:id/cancel":
+		return apitest.Request{Method: method, Path: "/helpdesk/imports/" + x.queuedImports["helpdesk"] + "/cancel", Headers: hd}, true
 	case "POST /v1/ai/jobs/:id/cancel":
 		return apitest.Request{Method: method, Path: "/v1/ai/jobs/" + x.queuedJob + "/cancel", Headers: apitest.Bearer(a.aiKey)}, true
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/business-suite/suite/api/helpdesk"
 	"github.com/business-suite/suite/api/identity"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/transfers"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
@@ -130,13 +131,19 @@ func New(d Deps) *fiber.App {
 		d.Metrics = prometheus.NewRegistry()
 	}
 	app := fiber.New(fiber.Config{
-		AppName:               "business-suite",
-		BodyLimit:             BodyLimit,
-		ErrorHandler:          web.ErrorHandler(d.Log),
-		DisableStartupMessage: true,
-		ReadTimeout:           30 * time.Second,
-		WriteTimeout:          30 * time.Second,
-		IdleTimeout:           120 * time.Second,
+		AppName:   "business-suite",
+		BodyLimit: BodyLimit,
+		// A body over BodyLimit is streamed rather than refused, and no
+		// multipart form is read before the handler: the import routes
+		// read their file a part at a time (api/transfers), and every
+		// other route refuses such a body (web.LimitBody).
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		ErrorHandler:                 web.ErrorHandler(d.Log),
+		DisableStartupMessage:        true,
+		ReadTimeout:                  30 * time.Second,
+		WriteTimeout:                 30 * time.Second,
+		IdleTimeout:                  120 * time.Second,
 		// Fiber believes no forwarding header (c.IP() is the peer, and
 		// X-Forwarded-Proto/Host are ignored): the client address behind a
 		// proxy is web.ClientIP's, which reads X-Forwarded-For from the right.
@@ -155,6 +162,7 @@ func New(d Deps) *fiber.App {
 		app.Use(d.InFlight.Middleware())
 	}
 	app.Use(web.RequestIDMiddleware())
+	app.Use(web.LimitBody(BodyLimit, transfers.UploadPaths...))
 	if d.Proxies.Any() {
 		app.Use(d.Proxies.Middleware())
 	}

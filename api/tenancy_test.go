@@ -317,6 +317,26 @@ var tenantProbes = map[string]probe{
 	"POST /v1/ai/jobs/:id/cancel": {kind: ai, params: map[string]string{"id": "aiJob"}},
 	"GET /v1/ai/usage":            {kind: special, check: probeAIUsage},
 
+	// Import and export.
+	"POST /crm/imports":                 {kind: special, check: probeImport},
+	"GET /crm/imports":                  {kind: crmData},
+	"GET /crm/imports/:id":              {kind: crmData, params: map[string]string{"id": "crmImport"}},
+	"GET /crm/imports/:id/errors":       {kind: crmData, params: map[string]string{"id": "crmImport"}},
+	"POST /crm/imports/:id/cancel":      {kind: crmData, params: map[string]string{"id": "crmImport"}},
+	"POST /crm/exports":                 {kind: crmData, body: fields("object", "contacts")},
+	"GET /crm/exports":                  {kind: crmData},
+	"GET /crm/exports/:id":              {kind: crmData, params: map[string]string{"id": "crmExport"}},
+	"GET /crm/exports/:id/file":         {kind: crmData, params: map[string]string{"id": "crmExport"}},
+	"POST /helpdesk/imports":            {kind: special, check: probeImport},
+	"GET /helpdesk/imports":             {kind: helpdesk},
+	"GET /helpdesk/imports/:id":         {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
+	"GET /helpdesk/imports/:id/errors":  {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
+	"POST /helpdesk/imports/:id/cancel": {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
+	"POST /helpdesk/exports":            {kind: helpdesk, body: hdFields("object", "customers")},
+	"GET /helpdesk/exports":             {kind: helpdesk},
+	"GET /helpdesk/exports/:id":         {kind: helpdesk, params: map[string]string{"id": "hdExport"}},
+	"GET /helpdesk/exports/:id/file":    {kind: helpdesk, params: map[string]string{"id": "hdExport"}},
+
 	// Special routes.
 	"POST /crm/leads/webhook":      {kind: special, check: probeWebhook},
 	"POST /crm/invitations/accept": {kind: special, check: probeAcceptInvitation},
@@ -475,6 +495,16 @@ func probeWebhook(t *testing.T, e *apitest.Env, a, b *tenant) {
 		Body: map[string]any{"orgId": a.org, "name": "Probe", "email": "lead@tenant-a.example"}}).ExpectProblem(404, "not_found")
 }
 
+// probeImport: B's credentials naming A cannot import into it (a
+// multipart body, which the generic probes do not send).
+func probeImport(t *testing.T, e *apitest.Env, a, b *tenant) {
+	file := []byte("name,email\nProbe,probe@tenant-b.example\n")
+	e.Upload("/crm/imports?orgId="+a.org, b.owner.Auth(), "p.csv", file, "object", "contacts").ExpectProblem(404, "not_found")
+	e.Upload("/crm/imports?orgId="+a.org, apitest.Bearer(b.crmKey), "p.csv", file, "object", "contacts").ExpectProblem(404, "not_found")
+	e.Upload("/helpdesk/imports", apitest.HelpdeskKey(b.hdKey, a.org), "p.csv", file, "object", "customers").ExpectProblem(404, "not_found")
+	e.Upload("/helpdesk/imports", apitest.HelpdeskUser(b.owner.Token, a.org), "p.csv", file, "object", "customers").ExpectProblem(404, "not_found")
+}
+
 // probeInboundEmail: B's hd key naming workspace A cannot post mail into
 // it.
 func probeInboundEmail(t *testing.T, e *apitest.Env, a, b *tenant) {
@@ -619,6 +649,28 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + tn.org + "/fields", Headers: tn.owner.Auth(),
 		Body: map[string]any{"object": "contact", "key": "plan", "label": "Plan", "type": "text"}}).Expect(201).JSON(&field)
 	tn.ids["field"] = field.ID
+	// A finished import and export in each app.
+	transfer := func(kind, path string, headers map[string]string) {
+		var out struct{ ID, State string }
+		if strings.HasSuffix(path, "imports") {
+			object := map[bool]string{true: "contacts", false: "customers"}[strings.HasPrefix(path, "/crm")]
+			e.Upload(path+"?orgId="+tn.org, headers, "people.csv", []byte("name,email\nLin,lin@tenant-a.example\nBad,bad\n"), "object", object).
+				Expect(202).JSON(&out)
+		} else {
+			object := map[bool]string{true: "contacts", false: "customers"}[strings.HasPrefix(path, "/crm")]
+			e.Do(apitest.Request{Method: "POST", Path: path + "?orgId=" + tn.org, Headers: headers, Body: map[string]any{"object": object}}).
+				Expect(202).JSON(&out)
+		}
+		e.Eventually(func() bool {
+			e.Do(apitest.Request{Method: "GET", Path: path + "/" + out.ID + "?orgId=" + tn.org, Headers: headers}).Expect(200).JSON(&out)
+			return out.State == models.ImportDone
+		}, "tenant %s's %s", name, path)
+		tn.ids[kind] = out.ID
+	}
+	transfer("crmImport", "/crm/imports", tn.owner.Auth())
+	transfer("crmExport", "/crm/exports", tn.owner.Auth())
+	transfer("hdImport", "/helpdesk/imports", hd)
+	transfer("hdExport", "/helpdesk/exports", hd)
 	// Let the background work settle (intake processed, e-mails sent), so
 	// the snapshot below only changes if a probe changes something.
 	e.Eventually(func() bool {
@@ -648,7 +700,8 @@ func snapshot(t *testing.T, e *apitest.Env, orgID string) map[string][]map[strin
 		"tickets", "ticket_comments", "customers", "customer_events", "time_entries", "kb_categories", "kb_articles",
 		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries",
 		"ai_documents", "ai_jobs", "email_channels", "email_addresses", "inbound_emails", "email_messages", "ticket_attachments",
-		"webhook_endpoints", "webhook_events", "webhook_deliveries", "automations", "automation_runs", "custom_fields", "person_merges"}
+		"webhook_endpoints", "webhook_events", "webhook_deliveries", "automations", "automation_runs", "custom_fields", "person_merges",
+		"imports", "exports"}
 	for _, table := range tables {
 		var rows []map[string]any
 		order := map[string]string{"email_messages": "message_id", "email_channels": "org_id"}[table]

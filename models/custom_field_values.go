@@ -65,6 +65,17 @@ func (v FieldValues) Clone() map[string]any {
 	return maps.Clone(map[string]any(v))
 }
 
+// Equal tells whether v and o hold the same values (as JSON: a list read
+// back from the database equals the one it was written as).
+func (v FieldValues) Equal(o FieldValues) bool {
+	if len(v) != len(o) {
+		return false
+	}
+	a, errA := json.Marshal(v)
+	b, errB := json.Marshal(o)
+	return errA == nil && errB == nil && string(a) == string(b)
+}
+
 // check reads raw, a value of f, in its stored form; why says what is
 // wrong with it ("" when nothing is).
 func (f *CustomField) check(raw json.RawMessage) (any, string) {

@@ -56,5 +56,9 @@ func All() []any {
 		&StaffAuditEntry{},
 		&Automation{},
 		&AutomationRun{},
+		&Import{},
+		&ImportError{},
+		&Export{},
+		&FilePart{},
 	}
 }

@@ -95,6 +95,9 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterActivity(&activities.Merges{DB: deps.DB})
 	r.RegisterWorkflowWithOptions(workflows.FieldChange, workflow.RegisterOptions{Name: names.FieldChangeWorkflow})
 	r.RegisterActivity(&activities.Fields{DB: deps.DB})
+	r.RegisterWorkflowWithOptions(workflows.Import, workflow.RegisterOptions{Name: names.ImportWorkflow})
+	r.RegisterWorkflowWithOptions(workflows.Export, workflow.RegisterOptions{Name: names.ExportWorkflow})
+	r.RegisterActivity(&activities.Transfers{DB: deps.DB})
 	r.RegisterWorkflowWithOptions(workflows.WebhookEndpoint, workflow.RegisterOptions{Name: names.WebhookEndpointWorkflow})
 	r.RegisterActivity(&activities.Webhooks{DB: deps.DB, Egress: deps.WebhookEgress, Metrics: activities.NewWebhookMetrics(deps.DB, deps.Metrics)})
 }

@@ -253,7 +253,7 @@ func (h *handlers) listRuns(c *fiber.Ctx) error {
 	}
 	return web.List(c, h.DB, web.In(endpointScope(c)), web.Listing[models.AutomationRun, views.AutomationRun]{Filter: &f, Cursor: runCursor,
 		Narrow: func(q *gorm.DB) *gorm.DB {
-			return web.Equal(web.Equal(q.Where("automation_id = ?", a.ID), "status", f.Status), "object_id", f.ObjectID)
+			return models.Equal(models.Equal(q.Where("automation_id = ?", a.ID), "status", f.Status), "object_id", f.ObjectID)
 		},
 		View: func(r *models.AutomationRun) views.AutomationRun { return views.ToAutomationRun(r, h.runURL(r)) }})
 }

@@ -27,7 +27,7 @@ func (h *handlers) listContacts(c *fiber.Ctx) error {
 	}
 	return web.List(c, h.DB, h.inOrg(""), web.Listing[models.Contact, views.Contact]{Filter: &f, FieldsOf: models.AutomationContact, Cursor: contactCursor, View: views.ToContact,
 		Narrow: func(q *gorm.DB) *gorm.DB {
-			return web.Containing(web.Equal(q, "type", f.Type), f.Q, "name", "email", "company")
+			return models.ContactsMatching(q, f.Type, f.Q)
 		}})
 }
 

@@ -22,7 +22,7 @@ func (h *handlers) listDeals(c *fiber.Ctx) error {
 	}
 	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Deal, views.Deal]{Filter: &f, FieldsOf: models.AutomationDeal, Cursor: dealCursor, View: views.ToDeal,
 		Narrow: func(q *gorm.DB) *gorm.DB {
-			return web.Equal(web.Equal(q, "stage", f.Stage), "assigned_to_id", f.AssignedToID)
+			return models.Equal(models.Equal(q, "stage", f.Stage), "assigned_to_id", f.AssignedToID)
 		}})
 }
 

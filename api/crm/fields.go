@@ -30,7 +30,7 @@ func (h *handlers) listFields(c *fiber.Ctx) error {
 	}
 	return web.List(c, h.DB, web.In(web.Scope{OrgID: auth.From(c).OrgID}), web.Listing[models.CustomField, views.CustomField]{
 		Filter: &f, Cursor: fieldCursor, View: views.ToCustomField,
-		Narrow: func(q *gorm.DB) *gorm.DB { return web.Equal(q, "object", f.Object) }})
+		Narrow: func(q *gorm.DB) *gorm.DB { return models.Equal(q, "object", f.Object) }})
 }
 
 var errFieldKeyTaken = models.Err(models.ErrConflict, "field_key_taken", "This object already has a custom field with this key.")

@@ -32,7 +32,7 @@ func (h *handlers) listLeads(c *fiber.Ctx) error {
 	}
 	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Lead, views.Lead]{Filter: &f, FieldsOf: models.AutomationLead, Cursor: leadCursor, View: views.ToLead,
 		Narrow: func(q *gorm.DB) *gorm.DB {
-			return web.Containing(web.Equal(web.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID), f.Q, "name", "email", "company")
+			return models.Containing(models.Equal(models.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID), f.Q, "name", "email", "company")
 		}})
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/transfers"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/identityclient"
 	"github.com/business-suite/suite/internal/netguard"
@@ -49,6 +50,7 @@ type handlers struct {
 // Routes mounts the CRM on r (the /crm group, already authenticated).
 func Routes(r fiber.Router, d Deps) {
 	h := &handlers{Deps: d, temporalUI: web.NewTemporalUI(d.TemporalUI, d.Namespace)}
+	transfers.Routes(r, transfers.Deps{App: "crm", DB: d.DB, Starter: d.Starter, Org: h.orgOf})
 	r.Get("/contacts", h.listContacts)
 	r.Post("/contacts", h.createContact)
 	r.Get("/contacts/duplicates", h.listDuplicates)

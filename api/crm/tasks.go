@@ -34,7 +34,7 @@ func (h *handlers) listTasks(c *fiber.Ctx) error {
 	}
 	return web.List(c, h.DB, h.inOrg("assigned_to_id"), web.Listing[models.Task, views.Task]{Filter: &f, Cursor: taskCursor, View: views.ToTask,
 		Narrow: func(q *gorm.DB) *gorm.DB {
-			q = web.Equal(web.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID)
+			q = models.Equal(models.Equal(q, "status", f.Status), "assigned_to_id", f.AssignedToID)
 			if f.DueBefore != "" {
 				// YYYY-MM-DD text orders like the dates it holds.
 				q = q.Where("due_date <> '' AND due_date < ?", f.DueBefore)

@@ -303,7 +303,7 @@ func (h *handlers) listDeliveries(c *fiber.Ctx) error {
 	db := h.DB.WithContext(c.UserContext())
 	return web.List(c, h.DB, web.In(endpointScope(c)), web.Listing[models.WebhookDelivery, deliveryResponse]{Filter: &f, Cursor: deliveryCursor,
 		Narrow: func(q *gorm.DB) *gorm.DB {
-			return web.Equal(q.Where("endpoint_id = ?", e.ID), "status", f.Status)
+			return models.Equal(q.Where("endpoint_id = ?", e.ID), "status", f.Status)
 		},
 		PageView: func(rows []models.WebhookDelivery) (func(*models.WebhookDelivery) deliveryResponse, error) {
 			ids := make([]string, len(rows))

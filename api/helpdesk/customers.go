@@ -24,7 +24,7 @@ func (h *handlers) listCustomers(c *fiber.Ctx) error {
 		Q string `json:"q" query:"trim" validate:"max=200"`
 	}
 	return web.List(c, h.DB, inWorkspace, web.Listing[models.Customer, views.Customer]{Filter: &f, FieldsOf: models.AutomationCustomer, Cursor: customerCursor, View: views.ToCustomer,
-		Narrow: func(q *gorm.DB) *gorm.DB { return web.Containing(q, f.Q, "name", "email", "company") }})
+		Narrow: func(q *gorm.DB) *gorm.DB { return models.CustomersMatching(q, f.Q) }})
 }
 
 type customerFields struct {

@@ -249,7 +249,7 @@ func (h *handlers) listArticles(c *fiber.Ctx) error {
 	}
 	return web.List(c, h.DB, inWorkspace, web.Listing[models.KBArticle, articleResponse]{Filter: &f, Cursor: articleCursor, View: toArticle,
 		Narrow: func(q *gorm.DB) *gorm.DB {
-			return web.Equal(web.Equal(q, "status", f.Status), "category_id", f.CategoryID)
+			return models.Equal(models.Equal(q, "status", f.Status), "category_id", f.CategoryID)
 		}})
 }
 

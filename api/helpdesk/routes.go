@@ -13,6 +13,7 @@ import (
 
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/outbox"
+	"github.com/business-suite/suite/api/transfers"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/netguard"
 )
@@ -57,6 +58,8 @@ func PublicRoutes(r fiber.Router, d Deps) {
 // group, behind the Helpdesk credential middleware).
 func Routes(r fiber.Router, d Deps) {
 	h := &handlers{d}
+	transfers.Routes(r, transfers.Deps{App: "helpdesk", DB: d.DB, Starter: d.Starter,
+		Org: func(c *fiber.Ctx, _ string) (*auth.Principal, error) { return auth.From(c), nil }})
 	r.Get("/tickets", h.listTickets)
 	r.Post("/tickets", h.createTicket)
 	r.Get("/tickets/:id", h.getTicket)

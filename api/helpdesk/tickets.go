@@ -31,15 +31,15 @@ func (h *handlers) listTickets(c *fiber.Ctx) error {
 	now := models.Now()
 	return web.List(c, h.DB, inWorkspace, web.Listing[models.Ticket, views.Ticket]{Filter: &f, FieldsOf: models.AutomationTicket, Cursor: ticketCursor, View: views.ToTicket,
 		Narrow: func(q *gorm.DB) *gorm.DB {
-			q = web.Equal(web.Equal(q, "status", f.Status), "priority", f.Priority)
-			q = web.Equal(web.Equal(q, "agent_id", f.AgentID), "customer_id", f.CustomerID)
+			q = models.Equal(models.Equal(q, "status", f.Status), "priority", f.Priority)
+			q = models.Equal(models.Equal(q, "agent_id", f.AgentID), "customer_id", f.CustomerID)
 			switch f.SLA {
 			case "breached":
 				q = q.Where("sla_breached")
 			case "at_risk": // past a warning, not breached
 				q = q.Where("NOT sla_breached AND sla_next_warn_at <= ?", now)
 			}
-			return web.Containing(q, f.Q, "subject", "description", "requester_email")
+			return models.Containing(q, f.Q, "subject", "description", "requester_email")
 		}})
 }
 

@@ -214,24 +214,6 @@ func fillFromQuery(c *fiber.Ctx, filter any) {
 	}
 }
 
-// Equal narrows q to rows whose column is value, when value is set. A
-// list's filters are applied in a fixed order, so each set of filters is
-// one SQL text (one prepared statement).
-func Equal(q *gorm.DB, column, value string) *gorm.DB {
-	if value == "" {
-		return q
-	}
-	return q.Where(column+" = ?", value)
-}
-
-// Containing narrows q to rows with text in one of columns, when set.
-func Containing(q *gorm.DB, text string, columns ...string) *gorm.DB {
-	if text == "" {
-		return q
-	}
-	return ContainsText(q, text, columns...)
-}
-
 // In is the Scoper of a scope already resolved (a list under a parent the
 // handler has found).
 func In(s Scope) Scoper { return func(*fiber.Ctx) (Scope, error) { return s, nil } }

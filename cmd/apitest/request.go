@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,4 +120,30 @@ func (e *Env) Do(req Request) *Response {
 		checkSpec(e.T, req.Method, req.Path, httpReq.Header, body, resp)
 	}
 	return resp
+}
+
+// Multipart is a multipart/form-data body of fields (in the order given,
+// as name, value pairs) and then a file named filename in a part named
+// file, and its Content-Type.
+func Multipart(filename string, file []byte, fields ...string) (body []byte, contentType string) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for i := 0; i+1 < len(fields); i += 2 {
+		_ = mw.WriteField(fields[i], fields[i+1])
+	}
+	fw, _ := mw.CreateFormFile("file", filename)
+	_, _ = fw.Write(file)
+	_ = mw.Close()
+	return buf.Bytes(), mw.FormDataContentType()
+}
+
+// Upload posts a Multipart body to path with headers.
+func (e *Env) Upload(path string, headers map[string]string, filename string, file []byte, fields ...string) *Response {
+	e.T.Helper()
+	body, contentType := Multipart(filename, file, fields...)
+	h := map[string]string{"Content-Type": contentType}
+	for k, v := range headers {
+		h[k] = v
+	}
+	return e.Do(Request{Method: "POST", Path: path, Headers: h, Body: body})
 }

@@ -198,7 +198,8 @@ func newMetrics() *prometheus.Registry {
 // runBackground runs the API replica's background loops until ctx ends: the
 // outbox relay and the purge of expired idempotency keys, of revoked
 // sessions whose access tokens have all expired, of rate-limit counters
-// no limit reads any more and of staff console sessions that are over.
+// no limit reads any more, of staff console sessions that are over and of
+// expired imports and export files.
 func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, log *slog.Logger) {
 	go starter.Run(ctx)
 	go func() {
@@ -218,6 +219,9 @@ func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, lo
 			}
 			if _, err := models.PurgeStaffSessions(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
 				log.Warn("purge staff console sessions", "error", err)
+			}
+			if err := models.PurgeTransfers(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
+				log.Warn("purge expired imports and exports", "error", err)
 			}
 			select {
 			case <-ctx.Done():

@@ -264,3 +264,18 @@ const (
 func PersonMergeID(orgID, fromID, intoID string) string {
 	return "merge/" + orgID + "/" + fromID + "->" + intoID
 }
+
+// ImportWorkflow reads an uploaded file into an organization's contacts,
+// customers…, a chunk at a time; ExportWorkflow writes them out to one.
+const (
+	ImportWorkflow = "Import"
+	KindImport     = "import"
+	ExportWorkflow = "Export"
+	KindExport     = "export"
+)
+
+// ImportID is the ID of import importID of orgID.
+func ImportID(orgID, importID string) string { return "import/" + orgID + "/" + importID }
+
+// ExportID is the ID of export exportID of orgID.
+func ExportID(orgID, exportID string) string { return "export/" + orgID + "/" + exportID }

@@ -1,0 +1,221 @@
+package activities
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
+)
+
+// ExportChunkRows is how many rows one chunk of an export writes, in one
+// transaction with the export's progress.
+const ExportChunkRows = 10_000
+
+// exportRow is a row as an export writes it: the API's view (NDJSON) and
+// its cells by column (CSV).
+type exportRow struct {
+	id    string
+	view  any
+	cells map[string]string
+}
+
+// exporters read the next rows of an object's export query (in id order)
+// as exportRows.
+var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
+	"contacts": func(q *gorm.DB, n int) ([]exportRow, error) {
+		var rows []models.Contact
+		err := q.Limit(n).Find(&rows).Error
+		out := make([]exportRow, len(rows))
+		for i := range rows {
+			v := views.ToContact(&rows[i])
+			out[i] = exportRow{id: v.ID, view: v, cells: withFields(v.Fields, map[string]string{
+				"id": v.ID, "name": v.Name, "email": v.Email, "phone": v.Phone, "company": v.Company, "designation": v.Designation,
+				"type": v.Type, "notes": v.Notes, "customerId": deref(v.CustomerID), "createdAt": stamp(v.CreatedAt), "updatedAt": stamp(v.UpdatedAt),
+			})}
+		}
+		return out, err
+	},
+	"customers": func(q *gorm.DB, n int) ([]exportRow, error) {
+		var rows []models.Customer
+		err := q.Limit(n).Find(&rows).Error
+		out := make([]exportRow, len(rows))
+		for i := range rows {
+			v := views.ToCustomer(&rows[i])
+			out[i] = exportRow{id: v.ID, view: v, cells: withFields(v.Fields, map[string]string{
+				"id": v.ID, "name": v.Name, "email": v.Email, "phone": v.Phone, "company": v.Company, "notes": v.Notes,
+				"contactId": deref(v.ContactID), "createdAt": stamp(v.CreatedAt), "updatedAt": stamp(v.UpdatedAt),
+			})}
+		}
+		return out, err
+	},
+}
+
+func withFields(fields map[string]any, cells map[string]string) map[string]string {
+	for k, v := range fields {
+		cells["fields."+k] = models.ExportCell(v)
+	}
+	return cells
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// exportOf reads export in.ExportID on db.
+func (a *Transfers) exportOf(db *gorm.DB, in models.ExportInput) (*models.Export, error) {
+	var exp models.Export
+	err := db.Take(&exp, "id = ? AND org_id = ?", in.ExportID, in.OrgID).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, temporal.NewNonRetryableApplicationError("no export "+in.ExportID, ErrTypeNotFound, err)
+	}
+	return &exp, err
+}
+
+// ExportChunk writes the next chunk of an export: up to ExportChunkRows
+// rows after the last one written, appended to its file as new parts in
+// one transaction with its progress. The last row written and the parts
+// are the chunk's guard: an attempt that finds them moved writes nothing.
+// A queued export is counted (its total) and set running first; the
+// chunk that finds fewer rows than it asked for finishes it.
+func (a *Transfers) ExportChunk(ctx context.Context, in models.ExportInput) (ImportStep, error) {
+	db := a.DB.WithContext(ctx)
+	exp, err := a.exportOf(db, in)
+	if err != nil || exp.Finished() {
+		return ImportStep{Done: true}, err
+	}
+	o, read := models.ImportObjects[exp.Object], exporters[exp.Object]
+	if o == nil || read == nil {
+		return ImportStep{}, temporal.NewNonRetryableApplicationError("no export of "+exp.Object, ErrTypeBadPayload, nil)
+	}
+	var filters map[string]string
+	_ = json.Unmarshal([]byte(exp.Filters), &filters)
+	query := func() (*gorm.DB, error) { return o.ExportQuery(db, exp.OrgID, filters) }
+	if exp.State == models.ExportQueued {
+		q, err := query()
+		if err != nil {
+			return ImportStep{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadPayload, err)
+		}
+		var total int64
+		if err := q.Session(&gorm.Session{}).Order("").Count(&total).Error; err != nil {
+			return ImportStep{}, err
+		}
+		now := models.Now()
+		if err := db.Model(exp).Where("state = ?", models.ExportQueued).Updates(map[string]any{
+			"state": models.ExportRunning, "total": total, "started_at": now, "updated_at": now}).Error; err != nil {
+			return ImportStep{}, err
+		}
+		return ImportStep{}, nil
+	}
+	q, err := query()
+	if err != nil {
+		return ImportStep{}, err
+	}
+	if exp.AfterID != "" {
+		q = q.Where("id > ?", exp.AfterID)
+	}
+	rows, err := read(q, ExportChunkRows)
+	if err != nil {
+		return ImportStep{}, err
+	}
+	done := len(rows) < ExportChunkRows
+	err = db.Transaction(func(tx *gorm.DB) error {
+		w := models.NewFileWriter(tx, exp.OrgID, exp.ID, exp.Parts)
+		if err := writeExportRows(w, exp, rows); err != nil {
+			return err
+		}
+		now := models.Now()
+		set := map[string]any{"parts": w.Seq, "size": gorm.Expr("size + ?", w.Size), "processed": gorm.Expr("processed + ?", len(rows)),
+			"updated_at": now}
+		if len(rows) > 0 {
+			set["after_id"] = rows[len(rows)-1].id
+		}
+		if done {
+			set["state"], set["finished_at"], set["expires_at"] = models.ExportDone, now, now.Add(models.ExportRetention)
+		}
+		res := tx.Model(&models.Export{}).Where("id = ? AND parts = ? AND after_id = ? AND state = ?", exp.ID, exp.Parts, exp.AfterID, models.ExportRunning).
+			Updates(set)
+		if res.Error == nil && res.RowsAffected != 1 {
+			return errChunkTaken
+		}
+		return res.Error
+	})
+	if errors.Is(err, errChunkTaken) {
+		return ImportStep{}, nil
+	}
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, exp.Processed+int64(len(rows)))
+	}
+	return ImportStep{Done: done}, err
+}
+
+// writeExportRows writes rows to w as exp's format says: CSV (its header
+// first, when the file is empty; cells a spreadsheet would run
+// neutralized) or NDJSON (each row the API's JSON).
+func writeExportRows(w *models.FileWriter, exp *models.Export, rows []exportRow) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	columns := exp.ColumnList()
+	if exp.Format == models.FormatNDJSON {
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		for _, r := range rows {
+			if err := enc.Encode(r.view); err != nil {
+				return err
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return w.Close()
+	}
+	cw := csv.NewWriter(bw)
+	if exp.Parts == 0 && exp.AfterID == "" {
+		if err := cw.Write(columns); err != nil {
+			return err
+		}
+	}
+	record := make([]string, len(columns))
+	for _, r := range rows {
+		for i, col := range columns {
+			record[i] = models.NeutralizeCell(r.cells[col])
+		}
+		if err := cw.Write(record); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return w.Close()
+}
+
+// FailExport fails an export that has not ended, with why, and deletes
+// what it had written.
+func (a *Transfers) FailExport(ctx context.Context, in models.ExportInput, why string) error {
+	return a.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		now := models.Now()
+		err := tx.Model(&models.Export{}).Where("id = ? AND state IN ?", in.ExportID, []string{models.ExportQueued, models.ExportRunning}).
+			Updates(map[string]any{"state": models.ExportFailed, "error": why, "finished_at": now, "updated_at": now}).Error
+		if err != nil {
+			return err
+		}
+		return models.DeleteFile(tx, in.ExportID)
+	})
+}

@@ -1,0 +1,116 @@
+package activities_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/business-suite/suite/activities"
+	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/dbtest"
+)
+
+// storedImport stores file as a queued import of contacts of orgID, the
+// way the API stores an upload (its header read, the rest in parts).
+func storedImport(t *testing.T, db *gorm.DB, orgID, file string, mode, key string) *models.Import {
+	t.Helper()
+	header, _, _ := strings.Cut(file, "\n")
+	now := models.Now()
+	imp := &models.Import{ID: models.NewID(), OrgID: orgID, Object: "contacts", Format: models.FormatCSV, Mode: mode, UpsertKey: key,
+		Mapping: "{}", Columns: `["` + strings.ReplaceAll(header, ",", `","`) + `"]`, Encoding: "utf-8", Size: int64(len(file)),
+		State: models.ImportQueued, NextOffset: int64(len(header) + 1), NextLine: 2, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}
+	err := db.Transaction(func(tx *gorm.DB) error {
+		w := models.NewFileWriter(tx, orgID, imp.ID, 0)
+		if _, err := w.Write([]byte(file)); err != nil {
+			return err
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+		return tx.Create(imp).Error
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return imp
+}
+
+// Every row of an import is written once, however its chunks' attempts
+// overlap: here every chunk runs twice at once (a worker that lost its
+// heartbeat and the one that took the chunk over), and each attempt that
+// finds the chunk written by the other writes nothing. A re-run of the
+// file as an upsert changes nothing.
+func TestImportChunksWriteEachRowOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		orgID, _ := seedOrg(t, db, models.RoleOwner)
+		rows := 2*activities.ImportChunkRows + 123
+		var file strings.Builder
+		file.WriteString("name,email,notes\n")
+		for i := range rows {
+			fmt.Fprintf(&file, "Person %d,p%d@example.com,\"line one\nline two\"\n", i, i)
+		}
+		a := &activities.Transfers{DB: db}
+		ctx := context.Background()
+		run := func(imp *models.Import) models.Import {
+			t.Helper()
+			in := models.ImportInput{OrgID: orgID, ImportID: imp.ID}
+			if err := a.ValidateImport(ctx, in); err != nil {
+				t.Fatal(err)
+			}
+			for range 20 {
+				var wg sync.WaitGroup
+				steps := make([]activities.ImportStep, 2)
+				errs := make([]error, 2)
+				for i := range 2 {
+					wg.Go(func() { steps[i], errs[i] = a.ImportChunk(ctx, in) })
+				}
+				wg.Wait()
+				for _, err := range errs {
+					if err != nil && !strings.Contains(err.Error(), "database is locked") {
+						t.Fatal(err)
+					}
+				}
+				if steps[0].Done || steps[1].Done {
+					break
+				}
+			}
+			if err := a.CloseImport(ctx, in, ""); err != nil {
+				t.Fatal(err)
+			}
+			var got models.Import
+			db.Take(&got, "id = ?", imp.ID)
+			return got
+		}
+		got := run(storedImport(t, db, orgID, file.String(), models.ModeCreate, ""))
+		var contacts, parts int64
+		db.Model(&models.Contact{}).Where("org_id = ?", orgID).Count(&contacts)
+		db.Model(&models.FilePart{}).Where("org_id = ?", orgID).Count(&parts)
+		if got.State != models.ImportDone || *got.Total != int64(rows) || got.Processed != int64(rows) || got.Created != int64(rows) ||
+			contacts != int64(rows) || got.NextLine != int64(2+2*rows) || parts != 0 {
+			t.Fatalf("import %+v: %d contacts, %d parts left", got, contacts, parts)
+		}
+		again := run(storedImport(t, db, orgID, file.String(), models.ModeUpsert, "email"))
+		db.Model(&models.Contact{}).Where("org_id = ?", orgID).Count(&contacts)
+		if again.State != models.ImportDone || again.Skipped != int64(rows) || again.Created+again.Updated != 0 || contacts != int64(rows) {
+			t.Fatalf("re-run %+v: %d contacts", again, contacts)
+		}
+
+		// Expired imports go, with their error files.
+		db.Create(&models.ImportError{ImportID: got.ID, Line: 2, Reason: "kept until the import expires"})
+		db.Model(&models.Import{}).Where("id = ?", got.ID).Update("expires_at", models.Now().Add(-time.Minute))
+		if err := models.PurgeTransfers(ctx, db, models.Now()); err != nil {
+			t.Fatal(err)
+		}
+		var left, errorsLeft int64
+		db.Model(&models.Import{}).Where("org_id = ?", orgID).Count(&left)
+		db.Model(&models.ImportError{}).Where("import_id = ?", got.ID).Count(&errorsLeft)
+		if left != 1 || errorsLeft != 0 {
+			t.Fatalf("after the purge: %d imports, %d errors of the expired one", left, errorsLeft)
+		}
+	})
+}

@@ -1,0 +1,105 @@
+package helpdesk_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/business-suite/suite/cmd/apitest"
+	"github.com/business-suite/suite/models"
+)
+
+type transfer struct {
+	ID, State, DownloadURL                       string
+	Processed, Created, Updated, Skipped, Failed int64
+}
+
+// finished waits for the import or export at path to end.
+func (d *desk) finished(e *apitest.Env, path string) transfer {
+	var got transfer
+	e.Eventually(func() bool {
+		e.Do(apitest.Request{Method: "GET", Path: path, Headers: d.headers}).Expect(200).JSON(&got)
+		return got.State == models.ImportDone || got.State == models.ImportFailed || got.State == models.ImportCancelled
+	}, "%s to finish", path)
+	return got
+}
+
+// A workspace imports its customers as NDJSON (customers' e-mails are
+// unique: a row of a taken e-mail fails), updates them by e-mail from a
+// CSV with a custom field, and exports them as NDJSON, the API's JSON.
+// The customers of its CRM contacts are linked to them.
+func TestImportAndExportCustomers(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newDesk(t, e)
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/customers", Headers: d.headers,
+			Body: map[string]any{"name": "Carol", "email": "carol@example.com"}}).Expect(201)
+		ndjson := `{"name": "Ann", "email": "ANN@example.com", "company": "Acme"}` + "\n\n" +
+			`{"name": "Carol again", "email": "carol@example.com"}` + "\n" +
+			`{"name": 7, "email": "seven@example.com"}` + "\n" +
+			`{"name": "Bob", "email": "bob@example.com", "shoeSize": "9"}` + "\n" +
+			`{"name": "Dan", "email": "dan@example.com", "workspaceId": "x", "contactId": null}`
+		var imp transfer
+		e.Upload("/helpdesk/imports", d.headers, "customers.ndjson", []byte(ndjson), "object", "customers").Expect(202).JSON(&imp)
+		got := d.finished(e, "/helpdesk/imports/"+imp.ID)
+		if got.State != models.ImportDone || got.Processed != 5 || got.Created != 2 || got.Failed != 3 {
+			t.Fatalf("NDJSON import: %+v", got)
+		}
+		errorsCSV := e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/imports/" + imp.ID + "/errors", Headers: d.headers}).Expect(200).Body
+		for _, want := range []string{"3,email,Another customer of this workspace has this e-mail address.", "4,name,A string.", "5,shoeSize,No field shoeSize on customers."} {
+			if !strings.Contains(string(errorsCSV), want) {
+				t.Fatalf("error file without %q:\n%s", want, errorsCSV)
+			}
+		}
+
+		// An upsert by e-mail with a custom field: Ann's company changes,
+		// Dan is as he was, Eve is new.
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + d.id + "/fields", Headers: d.owner.Auth(),
+			Body: map[string]any{"object": "customer", "key": "tier", "label": "Tier", "type": "select", "options": []string{"gold", "silver"}}}).Expect(201)
+		file := "email,company,tier\nann@example.com,Acme Ltd,gold\ndan@example.com,,\neve@example.com,Evening,silver\n"
+		e.Upload("/helpdesk/imports", d.headers, "tiers.csv", []byte(file), "object", "customers", "mode", "upsert", "key", "email",
+			"mapping", `{"tier": "fields.tier"}`).Expect(202).JSON(&imp)
+		got = d.finished(e, "/helpdesk/imports/"+imp.ID)
+		if got.Updated != 1 || got.Skipped != 1 || got.Failed != 1 || got.Created != 0 {
+			t.Fatalf("upsert: %+v", got) // Eve has no name: a created customer needs one
+		}
+
+		var exp transfer
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/exports", Headers: d.headers,
+			Body: map[string]any{"object": "customers", "format": "ndjson", "filters": map[string]string{"fields.tier": "gold"}}}).Expect(202).JSON(&exp)
+		done := d.finished(e, "/helpdesk/exports/"+exp.ID)
+		body := e.Do(apitest.Request{Method: "GET", Path: done.DownloadURL, Headers: d.headers}).Expect(200).Body
+		var ann struct {
+			Email, Company string
+			Fields         map[string]any
+		}
+		if err := json.Unmarshal(bytes.TrimSpace(body), &ann); err != nil || done.Processed != 1 || ann.Email != "ann@example.com" ||
+			ann.Company != "Acme Ltd" || ann.Fields["tier"] != "gold" {
+			t.Fatalf("NDJSON export %+v (%v):\n%s", done, err, body)
+		}
+
+		// Refused: another app's object, a filter of no field, a column of none.
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/exports", Headers: d.headers, Body: map[string]any{"object": "contacts"}}).
+			ExpectProblem(422, "validation_failed")
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/exports", Headers: d.headers,
+			Body: map[string]any{"object": "customers", "filters": map[string]string{"type": "person"}}}).ExpectProblem(422, "validation_failed")
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/exports", Headers: d.headers,
+			Body: map[string]any{"object": "customers", "columns": []string{"name", "password"}}}).ExpectProblem(422, "validation_failed")
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/imports", Headers: d.asAgent}).ExpectProblem(403, "admin_required")
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/exports/" + exp.ID, Headers: d.outsider}).ExpectProblem(404, "not_found")
+
+		// A CSV export neutralizes what a spreadsheet would run.
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/customers", Headers: d.headers,
+			Body: map[string]any{"name": "=1+1", "email": "formula@example.com", "notes": "@SUM(A1)"}}).Expect(201)
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/exports", Headers: d.headers,
+			Body: map[string]any{"object": "customers", "filters": map[string]string{"q": "formula"}, "columns": []string{"name", "notes"}}}).
+			Expect(202).JSON(&exp)
+		rows, err := csv.NewReader(bytes.NewReader(e.Do(apitest.Request{Method: "GET", Path: d.finished(e, "/helpdesk/exports/"+exp.ID).DownloadURL,
+			Headers: d.headers}).Expect(200).Body)).ReadAll()
+		if err != nil || fmt.Sprint(rows) != "[[name notes] ['=1+1 '@SUM(A1)]]" {
+			t.Fatalf("CSV export: %v %v", rows, err)
+		}
+	})
+}

@@ -1,0 +1,272 @@
+package models
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Reading an import's file: CSV (RFC 4180, quotes tolerated inside
+// unquoted cells) with a header row, or NDJSON, one object per line. The
+// stored file is UTF-8 without a byte-order mark (the API converted a
+// Latin-1 upload when it stored it).
+
+// NewImportCSV is a CSV reader as imports read files: any number of cells
+// a row (a ragged row fails by itself), quotes inside a cell tolerated.
+func NewImportCSV(r io.Reader) *csv.Reader {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	cr.LazyQuotes = true
+	cr.ReuseRecord = true
+	return cr
+}
+
+// formulaStart are the first characters that make a spreadsheet run a
+// cell (OWASP's CSV injection list).
+const formulaStart = "=+-@\t\r"
+
+// NeutralizeCell prefixes a cell a spreadsheet would run as a formula
+// with an apostrophe, as an export writes it.
+func NeutralizeCell(s string) string {
+	if s != "" && strings.ContainsRune(formulaStart, rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// unneutralize undoes NeutralizeCell: an exported file imports as it
+// was. Any other cell is kept verbatim, formula or not.
+func unneutralize(s string) string {
+	if len(s) > 1 && s[0] == '\'' && strings.ContainsRune(formulaStart, rune(s[1])) {
+		return s[1:]
+	}
+	return s
+}
+
+// ImportChunk is the rows of one chunk of an import's file, the rows
+// that failed before they were read as fields (a malformed line, a
+// ragged row), and where the next chunk starts.
+type ImportChunk struct {
+	Rows     []ImportRow
+	Failed   []ImportError
+	Read     int64
+	Next     int64
+	NextLine int64
+	EOF      bool
+}
+
+// ReadImportChunk reads up to max rows of imp's file from r, which
+// starts at the file's byte offset from (line line), mapping each
+// record's cells to fields (ImportObject.Target).
+func ReadImportChunk(r io.Reader, imp *Import, defs []CustomField, from, line int64, max int) (*ImportChunk, error) {
+	o := ImportObjects[imp.Object]
+	if o == nil {
+		return nil, fmt.Errorf("import %s: no object %s", imp.ID, imp.Object)
+	}
+	mapping := imp.MappingOf()
+	out := &ImportChunk{Next: from, NextLine: line}
+	if imp.Format == FormatNDJSON {
+		return out, readNDJSON(bufio.NewReaderSize(r, 64<<10), imp, o, mapping, defs, out, max)
+	}
+	byColumn := map[int]string{}
+	for i, col := range imp.ColumnList() {
+		if to, ok := o.Target(col, mapping, defs); ok && to != "" {
+			byColumn[i] = to
+		}
+	}
+	byKey := customFieldsByKey(defs)
+	width := len(imp.ColumnList())
+	// The bytes read are kept, to count the lines the chunk's rows took
+	// (a quoted cell may hold line breaks): the next chunk's first line.
+	var seen bytes.Buffer
+	cr := NewImportCSV(io.TeeReader(r, &seen))
+	defer func() {
+		consumed := seen.Bytes()[:out.Next-from]
+		out.NextLine = line + int64(bytes.Count(consumed, []byte{'\n'}))
+	}()
+	for len(out.Rows)+len(out.Failed) < max {
+		record, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			out.EOF = true
+			break
+		}
+		out.Next = from + cr.InputOffset()
+		out.Read++
+		if err != nil {
+			var perr *csv.ParseError
+			if !errors.As(err, &perr) {
+				return nil, err
+			}
+			out.Failed = append(out.Failed, ImportError{ImportID: imp.ID, Line: line + int64(perr.StartLine) - 1, Reason: perr.Err.Error()})
+			continue
+		}
+		startLine, _ := cr.FieldPos(0)
+		rowLine := line + int64(startLine) - 1
+		if len(record) != width {
+			if len(record) == 1 && strings.TrimSpace(record[0]) == "" {
+				out.Rows = append(out.Rows, ImportRow{Line: rowLine, Values: map[string]string{}})
+				continue
+			}
+			out.Failed = append(out.Failed, ImportError{ImportID: imp.ID, Line: rowLine,
+				Reason: fmt.Sprintf("The row has %d cells; the header has %d.", len(record), width)})
+			continue
+		}
+		row := ImportRow{Line: rowLine, Values: map[string]string{}}
+		for i, cell := range record {
+			to := byColumn[i]
+			cell = unneutralize(cell)
+			switch {
+			case to == "":
+			case strings.HasPrefix(to, "fields."):
+				if f := byKey[strings.TrimPrefix(to, "fields.")]; f != nil && strings.TrimSpace(cell) != "" {
+					if row.Fields == nil {
+						row.Fields = map[string]json.RawMessage{}
+					}
+					row.Fields[f.Key] = ImportCell(f, strings.TrimSpace(cell))
+				}
+			default:
+				row.Values[to] = cell
+			}
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return out, nil
+}
+
+// customFieldsByKey are the active definitions by key.
+func customFieldsByKey(defs []CustomField) map[string]*CustomField {
+	out := map[string]*CustomField{}
+	for i := range defs {
+		if defs[i].Status == FieldActive {
+			out[defs[i].Key] = &defs[i]
+		}
+	}
+	return out
+}
+
+// readNDJSON reads up to max lines of NDJSON into out: each an object of
+// the object's fields as the API shows them, custom fields under
+// "fields".
+func readNDJSON(br *bufio.Reader, imp *Import, o *ImportObject, mapping map[string]string, defs []CustomField, out *ImportChunk, max int) error {
+	for len(out.Rows)+len(out.Failed) < max {
+		raw, err := br.ReadBytes('\n')
+		if len(raw) == 0 && errors.Is(err, io.EOF) {
+			out.EOF = true
+			return nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		line := out.NextLine
+		out.Next += int64(len(raw))
+		out.NextLine++
+		if raw = bytes.TrimSpace(raw); len(raw) == 0 {
+			continue // a blank line is no row (as in a CSV)
+		}
+		out.Read++
+		row, problems := ndjsonRow(raw, line, o, mapping, defs)
+		if len(problems) > 0 {
+			for _, p := range problems {
+				out.Failed = append(out.Failed, ImportError{ImportID: imp.ID, Line: line, Column: p.Field, Reason: p.Message})
+			}
+			continue
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	return nil
+}
+
+// ndjsonRow reads one NDJSON line as a row.
+func ndjsonRow(raw []byte, line int64, o *ImportObject, mapping map[string]string, defs []CustomField) (ImportRow, []FieldError) {
+	row := ImportRow{Line: line, Values: map[string]string{}}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return row, []FieldError{{Code: "invalid", Message: "Not a JSON object."}}
+	}
+	var bad []FieldError
+	put := func(name string, v json.RawMessage) {
+		to, ok := o.Target(name, mapping, defs)
+		switch {
+		case !ok:
+			bad = append(bad, FieldError{Field: name, Code: "unknown_field", Message: "No field " + name + " on " + o.Name + "."})
+		case to == "" || string(v) == "null":
+		case strings.HasPrefix(to, "fields."):
+			if row.Fields == nil {
+				row.Fields = map[string]json.RawMessage{}
+			}
+			row.Fields[strings.TrimPrefix(to, "fields.")] = v
+		default:
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				bad = append(bad, FieldError{Field: name, Code: "invalid", Message: "A string."})
+				return
+			}
+			row.Values[to] = s
+		}
+	}
+	for name, v := range obj {
+		if name != "fields" {
+			put(name, v)
+			continue
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(v, &fields); err != nil && string(v) != "null" {
+			bad = append(bad, FieldError{Field: "fields", Code: "invalid", Message: "An object of custom field values."})
+		}
+		for key, fv := range fields {
+			put("fields."+key, fv)
+		}
+	}
+	return row, bad
+}
+
+// CountImportRows counts the rows of an import's file from r (after the
+// CSV's header): its total.
+func CountImportRows(r io.Reader, format string, progress func(offset int64)) (int64, error) {
+	var n int64
+	if format == FormatNDJSON {
+		br := bufio.NewReaderSize(r, 64<<10)
+		var offset int64
+		blank := true
+		for {
+			raw, err := br.ReadSlice('\n')
+			offset += int64(len(raw))
+			blank = blank && len(bytes.TrimSpace(raw)) == 0
+			if ended := len(raw) > 0 && raw[len(raw)-1] == '\n'; ended || errors.Is(err, io.EOF) {
+				if !blank {
+					n++
+				}
+				blank = true
+			}
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				return 0, err
+			}
+			if n%50_000 == 0 {
+				progress(offset)
+			}
+		}
+	}
+	cr := NewImportCSV(r)
+	for {
+		_, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		var perr *csv.ParseError
+		if err != nil && !errors.As(err, &perr) {
+			return 0, err
+		}
+		n++
+		if n%50_000 == 0 {
+			progress(cr.InputOffset())
+		}
+	}
+}
