@@ -114,6 +114,9 @@ var loads = []load{
 	}},
 	// A million contacts of a workspace of its own, deleted after the row.
 	{name: fieldsLoad, slow: true, run: func(r *benchRun, name string) error { return r.fieldFilterRow(name) }},
+	// A million contacts imported, copied and exported, in workspaces of
+	// their own, deleted after the row.
+	{name: importLoad, slow: true, run: func(r *benchRun, _ string) error { return r.importRow() }},
 	{name: rulesLoad, run: func(r *benchRun, _ string) error {
 		res, err := r.ticketsWithRules()
 		if err != nil {
