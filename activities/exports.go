@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -20,27 +21,48 @@ import (
 // transaction with the export's progress.
 const ExportChunkRows = 10_000
 
-// exportRow is a row as an export writes it: the API's view (NDJSON) and
-// its cells by column (CSV).
+// exportRow is a row as an export writes it: its position (the next
+// chunk starts after it), the API's view (NDJSON) and its cell of a
+// column (CSV).
 type exportRow struct {
-	id    string
-	view  any
-	cells map[string]string
+	at   time.Time
+	id   string
+	view func() any
+	cell func(column string) string
 }
 
-// exporters read the next rows of an object's export query (in id order)
-// as exportRows.
+// exporters read the next n rows of an object's export query as
+// exportRows.
 var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 	"contacts": func(q *gorm.DB, n int) ([]exportRow, error) {
 		var rows []models.Contact
 		err := q.Limit(n).Find(&rows).Error
 		out := make([]exportRow, len(rows))
 		for i := range rows {
-			v := views.ToContact(&rows[i])
-			out[i] = exportRow{id: v.ID, view: v, cells: withFields(v.Fields, map[string]string{
-				"id": v.ID, "name": v.Name, "email": v.Email, "phone": v.Phone, "company": v.Company, "designation": v.Designation,
-				"type": v.Type, "notes": v.Notes, "customerId": deref(v.CustomerID), "createdAt": stamp(v.CreatedAt), "updatedAt": stamp(v.UpdatedAt),
-			})}
+			ct := &rows[i]
+			out[i] = exportRow{at: ct.CreatedAt, id: ct.ID, view: func() any { return views.ToContact(ct) }, cell: func(col string) string {
+				switch col {
+				case "id":
+					return ct.ID
+				case "name":
+					return ct.Name
+				case "email":
+					return ct.Email
+				case "phone":
+					return ct.Phone
+				case "company":
+					return ct.Company
+				case "designation":
+					return ct.Designation
+				case "type":
+					return ct.Type
+				case "notes":
+					return ct.Notes
+				case "customerId":
+					return deref(ct.CustomerID)
+				}
+				return commonCell(col, ct.Fields, ct.CreatedAt, ct.UpdatedAt)
+			}}
 		}
 		return out, err
 	},
@@ -49,21 +71,44 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 		err := q.Limit(n).Find(&rows).Error
 		out := make([]exportRow, len(rows))
 		for i := range rows {
-			v := views.ToCustomer(&rows[i])
-			out[i] = exportRow{id: v.ID, view: v, cells: withFields(v.Fields, map[string]string{
-				"id": v.ID, "name": v.Name, "email": v.Email, "phone": v.Phone, "company": v.Company, "notes": v.Notes,
-				"contactId": deref(v.ContactID), "createdAt": stamp(v.CreatedAt), "updatedAt": stamp(v.UpdatedAt),
-			})}
+			c := &rows[i]
+			out[i] = exportRow{at: c.CreatedAt, id: c.ID, view: func() any { return views.ToCustomer(c) }, cell: func(col string) string {
+				switch col {
+				case "id":
+					return c.ID
+				case "name":
+					return c.Name
+				case "email":
+					return c.Email
+				case "phone":
+					return c.Phone
+				case "company":
+					return c.Company
+				case "notes":
+					return c.Notes
+				case "contactId":
+					return deref(c.ContactID)
+				}
+				return commonCell(col, c.Fields, c.CreatedAt, c.UpdatedAt)
+			}}
 		}
 		return out, err
 	},
 }
 
-func withFields(fields map[string]any, cells map[string]string) map[string]string {
-	for k, v := range fields {
-		cells["fields."+k] = models.ExportCell(v)
+// commonCell is a column every object has: its times and its custom
+// fields.
+func commonCell(col string, fields models.FieldValues, created, updated time.Time) string {
+	switch col {
+	case "createdAt":
+		return stamp(created)
+	case "updatedAt":
+		return stamp(updated)
 	}
-	return cells
+	if key, ok := strings.CutPrefix(col, "fields."); ok {
+		return models.ExportCell(fields[key])
+	}
+	return ""
 }
 
 func deref(s *string) string {
@@ -125,7 +170,7 @@ func (a *Transfers) ExportChunk(ctx context.Context, in models.ExportInput) (Imp
 		return ImportStep{}, err
 	}
 	if exp.AfterID != "" {
-		q = q.Where("id > ?", exp.AfterID)
+		q = q.Where("(created_at, id) > (?, ?)", exp.AfterAt, exp.AfterID)
 	}
 	rows, err := read(q, ExportChunkRows)
 	if err != nil {
@@ -141,7 +186,7 @@ func (a *Transfers) ExportChunk(ctx context.Context, in models.ExportInput) (Imp
 		set := map[string]any{"parts": w.Seq, "size": gorm.Expr("size + ?", w.Size), "processed": gorm.Expr("processed + ?", len(rows)),
 			"updated_at": now}
 		if len(rows) > 0 {
-			set["after_id"] = rows[len(rows)-1].id
+			set["after_at"], set["after_id"] = rows[len(rows)-1].at, rows[len(rows)-1].id
 		}
 		if done {
 			set["state"], set["finished_at"], set["expires_at"] = models.ExportDone, now, now.Add(models.ExportRetention)
@@ -172,7 +217,7 @@ func writeExportRows(w *models.FileWriter, exp *models.Export, rows []exportRow)
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
 		for _, r := range rows {
-			if err := enc.Encode(r.view); err != nil {
+			if err := enc.Encode(r.view()); err != nil {
 				return err
 			}
 		}
@@ -190,7 +235,7 @@ func writeExportRows(w *models.FileWriter, exp *models.Export, rows []exportRow)
 	record := make([]string, len(columns))
 	for _, r := range rows {
 		for i, col := range columns {
-			record[i] = models.NeutralizeCell(r.cells[col])
+			record[i] = models.NeutralizeCell(r.cell(col))
 		}
 		if err := cw.Write(record); err != nil {
 			return err

@@ -69,14 +69,14 @@ type ImportObject struct {
 }
 
 // ExportQuery is the rows of orgID's object that an export with filters
-// writes, in id order.
+// writes, oldest first (the list's index, read forwards).
 func (o *ImportObject) ExportQuery(tx *gorm.DB, orgID string, filters map[string]string) (*gorm.DB, error) {
 	q := o.narrow(tx.Where("org_id = ?", orgID), filters)
 	byField, err := FieldFilters(tx, orgID, o.FieldObject, filters)
 	if err != nil {
 		return nil, err
 	}
-	return byField(q).Order("id"), nil
+	return byField(q).Order("created_at, id"), nil
 }
 
 // DefaultExportColumns are the columns an export writes when it names

@@ -13,7 +13,7 @@ import (
 // (LinkPeople), once a batch.
 
 // importInsertBatch is how many rows one INSERT writes.
-const importInsertBatch = 500
+const importInsertBatch = 1000
 
 var contactImport = ImportObject{
 	Name: "contacts", App: "crm", FieldObject: AutomationContact,
@@ -80,7 +80,10 @@ func writeContacts(w *importWriter, rows []ImportRow) error {
 		}
 	}
 	var created, changed []*Contact
-	var emails []string
+	// emails are the addresses rows took (linked if the other side has
+	// them), moved the old and new of rows that changed address (linked
+	// anew whatever they are).
+	var emails, moved []string
 	for i := range rows {
 		r := &rows[i]
 		key := w.key(r)
@@ -132,7 +135,12 @@ func writeContacts(w *importWriter, rows []ImportRow) error {
 			changed = append(changed, ct)
 			w.batch.Progress.Updated++
 		}
-		emails = append(emails, before.Email, ct.Email)
+		if before.Email != ct.Email {
+			emails = append(emails, ct.Email)
+			if !creating {
+				moved = append(moved, before.Email, ct.Email)
+			}
+		}
 	}
 	if len(created) > 0 {
 		if err := w.tx.CreateInBatches(created, importInsertBatch).Error; err != nil {
@@ -144,7 +152,10 @@ func writeContacts(w *importWriter, rows []ImportRow) error {
 			return err
 		}
 	}
-	return LinkPeople(w.tx, w.imp.OrgID, emails...)
+	if err := LinkPeopleOf(w.tx, w.imp.OrgID, "contacts", emails...); err != nil {
+		return err
+	}
+	return LinkPeople(w.tx, w.imp.OrgID, moved...)
 }
 
 func keyOfContact(ct *Contact, key string) string {
@@ -179,7 +190,7 @@ func writeCustomers(w *importWriter, rows []ImportRow) error {
 		found[keyOfCustomer(&existing[i], w.imp.UpsertKey)] = &existing[i]
 	}
 	var created, changed []*Customer
-	var emails []string
+	var emails, moved []string
 	for i := range rows {
 		r := &rows[i]
 		key := w.key(r)
@@ -238,7 +249,12 @@ func writeCustomers(w *importWriter, rows []ImportRow) error {
 		}
 		byEmail[c.Email] = c
 		found[keyOfCustomer(c, w.imp.UpsertKey)] = c
-		emails = append(emails, before.Email, c.Email)
+		if before.Email != c.Email {
+			emails = append(emails, c.Email)
+			if !creating {
+				moved = append(moved, before.Email, c.Email)
+			}
+		}
 	}
 	if len(created) > 0 {
 		if err := w.tx.CreateInBatches(created, importInsertBatch).Error; err != nil {
@@ -250,7 +266,10 @@ func writeCustomers(w *importWriter, rows []ImportRow) error {
 			return err
 		}
 	}
-	return LinkPeople(w.tx, w.imp.OrgID, emails...)
+	if err := LinkPeopleOf(w.tx, w.imp.OrgID, "customers", emails...); err != nil {
+		return err
+	}
+	return LinkPeople(w.tx, w.imp.OrgID, moved...)
 }
 
 func keyOfCustomer(c *Customer, key string) string {

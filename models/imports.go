@@ -236,9 +236,11 @@ type Export struct {
 	Total     *int64
 	Processed int64
 	Size      int64
-	// Parts is how many parts of the file are written, AfterID the id of
-	// the last row written (the next chunk starts after it).
+	// Parts is how many parts of the file are written; AfterAt and AfterID
+	// the creation time and id of the last row written (the next chunk
+	// starts after it).
 	Parts      int
+	AfterAt    *time.Time
 	AfterID    string
 	Error      string
 	CreatedBy  Actor

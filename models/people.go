@@ -63,3 +63,21 @@ func relink(tx *gorm.DB, table, column, orgID, id string, emails ...string) (*st
 	err := tx.Raw("SELECT "+column+" AS link FROM "+table+" WHERE id = ?", id).Scan(&row).Error
 	return row.Link, err
 }
+
+// LinkPeopleOf links the people of emails that table's rows just took
+// (an import's batch of contacts or customers): only those with a row of
+// the other side's table — a contact with a customer, a customer with a
+// contact — can have a link to set or clear, so the others are left as
+// written (their link null) rather than rewritten a batch at a time.
+func LinkPeopleOf(tx *gorm.DB, orgID, table string, emails ...string) error {
+	other := map[string]string{"contacts": "customers", "customers": "contacts"}[table]
+	emails = slices.DeleteFunc(slices.Clone(emails), func(e string) bool { return e == "" })
+	if other == "" || len(emails) == 0 {
+		return nil
+	}
+	var linked []string
+	if err := tx.Table(other).Distinct("email").Where("org_id = ? AND email IN ?", orgID, emails).Pluck("email", &linked).Error; err != nil {
+		return err
+	}
+	return LinkPeople(tx, orgID, linked...)
+}

@@ -13,10 +13,10 @@ import (
 // transferOptions: a chunk takes about a second; one that fails is
 // retried for as long as it takes the database to come back (a chunk
 // is written once however often it runs), and a worker that dies
-// mid-chunk is noticed by its missing heartbeat.
+// mid-chunk is noticed by its missing heartbeat within 15 s.
 var transferOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 5 * time.Minute,
-	HeartbeatTimeout:    time.Minute,
+	HeartbeatTimeout:    15 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
 		NonRetryableErrorTypes: []string{activities.ErrTypeBadPayload, activities.ErrTypeNotFound}},
 }

@@ -36,6 +36,9 @@ func TestImportAndExportCustomers(t *testing.T) {
 		d := newDesk(t, e)
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/customers", Headers: d.headers,
 			Body: map[string]any{"name": "Carol", "email": "carol@example.com"}}).Expect(201)
+		var dan struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: d.owner.Auth(),
+			Body: map[string]any{"orgId": d.id, "name": "Dan", "email": "dan@example.com"}}).Expect(201).JSON(&dan)
 		ndjson := `{"name": "Ann", "email": "ANN@example.com", "company": "Acme"}` + "\n\n" +
 			`{"name": "Carol again", "email": "carol@example.com"}` + "\n" +
 			`{"name": 7, "email": "seven@example.com"}` + "\n" +
@@ -46,6 +49,11 @@ func TestImportAndExportCustomers(t *testing.T) {
 		got := d.finished(e, "/helpdesk/imports/"+imp.ID)
 		if got.State != models.ImportDone || got.Processed != 5 || got.Created != 2 || got.Failed != 3 {
 			t.Fatalf("NDJSON import: %+v", got)
+		}
+		var linked struct{ Data []struct{ ContactID *string } }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/customers?q=dan@", Headers: d.headers}).Expect(200).JSON(&linked)
+		if len(linked.Data) != 1 || linked.Data[0].ContactID == nil || *linked.Data[0].ContactID != dan.ID {
+			t.Fatalf("an imported customer is not linked to the contact of her e-mail: %+v", linked.Data)
 		}
 		errorsCSV := e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/imports/" + imp.ID + "/errors", Headers: d.headers}).Expect(200).Body
 		for _, want := range []string{"3,email,Another customer of this workspace has this e-mail address.", "4,name,A string.", "5,shoeSize,No field shoeSize on customers."} {

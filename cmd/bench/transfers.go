@@ -50,7 +50,7 @@ func (r importResult) String() string {
 	copyRate := float64(importContacts) / r.copied.Seconds()
 	exportRate := float64(importContacts) / r.exported.Seconds()
 	return fmt.Sprintf("%-42s %d rows (%.0f MB, uploaded in %.1f s) imported in %.1f s: %.0f rows/s, %.2f× COPY's %.0f rows/s "+
-		"(goal ≥ %d rows/s and ≥ %.1f×: %s); created %d, failed %d; progress first shown after %.2f s, longest unchanged %.1f s "+
+		"(goal ≥ %d rows/s and ≥ %.1f×: %s); created %d, failed %d; progress first shown %.2f s after the 202, longest unchanged %.1f s "+
 		"(goal ≤ %.0f s and ≤ %.0f s: %s); suite RSS %.0f MB, peak %.0f MB (+%.0f; goal ≤ +%d: %s); "+
 		"export of the rows %.1f s: %.0f rows/s (goal ≥ %d: %s)",
 		importLoad, importContacts, float64(r.size)/1e6, r.upload.Seconds(), r.imported.Seconds(), rate, rate/copyRate, copyRate,
@@ -103,7 +103,7 @@ func (r *benchRun) importRow() error {
 	if err != nil {
 		return err
 	}
-	res.rssBefore = float64(rss)
+	res.rssBefore, res.rssPeak = float64(rss), float64(rss)
 
 	began := time.Now()
 	id, err := ws.uploadImport(file)
@@ -111,13 +111,14 @@ func (r *benchRun) importRow() error {
 		return err
 	}
 	res.upload = time.Since(began)
+	accepted := time.Now()
 	var last transferState
 	lastChange := time.Now()
 	err = ws.pollTransfer(r.ctx, "/crm/imports/"+id, func(s transferState) {
 		now := time.Now()
 		if s.Processed != last.Processed || s.State != last.State {
 			if res.firstProgress == 0 && s.Processed > 0 {
-				res.firstProgress = now.Sub(began)
+				res.firstProgress = now.Sub(accepted)
 			}
 			if s.State == "running" && last.State == "running" {
 				res.longestStill = max(res.longestStill, now.Sub(lastChange))

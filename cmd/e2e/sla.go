@@ -50,8 +50,16 @@ func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	imported, err := t.startImport(ctx)
+	if err != nil {
+		return err
+	}
 	for _, w := range t.workers {
 		w.kill()
+	}
+	killed := time.Now()
+	if err := imported.checkCut(ctx, t); err != nil {
+		return err
 	}
 	t.step("kill -9 both workers %s before the first response of ticket %s falls due, and %s before an automation's delay ends",
 		time.Until(due).Round(time.Second), tk.ID, time.Until(delayed.wakes).Round(time.Second))
@@ -97,7 +105,10 @@ func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 	if breaches != 1 || told == 0 || duplicates != 0 {
 		return fmt.Errorf("%d breaches, %d members told, %d duplicate notifications; want 1 breach, each admin told once", breaches, told, duplicates)
 	}
-	return delayed.checkBack(ctx, t, back)
+	if err := delayed.checkBack(ctx, t, back); err != nil {
+		return err
+	}
+	return imported.check(ctx, t, killed)
 }
 
 // slaRecords counts the ticket's recorded breaches and its sla_breached

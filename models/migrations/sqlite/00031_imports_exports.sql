@@ -60,6 +60,7 @@ CREATE TABLE exports (
     processed    bigint      NOT NULL DEFAULT 0,
     size         bigint      NOT NULL DEFAULT 0,
     parts        integer     NOT NULL DEFAULT 0,
+    after_at     datetime,
     after_id     text        NOT NULL DEFAULT '',
     error        text        NOT NULL DEFAULT '',
     created_by   text        NOT NULL DEFAULT '',
