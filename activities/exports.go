@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,42 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 					return deref(ct.CustomerID)
 				}
 				return commonCell(col, ct.Fields, ct.CreatedAt, ct.UpdatedAt)
+			}}
+		}
+		return out, err
+	},
+	"deals": func(q *gorm.DB, n int) ([]exportRow, error) {
+		var rows []models.Deal
+		err := q.Limit(n).Find(&rows).Error
+		out := make([]exportRow, len(rows))
+		for i := range rows {
+			d := &rows[i]
+			out[i] = exportRow{at: d.CreatedAt, id: d.ID, view: func() any { return views.ToDeal(d) }, cell: func(col string) string {
+				switch col {
+				case "id":
+					return d.ID
+				case "title":
+					return d.Title
+				case "amount":
+					return strconv.FormatFloat(d.Amount, 'f', -1, 64)
+				case "currency":
+					return d.Currency
+				case "stage":
+					return d.Stage
+				case "closeDate":
+					return d.CloseDate
+				case "companyName":
+					return d.CompanyName
+				case "contactEmail":
+					return d.ContactEmail
+				case "contactId":
+					return deref(d.ContactID)
+				case "assignedToId":
+					return deref(d.AssignedToID)
+				case "lostReason":
+					return d.LostReason
+				}
+				return commonCell(col, d.Fields, d.CreatedAt, d.UpdatedAt)
 			}}
 		}
 		return out, err

@@ -92,7 +92,7 @@ func (o *ImportObject) DefaultExportColumns(defs []CustomField) []string {
 }
 
 // ImportObjects are the objects that import and export, by name.
-var ImportObjects = map[string]*ImportObject{"contacts": &contactImport, "customers": &customerImport}
+var ImportObjects = map[string]*ImportObject{"contacts": &contactImport, "deals": &dealImport, "customers": &customerImport}
 
 // ImportObjectsOf are the names of the objects app imports.
 func ImportObjectsOf(app string) []string {
@@ -192,6 +192,8 @@ func (o *ImportObject) CheckImportSetup(mode, key string, mapping map[string]str
 	}
 	if mode == ModeUpsert {
 		switch {
+		case len(o.Keys) == 0:
+			bad = append(bad, FieldError{Field: "mode", Code: "invalid", Message: fmt.Sprintf("%s import as new rows only (mode create).", o.Name)})
 		case !slices.Contains(o.Keys, key):
 			bad = append(bad, FieldError{Field: "key", Code: "invalid", Message: "An upsert finds rows by one of " + strings.Join(o.Keys, ", ") + "."})
 		case columns != nil && !set[key] && key != "id":

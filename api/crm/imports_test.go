@@ -128,6 +128,44 @@ func TestImportAndExportContacts(t *testing.T) {
 			t.Fatalf("an export imported elsewhere is not the same contacts:\n%s\n%s", a, b)
 		}
 
+		// Deals: new ones only, each with its first stage in its history,
+		// its contact the organization's.
+		var ada struct{ Data []struct{ ID string } }
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts?orgId=" + o.id + "&q=ada@", Headers: o.owner.Auth()}).Expect(200).JSON(&ada)
+		var theirs struct{ Data []struct{ ID string } }
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts?orgId=" + fresh.id, Headers: fresh.owner.Auth()}).Expect(200).JSON(&theirs)
+		deals := "title,amount,stage,contactId,lostReason,closeDate\n" +
+			"Engines,5000,qualified," + ada.Data[0].ID + ",,2027-01-31\n" +
+			"Lost one,100,LOST,,,\n" +
+			"Bad amount,-3,NEW,,,\n" +
+			"Someone else's,10,NEW," + theirs.Data[0].ID + ",,\n" +
+			"Won,7,WON,,,\n"
+		o.upload(e, "deals.csv", []byte(deals), map[string]string{"object": "deals", "mode": "upsert", "key": "id"}).ExpectProblem(422, "validation_failed")
+		var dealImport transfer
+		o.upload(e, "deals.csv", []byte(deals), map[string]string{"object": "deals"}).Expect(202).JSON(&dealImport)
+		if got := o.finished(e, "/crm/imports/"+dealImport.ID); got.Created != 2 || got.Failed != 3 {
+			t.Fatalf("deals import: %+v", got)
+		}
+		var engines struct {
+			Data []struct {
+				Stage, ContactID string
+				Amount           float64
+				History          []struct{ ToStage string }
+			}
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/deals?orgId=" + o.id + "&stage=QUALIFIED", Headers: o.owner.Auth()}).Expect(200).JSON(&engines)
+		if len(engines.Data) != 1 || engines.Data[0].ContactID != ada.Data[0].ID || engines.Data[0].Amount != 5000 {
+			t.Fatalf("imported deal: %+v", engines.Data)
+		}
+		var dealExport transfer
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/exports", Headers: o.owner.Auth(), Body: map[string]any{"orgId": o.id, "object": "deals",
+			"filters": map[string]string{"stage": "WON"}, "columns": []string{"title", "amount", "stage"}}}).Expect(202).JSON(&dealExport)
+		won := e.Do(apitest.Request{Method: "GET", Path: o.finished(e, "/crm/exports/"+dealExport.ID).DownloadURL + "?orgId=" + o.id,
+			Headers: o.owner.Auth()}).Expect(200).Body
+		if string(won) != "title,amount,stage\nWon,7,WON\n" {
+			t.Fatalf("deals export: %q", won)
+		}
+
 		// Bad files and bad fields: a 422 that stores nothing.
 		var before struct{ Data []transfer }
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/imports?orgId=" + o.id, Headers: o.owner.Auth()}).Expect(200).JSON(&before)
