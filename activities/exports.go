@@ -103,6 +103,45 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 		}
 		return out, err
 	},
+	"tasks": func(q *gorm.DB, n int) ([]exportRow, error) {
+		var rows []models.Task
+		err := q.Limit(n).Find(&rows).Error
+		out := make([]exportRow, len(rows))
+		for i := range rows {
+			t := &rows[i]
+			out[i] = exportRow{at: t.CreatedAt, id: t.ID, view: func() any { return views.ToTask(t) }, cell: func(col string) string {
+				switch col {
+				case "id":
+					return t.ID
+				case "title":
+					return t.Title
+				case "description":
+					return t.Description
+				case "dueDate":
+					return t.DueDate
+				case "priority":
+					return t.Priority
+				case "status":
+					return t.Status
+				case "assignedToId":
+					return deref(t.AssignedToID)
+				case "leadId":
+					return deref(t.LeadID)
+				case "dealId":
+					return deref(t.DealID)
+				case "contactId":
+					return deref(t.ContactID)
+				case "completedAt":
+					if t.CompletedAt == nil {
+						return ""
+					}
+					return stamp(*t.CompletedAt)
+				}
+				return commonCell(col, nil, t.CreatedAt, t.UpdatedAt)
+			}}
+		}
+		return out, err
+	},
 	"customers": func(q *gorm.DB, n int) ([]exportRow, error) {
 		var rows []models.Customer
 		err := q.Limit(n).Find(&rows).Error

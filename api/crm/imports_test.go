@@ -166,6 +166,30 @@ func TestImportAndExportContacts(t *testing.T) {
 			t.Fatalf("deals export: %q", won)
 		}
 
+		// Tasks, about a deal of the organization.
+		var wonDeal struct{ Data []struct{ ID string } }
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/deals?orgId=" + o.id + "&stage=WON", Headers: o.owner.Auth()}).Expect(200).JSON(&wonDeal)
+		tasks := "title,status,dealId,dueDate,priority\n" +
+			"Send the invoice,DONE," + wonDeal.Data[0].ID + ",2027-02-01,high\n" +
+			"Nobody's deal,OPEN," + theirs.Data[0].ID + ",,\n" +
+			"Call back,,,2027-13-01,\n"
+		var taskImport transfer
+		o.upload(e, "tasks.csv", []byte(tasks), map[string]string{"object": "tasks"}).Expect(202).JSON(&taskImport)
+		if got := o.finished(e, "/crm/imports/"+taskImport.ID); got.Created != 1 || got.Failed != 2 {
+			t.Fatalf("tasks import: %+v", got)
+		}
+		var doneTasks struct {
+			Data []struct {
+				Priority, DealID string
+				CompletedAt      *string
+			}
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/tasks?orgId=" + o.id + "&status=DONE", Headers: o.owner.Auth()}).Expect(200).JSON(&doneTasks)
+		if len(doneTasks.Data) != 1 || doneTasks.Data[0].Priority != "HIGH" || doneTasks.Data[0].DealID != wonDeal.Data[0].ID ||
+			doneTasks.Data[0].CompletedAt == nil {
+			t.Fatalf("imported task: %+v", doneTasks.Data)
+		}
+
 		// Bad files and bad fields: a 422 that stores nothing.
 		var before struct{ Data []transfer }
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/imports?orgId=" + o.id, Headers: o.owner.Auth()}).Expect(200).JSON(&before)

@@ -17,9 +17,9 @@ import (
 
 // Task states and the default priority.
 const (
-	taskOpen            = "OPEN"
-	taskDone            = "DONE"
-	taskDefaultPriority = "MEDIUM"
+	taskOpen            = models.TaskOpen
+	taskDone            = models.TaskDone
+	taskDefaultPriority = models.TaskDefaultPriority
 )
 
 func taskCursor(t *models.Task) web.Cursor { return web.Cursor{CreatedAt: t.CreatedAt, ID: t.ID} }
