@@ -142,6 +142,44 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 		}
 		return out, err
 	},
+	"tickets": func(q *gorm.DB, n int) ([]exportRow, error) {
+		var rows []models.Ticket
+		err := q.Limit(n).Find(&rows).Error
+		out := make([]exportRow, len(rows))
+		for i := range rows {
+			t := &rows[i]
+			out[i] = exportRow{at: t.CreatedAt, id: t.ID, view: func() any { return views.ToTicket(t) }, cell: func(col string) string {
+				switch col {
+				case "id":
+					return t.ID
+				case "number":
+					return strconv.Itoa(t.Number)
+				case "subject":
+					return t.Subject
+				case "description":
+					return t.Description
+				case "status":
+					return t.Status
+				case "priority":
+					return t.Priority
+				case "channel":
+					return t.Channel
+				case "requesterEmail":
+					return t.RequesterEmail
+				case "customerId":
+					return deref(t.CustomerID)
+				case "agentId":
+					return deref(t.AgentID)
+				case "tags":
+					var tags []string
+					_ = json.Unmarshal([]byte(t.Tags), &tags)
+					return strings.Join(tags, ";")
+				}
+				return commonCell(col, t.Fields, t.CreatedAt, t.UpdatedAt)
+			}}
+		}
+		return out, err
+	},
 	"customers": func(q *gorm.DB, n int) ([]exportRow, error) {
 		var rows []models.Customer
 		err := q.Limit(n).Find(&rows).Error

@@ -202,7 +202,12 @@ func ndjsonRow(raw []byte, line int64, o *ImportObject, mapping map[string]strin
 			row.Fields[strings.TrimPrefix(to, "fields.")] = v
 		default:
 			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
+			var list []string // a list (a ticket's tags) is its items separated by ";", as in a CSV
+			switch {
+			case json.Unmarshal(v, &s) == nil:
+			case json.Unmarshal(v, &list) == nil:
+				s = strings.Join(list, ";")
+			default:
 				bad = append(bad, FieldError{Field: name, Code: "invalid", Message: "A string."})
 				return
 			}

@@ -74,6 +74,37 @@ func TestImportAndExportCustomers(t *testing.T) {
 			t.Fatalf("upsert: %+v", got) // Eve has no name: a created customer needs one
 		}
 
+		// Tickets, numbered as the workspace's, their requesters customers.
+		tickets := "subject,description,requesterEmail,requesterName,status,priority,tags,createdAt\n" +
+			"Printer jams,It jams on page 2,ann@example.com,,solved,high,printer;Hardware,2025-03-01T10:00:00Z\n" +
+			"New person,Hello,zed@example.com,Zed Q,,,,\n" +
+			"No requester,x,,,,,,\n" +
+			"Too many tags,x,bob2@example.com,,,,a;b;c;d;e;f;g;h;i;j;k;l;m;n;o;p;q;r;s;t;u,\n"
+		e.Upload("/helpdesk/imports", d.headers, "tickets.csv", []byte(tickets), "object", "tickets").Expect(202).JSON(&imp)
+		if got := d.finished(e, "/helpdesk/imports/"+imp.ID); got.Created != 2 || got.Failed != 2 {
+			t.Fatalf("tickets import: %+v", got)
+		}
+		var solved struct {
+			Data []struct {
+				Number     int
+				CustomerID *string
+				Tags       []string
+				SolvedAt   *string
+				SLA        any
+			}
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets?status=solved", Headers: d.headers}).Expect(200).JSON(&solved)
+		var annC struct{ Data []struct{ ID string } }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/customers?q=ann@", Headers: d.headers}).Expect(200).JSON(&annC)
+		if len(solved.Data) != 1 || solved.Data[0].Number < models.FirstTicketNumber || *solved.Data[0].CustomerID != annC.Data[0].ID ||
+			fmt.Sprint(solved.Data[0].Tags) != "[printer hardware]" || solved.Data[0].SolvedAt == nil || solved.Data[0].SLA != nil {
+			t.Fatalf("imported ticket: %+v", solved.Data)
+		}
+		after := d.create(e, map[string]any{"subject": "After the import", "email": "zed@example.com"})
+		if after.Number != solved.Data[0].Number+2 {
+			t.Fatalf("the numbering after an import: #%d after #%d", after.Number, solved.Data[0].Number)
+		}
+
 		var exp transfer
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/exports", Headers: d.headers,
 			Body: map[string]any{"object": "customers", "format": "ndjson", "filters": map[string]string{"fields.tier": "gold"}}}).Expect(202).JSON(&exp)

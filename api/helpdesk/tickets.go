@@ -115,16 +115,7 @@ func (h *handlers) openTicket(c *fiber.Ctx, t *models.Ticket, requesterName stri
 	return tx.Emit(views.TicketOpenedEvents(t, newCustomer)...)
 }
 
-func tagsJSON(tags []string) string {
-	clean := []string{}
-	for _, t := range tags {
-		if t = strings.ToLower(strings.TrimSpace(t)); t != "" {
-			clean = append(clean, t)
-		}
-	}
-	b, _ := json.Marshal(clean)
-	return string(b)
-}
+func tagsJSON(tags []string) string { return models.TagsJSON(tags) }
 
 func (h *handlers) getTicket(c *fiber.Ctx) error {
 	return web.Get(c, h.DB, inWorkspace, "The ticket", views.ToTicket)
