@@ -23,7 +23,8 @@ func storedImport(t *testing.T, db *gorm.DB, orgID, file string, mode, key strin
 	now := models.Now()
 	imp := &models.Import{ID: models.NewID(), OrgID: orgID, Object: "contacts", Format: models.FormatCSV, Mode: mode, UpsertKey: key,
 		Mapping: "{}", Columns: `["` + strings.ReplaceAll(header, ",", `","`) + `"]`, Encoding: "utf-8", Size: int64(len(file)),
-		State: models.ImportQueued, NextOffset: int64(len(header) + 1), NextLine: 2, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}
+		NextOffset: int64(len(header) + 1), NextLine: 2,
+		Job: models.Job{State: models.ImportQueued, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}}
 	err := db.Transaction(func(tx *gorm.DB) error {
 		w := models.NewFileWriter(tx, orgID, imp.ID, 0)
 		if _, err := w.Write([]byte(file)); err != nil {

@@ -158,7 +158,7 @@ func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
 	x.queuedImports = map[string]string{}
 	for app, object := range map[string]string{"crm": "contacts", "helpdesk": "customers"} {
 		imp := models.Import{ID: models.NewID(), OrgID: a.org, Object: object, Format: models.FormatCSV, Mode: models.ModeCreate,
-			Mapping: "{}", Columns: `["name"]`, State: models.ImportQueued, CreatedAt: models.Now(), UpdatedAt: models.Now(), ExpiresAt: models.Now()}
+			Mapping: "{}", Columns: `["name"]`, Job: models.Job{State: models.ImportQueued, CreatedAt: models.Now(), UpdatedAt: models.Now(), ExpiresAt: models.Now()}}
 		if err := e.DB.Create(&imp).Error; err != nil {
 			t.Fatal(err)
 		}

@@ -67,18 +67,25 @@ type Import struct {
 	Filename string
 	Encoding string
 	Size     int64
-	State    string
-	// Total is how many rows the file has (nil until validated).
-	Total     *int64
-	Processed int64
-	Created   int64
-	Updated   int64
-	Skipped   int64
-	Failed    int64
+	// Job's Total is how many rows the file has (nil until validated).
+	Job
+	Created int64
+	Updated int64
+	Skipped int64
+	Failed  int64
 	// NextOffset is the byte offset of the first row not yet written, and
 	// NextLine its line: a chunk starts there.
 	NextOffset int64
 	NextLine   int64
+}
+
+// Job is what an import and an export record alike: a state, the rows
+// done of a total, why it failed, who started it and when it started,
+// ended and expires.
+type Job struct {
+	State      string
+	Total      *int64
+	Processed  int64
 	Error      string
 	CreatedBy  Actor
 	CreatedAt  time.Time
@@ -88,9 +95,9 @@ type Import struct {
 	ExpiresAt  time.Time
 }
 
-// Finished tells whether the import has ended, one way or another.
-func (i *Import) Finished() bool {
-	return i.State == ImportDone || i.State == ImportFailed || i.State == ImportCancelled
+// Finished tells whether the job has ended, one way or another.
+func (j *Job) Finished() bool {
+	return j.State == ImportDone || j.State == ImportFailed || j.State == ImportCancelled
 }
 
 // MappingOf is the import's mapping.
@@ -231,29 +238,15 @@ type Export struct {
 	// Columns the fields written, in order (JSON array).
 	Filters string
 	Columns string
-	State   string
-	// Total is how many rows match (nil until counted).
-	Total     *int64
-	Processed int64
-	Size      int64
+	// Job's Total is how many rows match (nil until counted).
+	Job
+	Size int64
 	// Parts is how many parts of the file are written; AfterAt and AfterID
 	// the creation time and id of the last row written (the next chunk
 	// starts after it).
-	Parts      int
-	AfterAt    *time.Time
-	AfterID    string
-	Error      string
-	CreatedBy  Actor
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	StartedAt  *time.Time
-	FinishedAt *time.Time
-	ExpiresAt  time.Time
-}
-
-// Finished tells whether the export has ended.
-func (e *Export) Finished() bool {
-	return e.State == ExportDone || e.State == ExportFailed || e.State == ExportCancelled
+	Parts   int
+	AfterAt *time.Time
+	AfterID string
 }
 
 // ColumnList is the fields the export writes.

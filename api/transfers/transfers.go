@@ -118,7 +118,7 @@ func (h *handlers) createImport(c *fiber.Ctx) (err error) {
 		body = bytes.NewReader(c.Body())
 	}
 	tx := web.Tx(c)
-	imp := &models.Import{ID: models.NewID(), OrgID: p.OrgID, CreatedBy: p.Actor()}
+	imp := &models.Import{ID: models.NewID(), OrgID: p.OrgID, Job: models.Job{CreatedBy: p.Actor()}}
 	var form importForm
 	var up *upload
 	mr := multipart.NewReader(body, params["boundary"])
@@ -270,10 +270,10 @@ func (f *importForm) fill(imp *models.Import, up *upload, app string) error {
 	raw, _ := json.Marshal(mapping)
 	columns, _ := json.Marshal(up.header)
 	now := models.Now()
-	*imp = models.Import{ID: imp.ID, OrgID: imp.OrgID, CreatedBy: imp.CreatedBy, Object: f.object, Format: f.format, Mode: f.mode,
+	*imp = models.Import{ID: imp.ID, OrgID: imp.OrgID, Object: f.object, Format: f.format, Mode: f.mode,
 		UpsertKey: f.key, DryRun: f.dryRun, Mapping: string(raw), Columns: string(columns), Filename: f.filename,
-		Encoding: up.encoding, Size: up.size, State: models.ImportQueued, NextOffset: up.headerEnd, NextLine: up.lines,
-		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}
+		Encoding: up.encoding, Size: up.size, NextOffset: up.headerEnd, NextLine: up.lines,
+		Job: models.Job{State: models.ImportQueued, CreatedBy: imp.CreatedBy, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}}
 	if f.format == models.FormatNDJSON {
 		imp.NextLine = 1
 	}
@@ -355,33 +355,28 @@ func (h *handlers) mine(c *fiber.Ctx, p *auth.Principal) *gorm.DB {
 	return h.DB.WithContext(c.UserContext()).Where("org_id = ? AND object IN ?", p.OrgID, models.ImportObjectsOf(h.App))
 }
 
-// find reads the path's import or export (dst) of the app in p's
-// organization; another's, or none, is 404 what.
-func (h *handlers) find(c *fiber.Ctx, p *auth.Principal, dst any, what string) error {
-	id := c.Params("id")
-	if !models.ValidID(id) {
-		return models.NotFound(what)
-	}
-	err := h.mine(c, p).Where("id = ?", id).Take(dst).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.NotFound(what)
-	}
-	return err
-}
-
-func (h *handlers) getImport(c *fiber.Ctx) error {
+// one reads the path's import or export of the app in the caller's
+// organization, for an ADMIN of it; another's, or none, is 404 what.
+func one[T any](h *handlers, c *fiber.Ctx, what string) (*T, error) {
 	p, err := h.admin(c, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var imp models.Import
-	if err := h.find(c, p, &imp, "The import"); err != nil {
-		return err
+	id := c.Params("id")
+	if !models.ValidID(id) {
+		return nil, models.NotFound(what)
 	}
-	return c.JSON(h.toImport(&imp))
+	var row T
+	err = h.mine(c, p).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, models.NotFound(what)
+	}
+	return &row, err
 }
 
-func (h *handlers) listImports(c *fiber.Ctx) error {
+// list answers a page of the app's imports or exports, newest first, for
+// an ADMIN of the caller's organization.
+func list[T any, R any](h *handlers, c *fiber.Ctx, cursor func(*T) web.Cursor, view func(*T) R) error {
 	p, err := h.admin(c, "")
 	if err != nil {
 		return err
@@ -390,22 +385,30 @@ func (h *handlers) listImports(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	rows, err := web.Paginate(h.mine(c, p), page, func(i *models.Import) web.Cursor { return web.Cursor{CreatedAt: i.CreatedAt, ID: i.ID} })
+	rows, err := web.Paginate(h.mine(c, p), page, cursor)
 	if err != nil {
 		return err
 	}
-	return web.SendPage(c, rows, h.toImport)
+	return web.SendPage(c, rows, view)
+}
+
+func (h *handlers) getImport(c *fiber.Ctx) error {
+	imp, err := one[models.Import](h, c, "The import")
+	if err != nil {
+		return err
+	}
+	return c.JSON(h.toImport(imp))
+}
+
+func (h *handlers) listImports(c *fiber.Ctx) error {
+	return list(h, c, func(i *models.Import) web.Cursor { return web.Cursor{CreatedAt: i.CreatedAt, ID: i.ID} }, h.toImport)
 }
 
 // importErrors answers the import's error file: a CSV of line, column and
 // reason, a line per problem of each failed row, in line order.
 func (h *handlers) importErrors(c *fiber.Ctx) error {
-	p, err := h.admin(c, "")
+	imp, err := one[models.Import](h, c, "The import")
 	if err != nil {
-		return err
-	}
-	var imp models.Import
-	if err := h.find(c, p, &imp, "The import"); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, "text/csv; charset=utf-8")
@@ -422,15 +425,11 @@ func (h *handlers) importErrors(c *fiber.Ctx) error {
 // cancelImport stops an import at the end of the chunk it is in: the
 // rows written stay, the rest are not read.
 func (h *handlers) cancelImport(c *fiber.Ctx) error {
-	p, err := h.admin(c, "")
+	imp, err := one[models.Import](h, c, "The import")
 	if err != nil {
 		return err
 	}
-	var imp models.Import
-	if err := h.find(c, p, &imp, "The import"); err != nil {
-		return err
-	}
-	cancelled, err := models.CancelImport(web.Tx(c), p.OrgID, imp.ID)
+	cancelled, err := models.CancelImport(web.Tx(c), imp.OrgID, imp.ID)
 	if err != nil {
 		return err
 	}
@@ -499,8 +498,8 @@ func (h *handlers) createExport(c *fiber.Ctx) error {
 	columns, _ := json.Marshal(req.Columns)
 	now := models.Now()
 	exp := &models.Export{ID: models.NewID(), OrgID: p.OrgID, Object: o.Name, Format: cmp.Or(req.Format, models.FormatCSV),
-		Filters: string(filters), Columns: string(columns), State: models.ExportQueued, CreatedBy: p.Actor(),
-		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}
+		Filters: string(filters), Columns: string(columns),
+		Job: models.Job{State: models.ExportQueued, CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}}
 	tx := web.Tx(c)
 	if err := tx.Create(exp).Error; err != nil {
 		return err
@@ -555,42 +554,22 @@ func (h *handlers) toExport(exp *models.Export) exportView {
 }
 
 func (h *handlers) getExport(c *fiber.Ctx) error {
-	p, err := h.admin(c, "")
+	exp, err := one[models.Export](h, c, "The export")
 	if err != nil {
 		return err
 	}
-	var exp models.Export
-	if err := h.find(c, p, &exp, "The export"); err != nil {
-		return err
-	}
-	return c.JSON(h.toExport(&exp))
+	return c.JSON(h.toExport(exp))
 }
 
 func (h *handlers) listExports(c *fiber.Ctx) error {
-	p, err := h.admin(c, "")
-	if err != nil {
-		return err
-	}
-	page, err := web.ParsePage(c)
-	if err != nil {
-		return err
-	}
-	rows, err := web.Paginate(h.mine(c, p), page, func(e *models.Export) web.Cursor { return web.Cursor{CreatedAt: e.CreatedAt, ID: e.ID} })
-	if err != nil {
-		return err
-	}
-	return web.SendPage(c, rows, h.toExport)
+	return list(h, c, func(e *models.Export) web.Cursor { return web.Cursor{CreatedAt: e.CreatedAt, ID: e.ID} }, h.toExport)
 }
 
 // exportFile streams a finished export's file from the database, a part
 // at a time: 409 while it is being written, 410 once it has expired.
 func (h *handlers) exportFile(c *fiber.Ctx) error {
-	p, err := h.admin(c, "")
+	exp, err := one[models.Export](h, c, "The export")
 	if err != nil {
-		return err
-	}
-	var exp models.Export
-	if err := h.find(c, p, &exp, "The export"); err != nil {
 		return err
 	}
 	switch {
