@@ -103,6 +103,44 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 		}
 		return out, err
 	},
+	"leads": func(q *gorm.DB, n int) ([]exportRow, error) {
+		var rows []models.Lead
+		err := q.Limit(n).Find(&rows).Error
+		out := make([]exportRow, len(rows))
+		for i := range rows {
+			l := &rows[i]
+			out[i] = exportRow{at: l.CreatedAt, id: l.ID, view: func() any { return views.ToLead(l) }, cell: func(col string) string {
+				switch col {
+				case "id":
+					return l.ID
+				case "name":
+					return l.Name
+				case "email":
+					return l.Email
+				case "phone":
+					return l.Phone
+				case "company":
+					return l.Company
+				case "value":
+					return strconv.FormatFloat(l.Value, 'f', -1, 64)
+				case "source":
+					return l.Source
+				case "status":
+					return l.Status
+				case "score":
+					return strconv.Itoa(l.Score)
+				case "assignedToId":
+					return deref(l.AssignedToID)
+				case "contactId":
+					return deref(l.ContactID)
+				case "dealId":
+					return deref(l.DealID)
+				}
+				return commonCell(col, l.Fields, l.CreatedAt, l.UpdatedAt)
+			}}
+		}
+		return out, err
+	},
 	"tasks": func(q *gorm.DB, n int) ([]exportRow, error) {
 		var rows []models.Task
 		err := q.Limit(n).Find(&rows).Error

@@ -92,7 +92,7 @@ func (o *ImportObject) DefaultExportColumns(defs []CustomField) []string {
 }
 
 // ImportObjects are the objects that import and export, by name.
-var ImportObjects = map[string]*ImportObject{"contacts": &contactImport, "deals": &dealImport, "tasks": &taskImport,
+var ImportObjects = map[string]*ImportObject{"contacts": &contactImport, "deals": &dealImport, "leads": &leadImport, "tasks": &taskImport,
 	"customers": &customerImport, "tickets": &ticketImport}
 
 // ImportObjectsOf are the names of the objects app imports.

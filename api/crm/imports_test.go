@@ -190,6 +190,28 @@ func TestImportAndExportContacts(t *testing.T) {
 			t.Fatalf("imported task: %+v", doneTasks.Data)
 		}
 
+		// Leads, scored; an e-mail a lead has fails.
+		leads := "name,email,phone,company,value,status\n" +
+			"Grace,grace@leads.example,+14155552671,Navy,50000,qualified\n" +
+			"Dup,grace@leads.example,,,,\n" +
+			",,,,,\n" +
+			"Converted,conv@leads.example,,,,CONVERTED\n"
+		var leadImport transfer
+		o.upload(e, "leads.csv", []byte(leads), map[string]string{"object": "leads"}).Expect(202).JSON(&leadImport)
+		if got := o.finished(e, "/crm/imports/"+leadImport.ID); got.Created != 1 || got.Failed != 2 || got.Skipped != 1 {
+			t.Fatalf("leads import: %+v", got)
+		}
+		var qualified struct {
+			Data []struct {
+				Name, Source string
+				Score        int
+			}
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/crm/leads?orgId=" + o.id + "&status=QUALIFIED", Headers: o.owner.Auth()}).Expect(200).JSON(&qualified)
+		if len(qualified.Data) != 1 || qualified.Data[0].Name != "Grace" || qualified.Data[0].Source != "import" || qualified.Data[0].Score == 0 {
+			t.Fatalf("imported lead: %+v", qualified.Data)
+		}
+
 		// Bad files and bad fields: a 422 that stores nothing.
 		var before struct{ Data []transfer }
 		e.Do(apitest.Request{Method: "GET", Path: "/crm/imports?orgId=" + o.id, Headers: o.owner.Auth()}).Expect(200).JSON(&before)
