@@ -121,14 +121,14 @@ func TestAIGatingQuotaAndValidation(t *testing.T) {
 		}
 		call(e, a.key, "POST", "/v1/ai/summarize", "{").ExpectProblem(400, "malformed_json")
 		// Content over 1 MiB: the server refuses the body from its headers,
-		// before reading it (over a real socket: fasthttp does this before
-		// routing, so the client only announces the size).
+		// after its first 8 KiB (over a real socket: the client announces
+		// the size and sends 16 KiB; web.LimitBody).
 		conn, err := net.Dial("tcp", strings.TrimPrefix(e.BaseURL, "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(conn, "POST /v1/ai/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
-			"Content-Length: %d\r\n\r\n{\"content\":\"", a.key, models.AIMaxContentBytes+100)
+			"Content-Length: %d\r\n\r\n{\"content\":\"%s", a.key, models.AIMaxContentBytes+100, strings.Repeat("a", 16<<10))
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
 			t.Fatal(err)
