@@ -19,6 +19,7 @@ import (
 	"maps"
 	"mime"
 	"mime/multipart"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -117,7 +118,16 @@ func (h *handlers) createImport(c *fiber.Ctx) (err error) {
 	if !c.Request().IsBodyStream() {
 		body = bytes.NewReader(c.Body())
 	}
-	tx := web.Tx(c)
+	// The file is spooled to a temporary file first (checked, converted)
+	// and stored in the database once the form has been read: the
+	// request's transaction (SQLite's one write lock) lasts as long as the
+	// database's writes, not as long as the client's upload.
+	spool, err := os.CreateTemp("", "suite-import-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
 	imp := &models.Import{ID: models.NewID(), OrgID: p.OrgID, Job: models.Job{CreatedBy: p.Actor()}}
 	var form importForm
 	var up *upload
@@ -139,7 +149,7 @@ func (h *handlers) createImport(c *fiber.Ctx) (err error) {
 			if form.format == "" {
 				form.format = formatOf(form.filename)
 			}
-			up, err = storeUpload(tx, p.OrgID, imp.ID, form.format, part, limit)
+			up, err = spoolUpload(spool, form.format, part, limit)
 			if errors.Is(err, errTooLarge) {
 				return webLimit(limit)
 			}
@@ -174,6 +184,17 @@ func (h *handlers) createImport(c *fiber.Ctx) (err error) {
 		columns = up.header
 	}
 	if err := o.CheckImportSetup(imp.Mode, imp.UpsertKey, imp.MappingOf(), columns, defs); err != nil {
+		return err
+	}
+	tx := web.Tx(c)
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	stored := models.NewFileWriter(tx, imp.OrgID, imp.ID, 0)
+	if _, err := io.Copy(stored, spool); err != nil {
+		return err
+	}
+	if err := stored.Close(); err != nil {
 		return err
 	}
 	if err := tx.Create(imp).Error; err != nil {

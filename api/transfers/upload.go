@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/transform"
-	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
@@ -35,12 +34,12 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // errTooLarge stops an upload over its plan's limit.
 var errTooLarge = errors.New("too large")
 
-// storeUpload stores r, an import's file, as file importID of orgID in tx,
-// a part at a time: UTF-8 without its byte-order mark, a Latin-1 file
-// converted (a file whose first MiB is not UTF-8 is read as Latin-1; one
-// that is, but is not further on, is a 422). It never holds more than a
-// part, and stops at limit bytes (errTooLarge).
-func storeUpload(tx *gorm.DB, orgID, importID, format string, r io.Reader, limit int64) (*upload, error) {
+// spoolUpload copies r, an import's file, to dst as the suite stores it:
+// UTF-8 without its byte-order mark, a Latin-1 file converted (a file whose
+// first MiB is not UTF-8 is read as Latin-1; one that is, but is not
+// further on, is a 422). It holds at most a MiB, and stops at limit bytes
+// (errTooLarge).
+func spoolUpload(dst io.Writer, format string, r io.Reader, limit int64) (*upload, error) {
 	counted := &countingReader{r: io.LimitReader(r, limit+1)}
 	first := make([]byte, models.FilePartSize)
 	n, err := io.ReadFull(counted, first)
@@ -70,7 +69,7 @@ func storeUpload(tx *gorm.DB, orgID, importID, format string, r io.Reader, limit
 			return nil, err
 		}
 	}
-	w := models.NewFileWriter(tx, orgID, importID, 0)
+	w := &countingWriter{w: dst}
 	if _, err := w.Write(first); err != nil {
 		return nil, err
 	}
@@ -99,7 +98,7 @@ func storeUpload(tx *gorm.DB, orgID, importID, format string, r io.Reader, limit
 		return nil, badFile("The file ends inside a UTF-8 character.")
 	}
 	up.size = counted.n
-	return up, w.Close()
+	return up, nil
 }
 
 // readHeader reads a CSV's header row from the file's first bytes.
@@ -154,6 +153,18 @@ func (c *utf8Check) valid(p []byte) bool {
 	whole := trimPartialRune(data)
 	c.carry = append([]byte(nil), data[len(whole):]...)
 	return utf8.Valid(whole)
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w    io.Writer
+	Size int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.Size += int64(n)
+	return n, err
 }
 
 // countingReader counts the bytes read through it.
