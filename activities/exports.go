@@ -294,6 +294,9 @@ func (a *Transfers) ExportChunk(ctx context.Context, in models.ExportInput) (Imp
 	if err != nil || exp.Finished() {
 		return ImportStep{Done: true}, err
 	}
+	if exp.Object == models.PersonExport {
+		return a.personArchive(ctx, exp)
+	}
 	o, read := models.ImportObjects[exp.Object], exporters[exp.Object]
 	if o == nil || read == nil {
 		return ImportStep{}, temporal.NewNonRetryableApplicationError("no export of "+exp.Object, ErrTypeBadPayload, nil)

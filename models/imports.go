@@ -32,8 +32,10 @@ const (
 const (
 	FormatCSV    = "csv"
 	FormatNDJSON = "ndjson"
-	ModeCreate   = "create"
-	ModeUpsert   = "upsert"
+	// FormatJSON is one JSON document: a person's data (PersonExport).
+	FormatJSON = "json"
+	ModeCreate = "create"
+	ModeUpsert = "upsert"
 )
 
 // ImportRetention is how long an import's record and error file are

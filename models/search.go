@@ -10,7 +10,7 @@ import (
 // case-insensitively, with LIKE wildcards in text matched literally and
 // control characters ignored (CleanText).
 func ContainsText(q *gorm.DB, text string, columns ...string) *gorm.DB {
-	pattern := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(strings.ToLower(CleanText(text))) + "%"
+	pattern := LikePattern(strings.ToLower(CleanText(text)))
 	clauses := make([]string, len(columns))
 	args := make([]any, len(columns))
 	for i, col := range columns {
@@ -46,4 +46,10 @@ func ContactsMatching(q *gorm.DB, typ, text string) *gorm.DB {
 // set): the list's filter and an export's.
 func CustomersMatching(q *gorm.DB, text string) *gorm.DB {
 	return Containing(q, text, "name", "email", "company")
+}
+
+// LikePattern is a LIKE pattern (ESCAPE '\\') of the rows containing text,
+// its wildcards matched literally.
+func LikePattern(text string) string {
+	return "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(text) + "%"
 }

@@ -3,6 +3,7 @@ package crm_test
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -278,4 +279,45 @@ func sameObjects(t *testing.T, file []byte) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, "\n")
+}
+
+// An OWNER exports everything the organization holds about a person, as
+// one JSON archive: found from their e-mail (any case), across CRM and
+// Helpdesk, and nobody else's.
+func TestPersonDataExport(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		p := newPeople(t, e, models.PlanBusiness)
+		maya := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Maya", "email": "maya@orbit.example"}, 201)
+		p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Bob", "email": "bob@orbit.example"}, 201)
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/deals", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "title": "Orbit renewal", "amount": 1200, "contactId": maya.ID}}).Expect(201)
+		var tk struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets", Headers: p.hd,
+			Body: map[string]any{"subject": "Invoice missing", "email": "maya@orbit.example"}}).Expect(201).JSON(&tk)
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/tickets/" + tk.ID + "/comments", Headers: p.hd,
+			Body: map[string]any{"body": "Sent again today."}}).Expect(201)
+
+		path := "/crm/organization/" + p.id + "/privacy/export"
+		body := map[string]any{"email": "Maya@Orbit.example"}
+		e.Do(apitest.Request{Method: "POST", Path: path, Headers: apitest.Bearer(p.key), Body: body}).ExpectProblem(403, "user_required")
+		e.Do(apitest.Request{Method: "POST", Path: path, Headers: p.agentA.Auth(), Body: body}).ExpectProblem(403, "owner_required")
+		e.Do(apitest.Request{Method: "POST", Path: path, Headers: p.owner.Auth(), Body: map[string]any{"email": "nope"}}).ExpectProblem(422, "validation_failed")
+		var exp transfer
+		e.Do(apitest.Request{Method: "POST", Path: path, Headers: p.owner.Auth(), Body: body}).Expect(202).JSON(&exp)
+		done := p.finished(e, "/crm/exports/"+exp.ID)
+		file := e.Do(apitest.Request{Method: "GET", Path: done.DownloadURL + "?orgId=" + p.id, Headers: p.owner.Auth()}).Expect(200)
+		var archive struct {
+			Email                                         string
+			Contacts, Customers, Deals, Tickets, Comments []map[string]any
+			CustomerEvents                                []map[string]any
+		}
+		if err := json.Unmarshal(file.Body, &archive); err != nil {
+			t.Fatal(err)
+		}
+		if archive.Email != "maya@orbit.example" || len(archive.Contacts) != 1 || len(archive.Customers) != 1 || len(archive.Deals) != 1 ||
+			len(archive.Tickets) != 1 || len(archive.Comments) != 1 || archive.Comments[0]["body"] != "Sent again today." ||
+			len(archive.CustomerEvents) == 0 || bytes.Contains(file.Body, []byte("bob@")) || done.Processed < 6 {
+			t.Fatalf("archive (%+v):\n%s", done, file.Body)
+		}
+	})
 }

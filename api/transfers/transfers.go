@@ -64,6 +64,9 @@ func Routes(r fiber.Router, d Deps) {
 	r.Get("/exports", h.listExports)
 	r.Get("/exports/:id", h.getExport)
 	r.Get("/exports/:id/file", h.exportFile)
+	if d.App == "crm" {
+		r.Post("/organization/:id/privacy/export", h.privacyExport)
+	}
 }
 
 // UploadPaths are the routes that take a body over the server's limit
@@ -371,9 +374,14 @@ func progress(state string, total *int64, processed int64, started *time.Time) (
 	return percent, &eta
 }
 
-// mine is the app's imports (or exports) of p's organization.
+// mine is the app's imports (or exports) of p's organization: of the
+// objects it imports, and in the CRM the exports of a person's data.
 func (h *handlers) mine(c *fiber.Ctx, p *auth.Principal) *gorm.DB {
-	return h.DB.WithContext(c.UserContext()).Where("org_id = ? AND object IN ?", p.OrgID, models.ImportObjectsOf(h.App))
+	objects := models.ImportObjectsOf(h.App)
+	if h.App == "crm" {
+		objects = append(objects, models.PersonExport)
+	}
+	return h.DB.WithContext(c.UserContext()).Where("org_id = ? AND object IN ?", p.OrgID, objects)
 }
 
 // one reads the path's import or export of the app in the caller's
@@ -521,11 +529,17 @@ func (h *handlers) createExport(c *fiber.Ctx) error {
 	exp := &models.Export{ID: models.NewID(), OrgID: p.OrgID, Object: o.Name, Format: cmp.Or(req.Format, models.FormatCSV),
 		Filters: string(filters), Columns: string(columns),
 		Job: models.Job{State: models.ExportQueued, CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}}
+	return h.startExport(c, exp)
+}
+
+// startExport records exp and its Export workflow's start, and answers
+// 202 with it.
+func (h *handlers) startExport(c *fiber.Ctx, exp *models.Export) error {
 	tx := web.Tx(c)
 	if err := tx.Create(exp).Error; err != nil {
 		return err
 	}
-	err = h.Starter.In(c, tx).Start(record.Start{WorkflowID: names.ExportID(exp.OrgID, exp.ID), Workflow: names.ExportWorkflow,
+	err := h.Starter.In(c, tx).Start(record.Start{WorkflowID: names.ExportID(exp.OrgID, exp.ID), Workflow: names.ExportWorkflow,
 		Input: models.ExportInput{OrgID: exp.OrgID, ExportID: exp.ID}, OrgID: exp.OrgID, Kind: names.KindExport})
 	if err != nil {
 		return err
@@ -600,12 +614,48 @@ func (h *handlers) exportFile(c *fiber.Ctx) error {
 		return models.Err(models.ErrGone, "export_expired", "The export's file expired at %s; export again.", exp.ExpiresAt.Format(time.RFC3339))
 	}
 	contentType, ext := "text/csv; charset=utf-8", ".csv"
-	if exp.Format == models.FormatNDJSON {
+	switch exp.Format {
+	case models.FormatNDJSON:
 		contentType, ext = "application/x-ndjson", ".ndjson"
+	case models.FormatJSON:
+		contentType, ext = fiber.MIMEApplicationJSON, ".json"
 	}
 	c.Set(fiber.HeaderContentType, contentType)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+exp.Object+`-`+exp.ID+ext+`"`)
 	// The body is read after the handler returns, so not on its context.
 	c.Context().SetBodyStream(models.OpenFile(context.WithoutCancel(c.UserContext()), h.DB, exp.ID, 0), int(exp.Size))
 	return nil
+}
+
+// privacyRequest names the person whose data is exported.
+type privacyRequest struct {
+	Email string `json:"email" validate:"required,email,max=254"`
+}
+
+// privacyExport starts the export of everything the organization holds
+// about the person of an e-mail address (GDPR article 15) as one JSON
+// archive: an export (202, GET /crm/exports/{id}, its file once done)
+// whose Export workflow gathers it (models.GatherPerson). For the
+// organization's OWNER only: it reads every record about someone.
+func (h *handlers) privacyExport(c *fiber.Ctx) error {
+	var req privacyRequest
+	if err := web.Decode(c, &req); err != nil {
+		return err
+	}
+	p, err := h.Org(c, string([]byte(c.Params("id"))))
+	if err != nil {
+		return err
+	}
+	if err := auth.RequireUser(p); err != nil {
+		return err
+	}
+	if p.Role != models.RoleOwner {
+		return models.Err(models.ErrForbidden, "owner_required", "Only the organization's OWNER may export a person's data.")
+	}
+	filters, _ := json.Marshal(map[string]string{"email": models.NormalizeEmail(req.Email)})
+	now := models.Now()
+	exp := &models.Export{ID: models.NewID(), OrgID: p.OrgID, Object: models.PersonExport, Format: models.FormatJSON,
+		Filters: string(filters), Columns: "[]",
+		Job: models.Job{State: models.ExportQueued, CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(models.ImportRetention)}}
+	return h.startExport(c, exp)
 }

@@ -52,7 +52,7 @@ CREATE TABLE exports (
     id           uuid        PRIMARY KEY,
     org_id       uuid        NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
     object       text        NOT NULL,
-    format       text        NOT NULL CHECK (format IN ('csv', 'ndjson')),
+    format       text        NOT NULL CHECK (format IN ('csv', 'ndjson', 'json')),
     filters      text        NOT NULL DEFAULT '{}',
     columns      text        NOT NULL DEFAULT '[]',
     state        text        NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
