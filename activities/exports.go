@@ -311,7 +311,7 @@ func (a *Transfers) ExportChunk(ctx context.Context, in models.ExportInput) (Imp
 		}
 		var total int64
 		if err := q.Session(&gorm.Session{}).Order("").Count(&total).Error; err != nil {
-			return ImportStep{}, err
+			return ImportStep{}, refused(err)
 		}
 		now := models.Now()
 		if err := db.Model(exp).Where("state = ?", models.ExportQueued).Updates(map[string]any{
@@ -329,7 +329,7 @@ func (a *Transfers) ExportChunk(ctx context.Context, in models.ExportInput) (Imp
 	}
 	rows, err := read(q, ExportChunkRows)
 	if err != nil {
-		return ImportStep{}, err
+		return ImportStep{}, refused(err)
 	}
 	done := len(rows) < ExportChunkRows
 	err = db.Transaction(func(tx *gorm.DB) error {
@@ -359,7 +359,7 @@ func (a *Transfers) ExportChunk(ctx context.Context, in models.ExportInput) (Imp
 	if activity.IsActivity(ctx) {
 		activity.RecordHeartbeat(ctx, exp.Processed+int64(len(rows)))
 	}
-	return ImportStep{Done: done}, err
+	return ImportStep{Done: done}, refused(err)
 }
 
 // writeExportRows writes rows to w as exp's format says: CSV (its header

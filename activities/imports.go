@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 )
 
@@ -100,8 +101,8 @@ func (a *Transfers) ImportChunk(ctx context.Context, in models.ImportInput) (Imp
 	}
 	err = db.Transaction(func(tx *gorm.DB) error {
 		batch := models.ImportBatch{Errors: chunk.Failed}
-		batch.Progress.Failed = int64(len(chunk.Failed))
-		batch.Progress.Processed = int64(len(chunk.Failed))
+		batch.Progress.Failed = chunk.FailedRows
+		batch.Progress.Processed = chunk.FailedRows
 		err := tx.Transaction(func(sp *gorm.DB) error {
 			if err := models.WriteImportRows(sp, imp, chunk.Rows, &batch); err != nil {
 				return err
@@ -135,7 +136,17 @@ func (a *Transfers) ImportChunk(ctx context.Context, in models.ImportInput) (Imp
 	if errors.Is(err, errChunkTaken) {
 		return ImportStep{}, nil // the workflow asks again, and reads the import as it now is
 	}
-	return ImportStep{Done: chunk.EOF}, err
+	return ImportStep{Done: chunk.EOF}, refused(err)
+}
+
+// refused is err, made non-retryable when the database refused a value
+// (database.IsDataError): every retry would send it again, so the import
+// or export fails, visibly, instead of retrying for ever.
+func refused(err error) error {
+	if database.IsDataError(err) {
+		return temporal.NewNonRetryableApplicationError("the database refused a value: "+err.Error(), ErrTypeBadPayload, err)
+	}
+	return err
 }
 
 // CloseImport ends an import: failed with why (a failure no retry could

@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -101,8 +102,23 @@ func TestImportChunksWriteEachRowOnce(t *testing.T) {
 			t.Fatalf("re-run %+v: %d contacts", again, contacts)
 		}
 
+		// An error file of more rows than a page reads, in line order.
+		var errs []models.ImportError
+		for i := range 2500 {
+			errs = append(errs, models.ImportError{ImportID: got.ID, Line: int64(2500 - i), Column: "email", Reason: "bad"})
+		}
+		if err := db.CreateInBatches(errs, 500).Error; err != nil {
+			t.Fatal(err)
+		}
+		var lines []int64
+		if err := models.ImportErrorsOf(db, got.ID, func(e models.ImportError) error { lines = append(lines, e.Line); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if len(lines) != 2500 || lines[0] != 1 || lines[2499] != 2500 || !slices.IsSorted(lines) {
+			t.Fatalf("the error file read %d lines", len(lines))
+		}
+
 		// Expired imports go, with their error files.
-		db.Create(&models.ImportError{ImportID: got.ID, Line: 2, Reason: "kept until the import expires"})
 		db.Model(&models.Import{}).Where("id = ?", got.ID).Update("expires_at", models.Now().Add(-time.Minute))
 		if err := models.PurgeTransfers(ctx, db, models.Now()); err != nil {
 			t.Fatal(err)

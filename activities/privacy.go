@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -36,7 +37,9 @@ func (a *Transfers) personArchive(ctx context.Context, exp *models.Export) (Impo
 		{"customers", mapRows(p.Customers, views.ToCustomer), len(p.Customers)},
 		{"leads", mapRows(p.Leads, views.ToLead), len(p.Leads)},
 		{"leadActivities", columns(p.LeadActivities), len(p.LeadActivities)},
+		{"leadIntakes", columns(p.LeadIntakes), len(p.LeadIntakes)},
 		{"deals", mapRows(p.Deals, views.ToDeal), len(p.Deals)},
+		{"dealHistory", columns(p.DealHistory), len(p.DealHistory)},
 		{"tasks", mapRows(p.Tasks, views.ToTask), len(p.Tasks)},
 		{"tickets", mapRows(p.Tickets, views.ToTicket), len(p.Tickets)},
 		{"comments", columns(p.Comments), len(p.Comments)},
@@ -47,7 +50,7 @@ func (a *Transfers) personArchive(ctx context.Context, exp *models.Export) (Impo
 		{"customerEvents", columns(p.CustomerEvents), len(p.CustomerEvents)},
 		{"aiDocuments", columns(p.AIDocuments), len(p.AIDocuments)},
 		{"aiJobs", columns(p.AIJobs), len(p.AIJobs)},
-		{"notifications", columns(p.Notifications), len(p.Notifications)},
+		{"notifications", columns(p.Notifications, "memberId", "readAt"), len(p.Notifications)},
 		{"webhookEvents", columns(p.WebhookEvents), len(p.WebhookEvents)},
 	}
 	var total int64
@@ -103,8 +106,9 @@ func mapRows[T, R any](rows []T, view func(*T) R) []R {
 }
 
 // columns is rows with their columns, named as the API names fields
-// (orgId, ticketId…) ([] for none).
-func columns[T any](rows []T) []map[string]any {
+// (orgId, ticketId…), but those left out: another person's (the member a
+// notification went to, when they read it) ([] for none).
+func columns[T any](rows []T, leftOut ...string) []map[string]any {
 	out := make([]map[string]any, 0, len(rows))
 	for i := range rows {
 		raw, _ := json.Marshal(&rows[i])
@@ -112,7 +116,9 @@ func columns[T any](rows []T) []map[string]any {
 		_ = json.Unmarshal(raw, &m)
 		row := make(map[string]any, len(m))
 		for k, v := range m {
-			row[camel(k)] = v
+			if k = camel(k); !slices.Contains(leftOut, k) {
+				row[k] = v
+			}
 		}
 		out = append(out, row)
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
 	"go.temporal.io/sdk/client"
 	"gorm.io/gorm"
 
@@ -34,6 +36,10 @@ import (
 	"github.com/business-suite/suite/internal/stripeconfig"
 	"github.com/business-suite/suite/internal/telemetry"
 )
+
+// TransferTimeout is how long an import's upload may take to read, and an
+// export's file to write.
+const TransferTimeout = 10 * time.Minute
 
 // BodyLimit is the largest request body accepted (DESIGN §4).
 const BodyLimit = 1 << 20
@@ -158,6 +164,23 @@ func New(d Deps) *fiber.App {
 		ReadBufferSize:  ReadBufferSize,
 	})
 
+	// An upload's body and an export's file take longer than a request's
+	// 30 s on a slow link: those routes get 10 minutes to read the body,
+	// and to write the answer (fasthttp sets each deadline once).
+	app.Server().HeaderReceived = func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+		path, _, _ := strings.Cut(string(h.RequestURI()), "?")
+		switch {
+		case slices.Contains(transfers.UploadPaths, string(h.Method())+" "+path):
+			return fasthttp.RequestConfig{ReadTimeout: TransferTimeout}
+		case string(h.Method()) == fiber.MethodGet && transfers.IsDownload(path):
+			return fasthttp.RequestConfig{WriteTimeout: TransferTimeout}
+		}
+		return fasthttp.RequestConfig{}
+	}
+	// First: a streamed body left unread by whatever answered (the
+	// in-flight limit's 503, authentication, a refused upload) closes the
+	// connection after the answer.
+	app.Use(web.CloseUnreadBody)
 	if d.InFlight != nil {
 		app.Use(d.InFlight.Middleware())
 	}

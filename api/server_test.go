@@ -93,6 +93,24 @@ func TestProblemResponsesForTheBasics(t *testing.T) {
 		resp.Header.Get("X-Request-Id") == "" || p["requestId"] != resp.Header.Get("X-Request-Id") {
 		t.Fatalf("2 MiB body: %d %v %v", resp.StatusCode, resp.Header, p)
 	}
+
+	// An upload refused before its body is read (no credential) closes the
+	// connection: the rest of the body is no next request.
+	upload, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upload.Close()
+	body := strings.Repeat("x", 100<<10)
+	fmt.Fprintf(upload, "POST /crm/imports HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=B\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	refused, err := http.ReadResponse(bufio.NewReader(upload), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused.Body.Close()
+	if refused.StatusCode != 401 || !refused.Close {
+		t.Fatalf("an unread upload's answer: %d, Connection: %q", refused.StatusCode, refused.Header.Get("Connection"))
+	}
 }
 
 // A request whose headers or request line overflow the server's read

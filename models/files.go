@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"gorm.io/gorm"
@@ -78,6 +79,8 @@ type fileReader struct {
 	fileID string
 	seq    int
 	buf    []byte
+	// err is a failure to reach the offset, returned by the first Read.
+	err error
 }
 
 // OpenFile reads stored file fileID from byte offset on, a part at a
@@ -85,8 +88,12 @@ type fileReader struct {
 func OpenFile(ctx context.Context, db *gorm.DB, fileID string, offset int64) io.Reader {
 	r := &fileReader{ctx: ctx, db: db, fileID: fileID, seq: int(offset / FilePartSize)}
 	if skip := int(offset % FilePartSize); skip > 0 {
-		if err := r.next(); err == nil && skip <= len(r.buf) {
+		r.err = r.next()
+		switch {
+		case r.err == nil && skip <= len(r.buf):
 			r.buf = r.buf[skip:]
+		case r.err == nil || errors.Is(r.err, io.EOF):
+			r.err = fmt.Errorf("file %s has no byte %d", fileID, offset)
 		}
 	}
 	return r
@@ -107,6 +114,9 @@ func (r *fileReader) next() error {
 }
 
 func (r *fileReader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
 	for len(r.buf) == 0 {
 		if err := r.next(); err != nil {
 			return 0, err

@@ -30,7 +30,7 @@ var dealImport = ImportObject{
 		{Field: "lostReason", Max: 1000},
 		{Field: "createdAt", Max: 40, Check: importedTime},
 	},
-	Ignored:       []string{"id", "orgId", "leadId", "stageChangedAt", "wonAt", "updatedAt", "history"},
+	Ignored:       []string{"id", "orgId", "leadId", "probability", "stageChangedAt", "wonAt", "updatedAt", "history"},
 	write:         writeDeals,
 	ExportColumns: []string{"id", "title", "amount", "currency", "stage", "closeDate", "companyName", "contactEmail", "contactId", "assignedToId", "lostReason", "createdAt", "updatedAt"},
 	Filters:       []string{"stage", "assignedToId", "contactId"},
@@ -41,7 +41,8 @@ var dealImport = ImportObject{
 
 func importedAmount(v string) (string, string) {
 	n, err := strconv.ParseFloat(v, 64)
-	if err != nil || n < 0 || n > 999999999999 {
+	if err != nil || !(n >= 0 && n <= 999999999999) { // NaN is neither
+
 		return "", "A number from 0 to 999,999,999,999."
 	}
 	return strconv.FormatFloat(n, 'f', -1, 64), ""

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Reading an import's file: CSV (RFC 4180, quotes tolerated inside
@@ -52,12 +54,14 @@ func unneutralize(s string) string {
 // that failed before they were read as fields (a malformed line, a
 // ragged row), and where the next chunk starts.
 type ImportChunk struct {
-	Rows     []ImportRow
-	Failed   []ImportError
-	Read     int64
-	Next     int64
-	NextLine int64
-	EOF      bool
+	Rows   []ImportRow
+	Failed []ImportError
+	// FailedRows is how many rows Failed's problems are of.
+	FailedRows int64
+	Read       int64
+	Next       int64
+	NextLine   int64
+	EOF        bool
 }
 
 // ReadImportChunk reads up to max rows of imp's file from r, which
@@ -103,6 +107,7 @@ func ReadImportChunk(r io.Reader, imp *Import, defs []CustomField, from, line in
 				return nil, err
 			}
 			out.Failed = append(out.Failed, ImportError{ImportID: imp.ID, Line: line + int64(perr.StartLine) - 1, Reason: perr.Err.Error()})
+			out.FailedRows++
 			continue
 		}
 		startLine, _ := cr.FieldPos(0)
@@ -114,6 +119,7 @@ func ReadImportChunk(r io.Reader, imp *Import, defs []CustomField, from, line in
 			}
 			out.Failed = append(out.Failed, ImportError{ImportID: imp.ID, Line: rowLine,
 				Reason: fmt.Sprintf("The row has %d cells; the header has %d.", len(record), width)})
+			out.FailedRows++
 			continue
 		}
 		row := ImportRow{Line: rowLine, Values: map[string]string{}}
@@ -136,6 +142,20 @@ func ReadImportChunk(r io.Reader, imp *Import, defs []CustomField, from, line in
 		out.Rows = append(out.Rows, row)
 	}
 	return out, nil
+}
+
+// errorColumn is a column's name as an error file records it: a name from
+// the file (an NDJSON key) cut to 200 bytes, which a key of the errors'
+// table holds.
+func errorColumn(name string) string {
+	if len(name) <= 200 {
+		return name
+	}
+	cut := name[:200]
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut
 }
 
 // customFieldsByKey are the active definitions by key.
@@ -172,8 +192,9 @@ func readNDJSON(br *bufio.Reader, imp *Import, o *ImportObject, mapping map[stri
 		row, problems := ndjsonRow(raw, line, o, mapping, defs)
 		if len(problems) > 0 {
 			for _, p := range problems {
-				out.Failed = append(out.Failed, ImportError{ImportID: imp.ID, Line: line, Column: p.Field, Reason: p.Message})
+				out.Failed = append(out.Failed, ImportError{ImportID: imp.ID, Line: line, Column: errorColumn(p.Field), Reason: p.Message})
 			}
+			out.FailedRows++
 			continue
 		}
 		out.Rows = append(out.Rows, row)
@@ -203,10 +224,13 @@ func ndjsonRow(raw []byte, line int64, o *ImportObject, mapping map[string]strin
 		default:
 			var s string
 			var list []string // a list (a ticket's tags) is its items separated by ";", as in a CSV
+			var n float64     // a number (a deal's amount) is its text, as in a CSV
 			switch {
 			case json.Unmarshal(v, &s) == nil:
 			case json.Unmarshal(v, &list) == nil:
 				s = strings.Join(list, ";")
+			case json.Unmarshal(v, &n) == nil:
+				s = strconv.FormatFloat(n, 'f', -1, 64)
 			default:
 				bad = append(bad, FieldError{Field: name, Code: "invalid", Message: "A string."})
 				return

@@ -59,6 +59,9 @@ type ImportObject struct {
 	// (the id, the links, the times the suite keeps): a file exported
 	// imports as it is.
 	Ignored []string
+	// Aliases are names the API shows a field by that an import takes
+	// for it (a ticket's email is its requesterEmail).
+	Aliases map[string]string
 	write   func(w *importWriter, rows []ImportRow) error
 	// ExportColumns are the fields an export writes by default, in order
 	// (then the custom fields), Filters the list filters an export takes
@@ -142,6 +145,9 @@ func (o *ImportObject) Target(name string, mapping map[string]string, defs []Cus
 			return "", true
 		}
 	}
+	if alias, ok := o.Aliases[name]; ok {
+		name = alias
+	}
 	for _, f := range o.FieldNames(defs) {
 		if strings.EqualFold(f, name) {
 			return f, true
@@ -197,7 +203,7 @@ func (o *ImportObject) CheckImportSetup(mode, key string, mapping map[string]str
 			bad = append(bad, FieldError{Field: "mode", Code: "invalid", Message: fmt.Sprintf("%s import as new rows only (mode create).", o.Name)})
 		case !slices.Contains(o.Keys, key):
 			bad = append(bad, FieldError{Field: "key", Code: "invalid", Message: "An upsert finds rows by one of " + strings.Join(o.Keys, ", ") + "."})
-		case columns != nil && !set[key] && key != "id":
+		case columns != nil && !set[key]:
 			bad = append(bad, FieldError{Field: "key", Code: "missing_column", Message: fmt.Sprintf("No column sets %s, the upsert's key.", key)})
 		}
 	}
@@ -268,6 +274,8 @@ func (o *ImportObject) checkValues(r *ImportRow) []FieldError {
 		case c == nil || v == "":
 		case !utf8.ValidString(v):
 			bad = append(bad, FieldError{Field: field, Code: "invalid", Message: "Not valid UTF-8."})
+		case strings.ContainsRune(v, 0):
+			bad = append(bad, FieldError{Field: field, Code: "invalid", Message: "Holds a NUL character."})
 		case utf8.RuneCountInString(v) > c.Max:
 			bad = append(bad, FieldError{Field: field, Code: "too_long", Message: fmt.Sprintf("At most %d characters.", c.Max)})
 		case c.Check != nil:

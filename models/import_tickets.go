@@ -43,7 +43,8 @@ var ticketImport = ImportObject{
 		{Field: "createdAt", Max: 40, Check: importedTime},
 	},
 	Ignored: []string{"id", "workspaceId", "number", "customerId", "firstResponseAt", "solvedAt", "closedAt", "sla", "updatedAt",
-		"attachments", "followsTicketId"},
+		"attachments", "followsTicketId", "allowedStatuses"},
+	Aliases:       map[string]string{"email": "requesterEmail"},
 	write:         writeTickets,
 	ExportColumns: []string{"id", "number", "subject", "description", "status", "priority", "channel", "requesterEmail", "customerId", "agentId", "tags", "createdAt", "updatedAt"},
 	Filters:       []string{"status", "priority", "agentId", "customerId", "q"},
@@ -144,8 +145,10 @@ func writeTickets(w *importWriter, rows []ImportRow) error {
 			history = append(history, NewCustomerEvent(w.imp.OrgID, cust.ID, nil, "customer_created", "Customer created by an import", w.imp.CreatedBy))
 		}
 		t.CustomerID = &cust.ID
-		if t.Number, err = nextTicketNumber(w.tx, w.imp.OrgID, w.now); err != nil {
-			return err
+		if !w.imp.DryRun { // a sequence's numbers are not given back by a rollback
+			if t.Number, err = nextTicketNumber(w.tx, w.imp.OrgID, w.now); err != nil {
+				return err
+			}
 		}
 		tickets = append(tickets, t)
 		history = append(history, NewCustomerEvent(w.imp.OrgID, cust.ID, &t.ID, "ticket_created",

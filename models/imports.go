@@ -125,18 +125,30 @@ type ImportError struct {
 	Reason   string
 }
 
-// ImportErrorsOf streams the errors of import id, in line order, to each
-// (a batch at a time; each returns false to stop).
+// ImportErrorsOf hands the errors of import id, in line order, to each,
+// reading a thousand at a time (keyset on line and column: the table has
+// no single key to page by).
 func ImportErrorsOf(db *gorm.DB, id string, each func(ImportError) error) error {
-	var batch []ImportError
-	return db.Where("import_id = ?", id).Order(`line, "column"`).FindInBatches(&batch, 1000, func(*gorm.DB, int) error {
+	var last *ImportError
+	for {
+		var batch []ImportError
+		q := db.Where("import_id = ?", id)
+		if last != nil {
+			q = q.Where(`(line, "column") > (?, ?)`, last.Line, last.Column)
+		}
+		if err := q.Order(`line, "column"`).Limit(1000).Find(&batch).Error; err != nil {
+			return err
+		}
 		for _, e := range batch {
 			if err := each(e); err != nil {
 				return err
 			}
 		}
-		return nil
-	}).Error
+		if len(batch) < 1000 {
+			return nil
+		}
+		last = &batch[len(batch)-1]
+	}
 }
 
 // ImportFileLimits are the largest import file a plan takes.

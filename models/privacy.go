@@ -22,7 +22,9 @@ type PersonData struct {
 	Customers      []Customer
 	Leads          []Lead
 	LeadActivities []LeadActivity
+	LeadIntakes    []LeadIntake
 	Deals          []Deal
+	DealHistory    []DealStageChange
 	Tasks          []Task
 	Tickets        []Ticket
 	Comments       []TicketComment
@@ -67,12 +69,19 @@ func GatherPerson(db *gorm.DB, orgID, email string) (*PersonData, error) {
 		},
 		func() error {
 			cond := in("lead_id", idsOf(p.Leads, func(l *Lead) string { return l.ID }))
-			return q().Where(cond).Order("occurred_at, id").Find(&p.LeadActivities).Error
+			if err := q().Where(cond).Order("occurred_at, id").Find(&p.LeadActivities).Error; err != nil {
+				return err
+			}
+			return q().Where(cond).Order("created_at, id").Find(&p.LeadIntakes).Error
 		},
 		func() error {
 			contacts := in("contact_id", idsOf(p.Contacts, func(c *Contact) string { return c.ID }))
 			leads := in("lead_id", idsOf(p.Leads, func(l *Lead) string { return l.ID }))
-			return q().Where(db.Where("contact_email = ?", email).Or(contacts).Or(leads)).Order("created_at, id").Find(&p.Deals).Error
+			if err := q().Where(db.Where("contact_email = ?", email).Or(contacts).Or(leads)).Order("created_at, id").Find(&p.Deals).Error; err != nil {
+				return err
+			}
+			deals := in("deal_id", idsOf(p.Deals, func(d *Deal) string { return d.ID }))
+			return q().Where(deals).Order("created_at, id").Find(&p.DealHistory).Error
 		},
 		func() error {
 			contacts := in("contact_id", idsOf(p.Contacts, func(c *Contact) string { return c.ID }))
@@ -130,7 +139,9 @@ func GatherPerson(db *gorm.DB, orgID, email string) (*PersonData, error) {
 			return q().Where(cond).Order("created_at, id").Find(&p.Notifications).Error
 		},
 		func() error {
-			return q().Where(`payload LIKE ? ESCAPE '\'`, LikePattern(email)).Order("created_at, id").Find(&p.WebhookEvents).Error
+			// The address as a JSON string of the payload, quotes included:
+			// not another address that contains it.
+			return q().Where(`payload LIKE ? ESCAPE '\'`, LikePattern(`"`+email+`"`)).Order("created_at, id").Find(&p.WebhookEvents).Error
 		},
 	}
 	for _, step := range steps {

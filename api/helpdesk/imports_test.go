@@ -41,7 +41,7 @@ func TestImportAndExportCustomers(t *testing.T) {
 			Body: map[string]any{"orgId": d.id, "name": "Dan", "email": "dan@example.com"}}).Expect(201).JSON(&dan)
 		ndjson := `{"name": "Ann", "email": "ANN@example.com", "company": "Acme"}` + "\n\n" +
 			`{"name": "Carol again", "email": "carol@example.com"}` + "\n" +
-			`{"name": 7, "email": "seven@example.com"}` + "\n" +
+			`{"name": {"first": "Seven"}, "email": "seven@example.com"}` + "\n" +
 			`{"name": "Bob", "email": "bob@example.com", "shoeSize": "9"}` + "\n" +
 			`{"name": "Dan", "email": "dan@example.com", "workspaceId": "x", "contactId": null}`
 		var imp transfer

@@ -73,6 +73,16 @@ func Routes(r fiber.Router, d Deps) {
 // (api.BodyLimit), streamed: the apps' import routes.
 var UploadPaths = []string{"POST /crm/imports", "POST /helpdesk/imports"}
 
+// IsDownload tells whether path is an export's file.
+func IsDownload(path string) bool {
+	for _, app := range []string{"/crm/exports/", "/helpdesk/exports/"} {
+		if id, ok := strings.CutPrefix(path, app); ok && strings.HasSuffix(id, "/file") {
+			return true
+		}
+	}
+	return false
+}
+
 // admin resolves the caller's organization and requires an ADMIN, OWNER
 // or key.
 func (h *handlers) admin(c *fiber.Ctx, bodyOrgID string) (*auth.Principal, error) {
@@ -95,14 +105,10 @@ type importForm struct {
 // createImport stores the uploaded file, checks its header against the
 // object, the mapping and the mode (a 422 stores nothing), and records
 // the import with its workflow's start: 202 with the import.
-func (h *handlers) createImport(c *fiber.Ctx) (err error) {
+func (h *handlers) createImport(c *fiber.Ctx) error {
 	// A body refused before its end leaves bytes on the connection that
-	// are no next request: it is closed after the answer.
-	defer func() {
-		if err != nil {
-			c.Context().SetConnectionClose()
-		}
-	}()
+	// are no next request: it is closed after the answer (web.LimitBody,
+	// unless the body was read to its end, web.BodyRead).
 	p, err := h.admin(c, "")
 	if err != nil {
 		return err
@@ -171,8 +177,8 @@ func (h *handlers) createImport(c *fiber.Ctx) (err error) {
 	}
 	// What follows the form's last boundary (its epilogue, a CRLF) is
 	// read, so the connection can serve the next request.
-	if n, _ := io.Copy(io.Discard, io.LimitReader(body, 64<<10)); n == 64<<10 {
-		c.Context().SetConnectionClose()
+	if n, _ := io.Copy(io.Discard, io.LimitReader(body, 64<<10)); n < 64<<10 {
+		web.BodyRead(c)
 	}
 	if err := form.fill(imp, up, h.App); err != nil {
 		return err
@@ -375,14 +381,18 @@ func progress(state string, total *int64, processed int64, started *time.Time) (
 }
 
 // mine is the app's imports (or exports) of p's organization: of the
-// objects it imports, and in the CRM the exports of a person's data.
+// objects it imports, and — for its OWNER only, who alone may make them —
+// in the CRM the exports of a person's data.
 func (h *handlers) mine(c *fiber.Ctx, p *auth.Principal) *gorm.DB {
 	objects := models.ImportObjectsOf(h.App)
-	if h.App == "crm" {
+	if h.App == "crm" && isOwner(p) {
 		objects = append(objects, models.PersonExport)
 	}
 	return h.DB.WithContext(c.UserContext()).Where("org_id = ? AND object IN ?", p.OrgID, objects)
 }
+
+// isOwner tells whether p is a signed-in OWNER (no key).
+func isOwner(p *auth.Principal) bool { return !p.IsKey() && p.Role == models.RoleOwner }
 
 // one reads the path's import or export of the app in the caller's
 // organization, for an ADMIN of it; another's, or none, is 404 what.
@@ -499,6 +509,11 @@ func (h *handlers) createExport(c *fiber.Ctx) error {
 		if !slices.Contains(o.Filters, name) && !strings.HasPrefix(name, "fields.") {
 			bad = append(bad, models.FieldError{Field: "filters." + name, Code: "unknown_field",
 				Message: fmt.Sprintf("No filter %s on %s; they are %s and fields.<key>.", name, o.Name, strings.Join(o.Filters, ", "))})
+		}
+	}
+	for _, name := range []string{"assignedToId", "contactId", "agentId", "customerId"} {
+		if v, ok := req.Filters[name]; ok && slices.Contains(o.Filters, name) && !models.ValidID(v) {
+			bad = append(bad, models.FieldError{Field: "filters." + name, Code: "uuid", Message: "Must be an id."})
 		}
 	}
 	if len(bad) > 0 {
@@ -649,7 +664,7 @@ func (h *handlers) privacyExport(c *fiber.Ctx) error {
 	if err := auth.RequireUser(p); err != nil {
 		return err
 	}
-	if p.Role != models.RoleOwner {
+	if !isOwner(p) {
 		return models.Err(models.ErrForbidden, "owner_required", "Only the organization's OWNER may export a person's data.")
 	}
 	filters, _ := json.Marshal(map[string]string{"email": models.NormalizeEmail(req.Email)})

@@ -35,3 +35,24 @@ func LimitBody(limit int, uploads ...string) fiber.Handler {
 		return c.Next()
 	}
 }
+
+type bodyReadKey struct{}
+
+// BodyRead records that the handler of an upload route read its streamed
+// body to the end: the connection may serve a next request
+// (CloseUnreadBody).
+func BodyRead(c *fiber.Ctx) { c.Locals(bodyReadKey{}, true) }
+
+// CloseUnreadBody closes the connection after the answer to a request
+// whose streamed body was left unread — by whatever answered first: the
+// in-flight limit, authentication, an upload's refusal — since the rest of
+// the body would otherwise be read as the next request. A body LimitBody
+// read, or an upload's handler read to its end (BodyRead), leaves the
+// connection open.
+func CloseUnreadBody(c *fiber.Ctx) error {
+	err := c.Next()
+	if c.Request().IsBodyStream() && c.Locals(bodyReadKey{}) != true {
+		c.Context().SetConnectionClose()
+	}
+	return err
+}

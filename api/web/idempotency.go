@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -223,14 +224,23 @@ func printableASCII(s string) bool {
 }
 
 // requestHash fingerprints what makes two requests "the same": method, path
-// with query, and body.
+// with query, and body. A body the server streams (an upload over
+// BodyLimit) is not read here — that would hold it whole in memory — and
+// stands in by its length and media type (its multipart boundary, which
+// a client draws anew for each body, included).
 func requestHash(c *fiber.Ctx) string {
 	h := sha256.New()
 	h.Write([]byte(c.Method()))
 	h.Write([]byte{0})
 	h.Write(c.Request().URI().RequestURI())
 	h.Write([]byte{0})
-	h.Write(c.Body())
+	if c.Request().IsBodyStream() {
+		h.Write(c.Request().Header.ContentType())
+		h.Write([]byte{0})
+		h.Write([]byte(strconv.Itoa(c.Request().Header.ContentLength())))
+	} else {
+		h.Write(c.Body())
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

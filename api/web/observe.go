@@ -136,7 +136,7 @@ func Observe(log *slog.Logger, m *Metrics, policy AccessLog) fiber.Handler {
 			// An integer: slog writes a float through json.Marshal (1 % of
 			// a list request's CPU).
 			slog.Int64("duration_us", elapsed.Microseconds()),
-			slog.Int("bytes", len(c.Response().Body())),
+			slog.Int("bytes", responseBytes(c)),
 			slog.String("ip", ClientIP(c)),
 		)
 		_ = log.Handler().Handle(ctx, r) // as Logger's methods, a handler's error is dropped
@@ -161,4 +161,13 @@ func Method(c *fiber.Ctx) string {
 		}
 	}
 	return strings.Clone(m)
+}
+
+// responseBytes is the size of the answer's body: a streamed one (an
+// export's file) by its Content-Length, never read into memory to count.
+func responseBytes(c *fiber.Ctx) int {
+	if c.Response().IsBodyStream() {
+		return c.Response().Header.ContentLength()
+	}
+	return len(c.Response().Body())
 }

@@ -186,7 +186,8 @@ func Ping(ctx context.Context, db *gorm.DB) error {
 
 // IsDataError tells whether the database refused a statement for the
 // values it was given — a constraint violated or a value it cannot hold
-// (PostgreSQL's SQLSTATE classes 22 and 23; SQLite's constraint and type
+// (PostgreSQL's SQLSTATE classes 22, 23 and 54 — a value over a limit,
+// such as an index row; SQLite's constraint and type
 // errors) — an error that the same statement meets again on every retry,
 // unlike a connection lost or a lock timed out.
 func IsDataError(err error) bool {
@@ -195,7 +196,7 @@ func IsDataError(err error) bool {
 	}
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
-		return strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "23")
+		return strings.HasPrefix(pg.Code, "22") || strings.HasPrefix(pg.Code, "23") || strings.HasPrefix(pg.Code, "54")
 	}
 	if errors.Is(err, gorm.ErrDuplicatedKey) || errors.Is(err, gorm.ErrForeignKeyViolated) || errors.Is(err, gorm.ErrCheckConstraintViolated) {
 		return true
@@ -214,3 +215,4 @@ func IsDataError(err error) bool {
 func IsUniqueViolation(err error) bool {
 	return errors.Is(err, gorm.ErrDuplicatedKey) || (err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed"))
 }
+
