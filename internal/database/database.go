@@ -215,4 +215,3 @@ func IsDataError(err error) bool {
 func IsUniqueViolation(err error) bool {
 	return errors.Is(err, gorm.ErrDuplicatedKey) || (err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed"))
 }
-
