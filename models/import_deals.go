@@ -85,20 +85,11 @@ func existing(tx *gorm.DB, table, orgID string, ids []string, where ...any) (map
 }
 
 func writeDeals(w *importWriter, rows []ImportRow) error {
-	var contactIDs, memberIDs []string
-	for _, r := range rows {
-		if id := r.Values["contactId"]; id != "" {
-			contactIDs = append(contactIDs, id)
-		}
-		if id := r.Values["assignedToId"]; id != "" {
-			memberIDs = append(memberIDs, id)
-		}
-	}
-	contacts, err := existing(w.tx, "contacts", w.imp.OrgID, contactIDs)
+	contacts, err := existing(w.tx, "contacts", w.imp.OrgID, valuesOf(rows, "contactId"))
 	if err != nil {
 		return err
 	}
-	members, err := existing(w.tx, "members", w.imp.OrgID, memberIDs, "status <> ?", MemberRemoved)
+	members, err := w.members(valuesOf(rows, "assignedToId"))
 	if err != nil {
 		return err
 	}

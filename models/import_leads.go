@@ -36,21 +36,12 @@ var leadImport = ImportObject{
 }
 
 func writeLeads(w *importWriter, rows []ImportRow) error {
-	var memberIDs, emails []string
-	for _, r := range rows {
-		if id := r.Values["assignedToId"]; id != "" {
-			memberIDs = append(memberIDs, id)
-		}
-		if e := r.Values["email"]; e != "" {
-			emails = append(emails, e)
-		}
-	}
-	members, err := existing(w.tx, "members", w.imp.OrgID, memberIDs, "status <> ?", MemberRemoved)
+	members, err := w.members(valuesOf(rows, "assignedToId"))
 	if err != nil {
 		return err
 	}
 	var taken []string
-	if err := w.tx.Model(&Lead{}).Where("org_id = ? AND email IN ?", w.imp.OrgID, emails).Pluck("email", &taken).Error; err != nil {
+	if err := w.tx.Model(&Lead{}).Where("org_id = ? AND email IN ?", w.imp.OrgID, valuesOf(rows, "email")).Pluck("email", &taken).Error; err != nil {
 		return err
 	}
 	emailTaken := map[string]bool{}

@@ -331,15 +331,29 @@ func (w *importWriter) key(r *ImportRow) string {
 	return r.Values[w.imp.UpsertKey]
 }
 
-// keys are the upsert's keys of rows.
-func (w *importWriter) keys(rows []ImportRow) []string {
+// valuesOf are rows' values of field, but the empty ones.
+func valuesOf(rows []ImportRow, field string) []string {
 	var out []string
 	for i := range rows {
-		if k := w.key(&rows[i]); k != "" {
-			out = append(out, k)
+		if v := rows[i].Values[field]; v != "" {
+			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// members are those of ids that are members of the import's organization
+// (not removed).
+func (w *importWriter) members(ids []string) (map[string]bool, error) {
+	return existing(w.tx, "members", w.imp.OrgID, ids, "status <> ?", MemberRemoved)
+}
+
+// keys are the upsert's keys of rows (none in a create).
+func (w *importWriter) keys(rows []ImportRow) []string {
+	if w.imp.Mode != ModeUpsert {
+		return nil
+	}
+	return valuesOf(rows, w.imp.UpsertKey)
 }
 
 // setCell copies r's non-empty value of field into dst, telling whether it

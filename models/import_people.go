@@ -171,12 +171,7 @@ func writeCustomers(w *importWriter, rows []ImportRow) error {
 	// id must not take another customer's e-mail.
 	found := map[string]*Customer{}
 	byEmail := map[string]*Customer{}
-	var lookup []string
-	for i := range rows {
-		if e := rows[i].Values["email"]; e != "" {
-			lookup = append(lookup, e)
-		}
-	}
+	lookup := valuesOf(rows, "email")
 	var existing []Customer
 	q := w.tx.Where("org_id = ? AND email IN ?", w.imp.OrgID, lookup)
 	if w.imp.UpsertKey == "id" {

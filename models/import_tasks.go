@@ -51,17 +51,13 @@ var taskRefs = []struct {
 func writeTasks(w *importWriter, rows []ImportRow) error {
 	found := map[string]map[string]bool{}
 	for _, ref := range taskRefs {
-		var ids []string
-		for _, r := range rows {
-			if id := r.Values[ref.field]; id != "" {
-				ids = append(ids, id)
-			}
-		}
-		var where []any
+		var ok map[string]bool
+		var err error
 		if ref.table == "members" {
-			where = []any{"status <> ?", MemberRemoved}
+			ok, err = w.members(valuesOf(rows, ref.field))
+		} else {
+			ok, err = existing(w.tx, ref.table, w.imp.OrgID, valuesOf(rows, ref.field))
 		}
-		ok, err := existing(w.tx, ref.table, w.imp.OrgID, ids, where...)
 		if err != nil {
 			return err
 		}

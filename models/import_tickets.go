@@ -75,21 +75,12 @@ func importedTags(cell string) ([]string, string) {
 }
 
 func writeTickets(w *importWriter, rows []ImportRow) error {
-	var memberIDs, emails []string
-	for _, r := range rows {
-		if id := r.Values["agentId"]; id != "" {
-			memberIDs = append(memberIDs, id)
-		}
-		if e := r.Values["requesterEmail"]; e != "" {
-			emails = append(emails, e)
-		}
-	}
-	members, err := existing(w.tx, "members", w.imp.OrgID, memberIDs, "status <> ?", MemberRemoved)
+	members, err := w.members(valuesOf(rows, "agentId"))
 	if err != nil {
 		return err
 	}
 	var known []Customer
-	if err := w.tx.Where("org_id = ? AND email IN ?", w.imp.OrgID, emails).Find(&known).Error; err != nil {
+	if err := w.tx.Where("org_id = ? AND email IN ?", w.imp.OrgID, valuesOf(rows, "requesterEmail")).Find(&known).Error; err != nil {
 		return err
 	}
 	customers := map[string]*Customer{}
