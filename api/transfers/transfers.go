@@ -105,10 +105,11 @@ type importForm struct {
 // createImport stores the uploaded file, checks its header against the
 // object, the mapping and the mode (a 422 stores nothing), and records
 // the import with its workflow's start: 202 with the import.
+//
+// A refusal before the body's end leaves the rest of it on the connection,
+// which is closed after the answer (web.CloseUnreadBody) unless the form
+// was read to its end (web.BodyRead).
 func (h *handlers) createImport(c *fiber.Ctx) error {
-	// A body refused before its end leaves bytes on the connection that
-	// are no next request: it is closed after the answer (web.LimitBody,
-	// unless the body was read to its end, web.BodyRead).
 	p, err := h.admin(c, "")
 	if err != nil {
 		return err
