@@ -64,7 +64,7 @@ func (a *Transfers) ValidateImport(ctx context.Context, in models.ImportInput) e
 		}
 	})
 	if err != nil {
-		return err
+		return refused(err)
 	}
 	return db.Model(&models.Import{}).Where("id = ? AND state = ?", imp.ID, models.ImportValidating).
 		Updates(map[string]any{"total": total, "state": models.ImportRunning, "updated_at": models.Now()}).Error
@@ -94,7 +94,7 @@ func (a *Transfers) ImportChunk(ctx context.Context, in models.ImportInput) (Imp
 	}
 	chunk, err := models.ReadImportChunk(models.OpenFile(ctx, db, imp.ID, imp.NextOffset), imp, defs, imp.NextOffset, imp.NextLine, ImportChunkRows)
 	if err != nil {
-		return ImportStep{}, err
+		return ImportStep{}, refused(err)
 	}
 	if activity.IsActivity(ctx) {
 		activity.RecordHeartbeat(ctx, chunk.Next)
@@ -139,11 +139,15 @@ func (a *Transfers) ImportChunk(ctx context.Context, in models.ImportInput) (Imp
 	return ImportStep{Done: chunk.EOF}, refused(err)
 }
 
-// refused is err, made non-retryable when the database refused a value
-// (database.IsDataError): every retry would send it again, so the import
-// or export fails, visibly, instead of retrying for ever.
+// refused is err, made non-retryable when every retry would meet it
+// again — the database refused a value (database.IsDataError), or a row of
+// the file is too long to read (models.ErrRecordTooLong) — so that the
+// import or export fails, visibly, instead of retrying for ever.
 func refused(err error) error {
-	if database.IsDataError(err) {
+	switch {
+	case errors.Is(err, models.ErrRecordTooLong):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadPayload, err)
+	case database.IsDataError(err):
 		return temporal.NewNonRetryableApplicationError("the database refused a value: "+err.Error(), ErrTypeBadPayload, err)
 	}
 	return err

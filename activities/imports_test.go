@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
 	"github.com/business-suite/suite/activities"
@@ -128,6 +129,55 @@ func TestImportChunksWriteEachRowOnce(t *testing.T) {
 		db.Model(&models.ImportError{}).Where("import_id = ?", got.ID).Count(&errorsLeft)
 		if left != 1 || errorsLeft != 0 {
 			t.Fatalf("after the purge: %d imports, %d errors of the expired one", left, errorsLeft)
+		}
+	})
+}
+
+// A row over models.MaxRecordBytes (here an unclosed quote, which makes
+// the rest of the file one record) fails the import with its line, rather
+// than being read whole; a large file of ordinary rows is read in chunks
+// that end early, well within it.
+func TestImportRowsHaveALengthLimit(t *testing.T) {
+	defer func(was int64) { models.MaxRecordBytes = was }(models.MaxRecordBytes)
+	models.MaxRecordBytes = 4 << 10
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		orgID, _ := seedOrg(t, db, models.RoleOwner)
+		a := &activities.Transfers{DB: db}
+		ctx := context.Background()
+		var file strings.Builder
+		file.WriteString("name,notes\n")
+		for i := range 2000 {
+			fmt.Fprintf(&file, "Person %d,%s\n", i, strings.Repeat("n", 1000)) // 2 MB of rows of 1 KB
+		}
+		ok := storedImport(t, db, orgID, file.String(), models.ModeCreate, "")
+		in := models.ImportInput{OrgID: orgID, ImportID: ok.ID}
+		if err := a.ValidateImport(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		for done := false; !done; {
+			step, err := a.ImportChunk(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = step.Done
+		}
+		var got models.Import
+		db.Take(&got, "id = ?", ok.ID)
+		if got.State != models.ImportDone || got.Created != 2000 {
+			t.Fatalf("rows of 1 KB: %+v", got)
+		}
+
+		bad := storedImport(t, db, orgID, "name,notes\nAda,fine\nBob,\"never closed\n"+strings.Repeat("x\n", 5000), models.ModeCreate, "")
+		err := a.ValidateImport(ctx, models.ImportInput{OrgID: orgID, ImportID: bad.ID})
+		if err == nil || !strings.Contains(err.Error(), "unclosed quote") || !temporal.IsApplicationError(err) {
+			t.Fatalf("validating a file with an unclosed quote: %v", err)
+		}
+		// A chunk that meets it (the file counted before a change of the
+		// limit, say) fails the same way, with the row's line.
+		db.Model(&models.Import{}).Where("id = ?", bad.ID).Update("state", models.ImportRunning)
+		_, err = a.ImportChunk(ctx, models.ImportInput{OrgID: orgID, ImportID: bad.ID})
+		if err == nil || !strings.Contains(err.Error(), "starts on line 3") || !temporal.IsApplicationError(err) {
+			t.Fatalf("a chunk with an unclosed quote: %v", err)
 		}
 	})
 }

@@ -50,6 +50,49 @@ func unneutralize(s string) string {
 	return s
 }
 
+// MaxRecordBytes is the most one row of an import's file may span (a CSV
+// record, an NDJSON line): an unclosed quote makes the rest of a file one
+// record, which fails the import (ErrRecordTooLong) rather than be held
+// whole in a worker's memory.
+var MaxRecordBytes int64 = 64 << 20
+
+// chunkSoftBytes ends a chunk early, between rows: a chunk of rows with
+// large cells reads fewer rows.
+const chunkSoftBytes = 16 << 20
+
+// ErrRecordTooLong is a row of an import's file over MaxRecordBytes.
+var ErrRecordTooLong = errors.New("a row spans more than the limit")
+
+// recordCap passes through what its reader reads, up to MaxRecordBytes
+// past the start of the row being read (allow moves it after each row),
+// and fails with ErrRecordTooLong beyond.
+type recordCap struct {
+	r           io.Reader
+	read, limit int64
+}
+
+func newRecordCap(r io.Reader) *recordCap { return &recordCap{r: r, limit: MaxRecordBytes} }
+
+// allow lets the reader read MaxRecordBytes past offset (a row's start).
+func (c *recordCap) allow(offset int64) { c.limit = offset + MaxRecordBytes }
+
+func (c *recordCap) Read(p []byte) (int, error) {
+	if c.read >= c.limit {
+		return 0, ErrRecordTooLong
+	}
+	if left := c.limit - c.read; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := c.r.Read(p)
+	c.read += int64(n)
+	return n, err
+}
+
+// tooLong is ErrRecordTooLong with the line the row starts on.
+func tooLong(line int64) error {
+	return fmt.Errorf("%w of %d MiB: the row that starts on line %d (an unclosed quote?)", ErrRecordTooLong, MaxRecordBytes>>20, line)
+}
+
 // ImportChunk is the rows of one chunk of an import's file, the rows
 // that failed before they were read as fields (a malformed line, a
 // ragged row), and where the next chunk starts.
@@ -75,7 +118,7 @@ func ReadImportChunk(r io.Reader, imp *Import, defs []CustomField, from, line in
 	mapping := imp.MappingOf()
 	out := &ImportChunk{Next: from, NextLine: line}
 	if imp.Format == FormatNDJSON {
-		return out, readNDJSON(bufio.NewReaderSize(r, 64<<10), imp, o, mapping, defs, out, max)
+		return out, readNDJSON(newRecordCap(r), imp, o, mapping, defs, out, max)
 	}
 	byColumn := map[int]string{}
 	for i, col := range imp.ColumnList() {
@@ -88,18 +131,21 @@ func ReadImportChunk(r io.Reader, imp *Import, defs []CustomField, from, line in
 	// The bytes read are kept, to count the lines the chunk's rows took
 	// (a quoted cell may hold line breaks): the next chunk's first line.
 	var seen bytes.Buffer
-	cr := NewImportCSV(io.TeeReader(r, &seen))
-	defer func() {
-		consumed := seen.Bytes()[:out.Next-from]
-		out.NextLine = line + int64(bytes.Count(consumed, []byte{'\n'}))
-	}()
-	for len(out.Rows)+len(out.Failed) < max {
+	capped := newRecordCap(r)
+	cr := NewImportCSV(io.TeeReader(capped, &seen))
+	nextLine := func() int64 { return line + int64(bytes.Count(seen.Bytes()[:out.Next-from], []byte{'\n'})) }
+	defer func() { out.NextLine = nextLine() }()
+	for len(out.Rows)+int(out.FailedRows) < max && out.Next-from < chunkSoftBytes {
 		record, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			out.EOF = true
 			break
 		}
+		if errors.Is(err, ErrRecordTooLong) {
+			return nil, tooLong(nextLine())
+		}
 		out.Next = from + cr.InputOffset()
+		capped.allow(cr.InputOffset())
 		out.Read++
 		if err != nil {
 			var perr *csv.ParseError
@@ -172,12 +218,18 @@ func customFieldsByKey(defs []CustomField) map[string]*CustomField {
 // readNDJSON reads up to max lines of NDJSON into out: each an object of
 // the object's fields as the API shows them, custom fields under
 // "fields".
-func readNDJSON(br *bufio.Reader, imp *Import, o *ImportObject, mapping map[string]string, defs []CustomField, out *ImportChunk, max int) error {
-	for len(out.Rows)+len(out.Failed) < max {
+func readNDJSON(capped *recordCap, imp *Import, o *ImportObject, mapping map[string]string, defs []CustomField, out *ImportChunk, max int) error {
+	br := bufio.NewReaderSize(capped, 64<<10)
+	start := out.Next
+	for len(out.Rows)+int(out.FailedRows) < max && out.Next-start < chunkSoftBytes {
+		capped.allow(out.Next - start)
 		raw, err := br.ReadBytes('\n')
 		if len(raw) == 0 && errors.Is(err, io.EOF) {
 			out.EOF = true
 			return nil
+		}
+		if errors.Is(err, ErrRecordTooLong) {
+			return tooLong(out.NextLine)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return err
@@ -283,16 +335,21 @@ func CountImportRows(r io.Reader, format string, progress func(offset int64)) (i
 			}
 		}
 	}
-	cr := NewImportCSV(r)
+	capped := newRecordCap(r)
+	cr := NewImportCSV(capped)
 	for {
 		_, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			return n, nil
 		}
+		if errors.Is(err, ErrRecordTooLong) {
+			return 0, tooLong(n + 2) // the rows' lines, at least (a row may hold line breaks)
+		}
 		var perr *csv.ParseError
 		if err != nil && !errors.As(err, &perr) {
 			return 0, err
 		}
+		capped.allow(cr.InputOffset())
 		n++
 		if n%50_000 == 0 {
 			progress(cr.InputOffset())
