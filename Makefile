@@ -71,8 +71,8 @@ test: ## Run all tests (SQLite always; PostgreSQL too when it answers on 127.0.0
 # The tests whose real runs (real Temporal server, real activities and
 # databases) `make histories` saves: together they complete every workflow
 # type the worker registers (TestEveryWorkflowTypeHasASavedHistory checks).
-HISTORY_PKGS := ./api/crm/ ./api/helpdesk/ ./api/billing/ ./worker/
-HISTORY_RUN := ^(TestCreateOrganizationRegistersWithIdentity|TestMembersInvitesSeatsAndOwners|TestIntakeRunsItsDatabaseStepsAsLocalActivities|TestInvitationNeedsItsTokenAndTheInvitedAddress|TestSolvedTicketsCloseAutomatically|TestLeavingSolvedCancelsTheAutoCloseTimer|TestNotificationRecordedAndPushed|TestSubscriptionChangeEndToEnd|TestAIJobsRunEndToEndWithTheLocalProvider|TestEmailThreadRoundTrip|TestEmailChannelSettings|TestWebhooksDeliverADealsChangesSignedAndInOrder|TestSLABreachIsRecordedToldAndEscalated|TestAutomationEscalatesAVIPTicket|TestFieldDeletionRewritesEveryBatch|TestMergeDuplicates|TestImportAndExportContacts)$$
+HISTORY_PKGS := ./api/ ./api/crm/ ./api/helpdesk/ ./api/billing/ ./worker/
+HISTORY_RUN := ^(TestCreateOrganizationRegistersWithIdentity|TestMembersInvitesSeatsAndOwners|TestIntakeRunsItsDatabaseStepsAsLocalActivities|TestInvitationNeedsItsTokenAndTheInvitedAddress|TestSolvedTicketsCloseAutomatically|TestLeavingSolvedCancelsTheAutoCloseTimer|TestNotificationRecordedAndPushed|TestSubscriptionChangeEndToEnd|TestAIJobsRunEndToEndWithTheLocalProvider|TestEmailThreadRoundTrip|TestEmailChannelSettings|TestWebhooksDeliverADealsChangesSignedAndInOrder|TestSLABreachIsRecordedToldAndEscalated|TestAutomationEscalatesAVIPTicket|TestFieldDeletionRewritesEveryBatch|TestMergeDuplicates|TestImportAndExportContacts|TestErasureLeavesNothingFindableByTheAddress)$$
 
 .PHONY: histories
 histories: ## Regenerate workflows/testdata/histories (replay tests) from real runs — never for a change running workflows must survive (docs/decisions.md)

@@ -32,6 +32,9 @@ type LeadOutcome struct {
 	// it was put on the lead's timeline and the lead left as it was (not
 	// merged, assigned or rescored).
 	RecordedOnly bool `json:"recordedOnly,omitempty"`
+	// Refused: the address was erased on request (models.AddressErased);
+	// no lead, and the intake keeps no trace of the submission.
+	Refused bool `json:"refused,omitempty"`
 }
 
 func notFound(what string, err error) error {
@@ -78,6 +81,13 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 			return nil
 		}
 		email := models.NormalizeEmail(p.Email)
+		if until, err := models.AddressErased(tx.DB, in.OrgID, email); err != nil || until != nil {
+			if err != nil {
+				return err
+			}
+			out = LeadOutcome{Refused: true}
+			return models.RefuseIntake(tx.DB, in)
+		}
 		if err != nil && email != "" { // not there by id: look for the e-mail
 			err = models.LockForUpdate(tx.DB).Scopes(models.LeadWithEmail(in.OrgID, email)).Take(&lead).Error
 			if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {

@@ -318,25 +318,28 @@ var tenantProbes = map[string]probe{
 	"GET /v1/ai/usage":            {kind: special, check: probeAIUsage},
 
 	// Import and export.
-	"POST /crm/imports":                         {kind: special, check: probeImport},
-	"GET /crm/imports":                          {kind: crmData},
-	"GET /crm/imports/:id":                      {kind: crmData, params: map[string]string{"id": "crmImport"}},
-	"GET /crm/imports/:id/errors":               {kind: crmData, params: map[string]string{"id": "crmImport"}},
-	"POST /crm/imports/:id/cancel":              {kind: crmData, params: map[string]string{"id": "crmImport"}},
-	"POST /crm/exports":                         {kind: crmData, body: fields("object", "contacts")},
-	"POST /crm/organization/:id/privacy/export": {kind: crmOrg, body: hdFields("email", "ada@tenant-a.example")},
-	"GET /crm/exports":                          {kind: crmData},
-	"GET /crm/exports/:id":                      {kind: crmData, params: map[string]string{"id": "crmExport"}},
-	"GET /crm/exports/:id/file":                 {kind: crmData, params: map[string]string{"id": "crmExport"}},
-	"POST /helpdesk/imports":                    {kind: special, check: probeImport},
-	"GET /helpdesk/imports":                     {kind: helpdesk},
-	"GET /helpdesk/imports/:id":                 {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
-	"GET /helpdesk/imports/:id/errors":          {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
-	"POST /helpdesk/imports/:id/cancel":         {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
-	"POST /helpdesk/exports":                    {kind: helpdesk, body: hdFields("object", "customers")},
-	"GET /helpdesk/exports":                     {kind: helpdesk},
-	"GET /helpdesk/exports/:id":                 {kind: helpdesk, params: map[string]string{"id": "hdExport"}},
-	"GET /helpdesk/exports/:id/file":            {kind: helpdesk, params: map[string]string{"id": "hdExport"}},
+	"POST /crm/imports":                                     {kind: special, check: probeImport},
+	"GET /crm/imports":                                      {kind: crmData},
+	"GET /crm/imports/:id":                                  {kind: crmData, params: map[string]string{"id": "crmImport"}},
+	"GET /crm/imports/:id/errors":                           {kind: crmData, params: map[string]string{"id": "crmImport"}},
+	"POST /crm/imports/:id/cancel":                          {kind: crmData, params: map[string]string{"id": "crmImport"}},
+	"POST /crm/exports":                                     {kind: crmData, body: fields("object", "contacts")},
+	"POST /crm/organization/:id/privacy/export":             {kind: crmOrg, body: hdFields("email", "ada@tenant-a.example")},
+	"POST /crm/organization/:id/privacy/erase":              {kind: crmOrg, body: hdFields("email", "ada@tenant-a.example")},
+	"GET /crm/organization/:id/privacy/erasures":            {kind: crmOrg},
+	"GET /crm/organization/:id/privacy/erasures/:erasureId": {kind: crmOrg, params: map[string]string{"erasureId": "erasure"}},
+	"GET /crm/exports":                                      {kind: crmData},
+	"GET /crm/exports/:id":                                  {kind: crmData, params: map[string]string{"id": "crmExport"}},
+	"GET /crm/exports/:id/file":                             {kind: crmData, params: map[string]string{"id": "crmExport"}},
+	"POST /helpdesk/imports":                                {kind: special, check: probeImport},
+	"GET /helpdesk/imports":                                 {kind: helpdesk},
+	"GET /helpdesk/imports/:id":                             {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
+	"GET /helpdesk/imports/:id/errors":                      {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
+	"POST /helpdesk/imports/:id/cancel":                     {kind: helpdesk, params: map[string]string{"id": "hdImport"}},
+	"POST /helpdesk/exports":                                {kind: helpdesk, body: hdFields("object", "customers")},
+	"GET /helpdesk/exports":                                 {kind: helpdesk},
+	"GET /helpdesk/exports/:id":                             {kind: helpdesk, params: map[string]string{"id": "hdExport"}},
+	"GET /helpdesk/exports/:id/file":                        {kind: helpdesk, params: map[string]string{"id": "hdExport"}},
 
 	// Special routes.
 	"POST /crm/leads/webhook":      {kind: special, check: probeWebhook},
@@ -668,6 +671,11 @@ func newTenant(t *testing.T, e *apitest.Env, name string, withData bool) *tenant
 		}, "tenant %s's %s", name, path)
 		tn.ids[kind] = out.ID
 	}
+	// An erasure asked for, not confirmed (nothing is erased).
+	var erasure struct{ ID string }
+	e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + tn.org + "/privacy/erase", Headers: tn.owner.Auth(),
+		Body: map[string]any{"email": "gone@tenant-a.example"}}).Expect(201).JSON(&erasure)
+	tn.ids["erasure"] = erasure.ID
 	transfer("crmImport", "/crm/imports", tn.owner.Auth())
 	transfer("crmExport", "/crm/exports", tn.owner.Auth())
 	transfer("hdImport", "/helpdesk/imports", hd)
@@ -702,7 +710,7 @@ func snapshot(t *testing.T, e *apitest.Env, orgID string) map[string][]map[strin
 		"notifications", "push_subscriptions", "subscription_changes", "subscription_change_retries",
 		"ai_documents", "ai_jobs", "email_channels", "email_addresses", "inbound_emails", "email_messages", "ticket_attachments",
 		"webhook_endpoints", "webhook_events", "webhook_deliveries", "automations", "automation_runs", "custom_fields", "person_merges",
-		"imports", "exports"}
+		"imports", "exports", "erasures"}
 	for _, table := range tables {
 		var rows []map[string]any
 		order := map[string]string{"email_messages": "message_id", "email_channels": "org_id"}[table]

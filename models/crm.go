@@ -190,6 +190,8 @@ type LeadActivity struct {
 const (
 	IntakeReceived  = "received"
 	IntakeProcessed = "processed"
+	// IntakeRefused: the address was erased on request (AddressErased).
+	IntakeRefused = "refused"
 )
 
 // IntakePayload is what a web form (or POST /leads) submitted: the JSON

@@ -88,6 +88,8 @@ const SenderTicketsPerHour = 30
 //     that follows it. Another sender's reply opens a ticket of their own,
 //     so that no stranger writes into a conversation by copying its
 //     subject.
+//   - A message from an address erased on request (AddressErased) is
+//     refused, and its record keeps neither it nor the sender.
 //   - Anything else opens a ticket (channel email) for the sender, within
 //     the plan's ticket limit and SenderTicketsPerHour.
 func IngestEmail(tx *gorm.DB, m *InboundEmail, p ParsedEmail, now time.Time) (IngestOutcome, error) {
@@ -118,6 +120,12 @@ func IngestEmail(tx *gorm.DB, m *InboundEmail, p ParsedEmail, now time.Time) (In
 		return finishInbound(tx, m, IngestOutcome{Status: InboundIgnored, Reason: p.Automatic}, now)
 	case p.Rejected != "":
 		return finishInbound(tx, m, IngestOutcome{Status: InboundRejected, Reason: p.Rejected}, now)
+	}
+	if until, err := AddressErased(tx, m.OrgID, NormalizeEmail(p.From)); err != nil || until != nil {
+		if err != nil {
+			return IngestOutcome{}, err
+		}
+		return forgetErased(tx, m, now)
 	}
 	rate, err := HitRate(tx.Statement.Context, tx, "mail-sender|"+m.OrgID+"|"+p.From, time.Hour, now, 1)
 	if err != nil {
@@ -277,6 +285,16 @@ func finishInbound(tx *gorm.DB, m *InboundEmail, out IngestOutcome, now time.Tim
 	err := tx.Model(&InboundEmail{}).Where("id = ?", m.ID).Updates(map[string]any{"status": m.Status, "reason": m.Reason,
 		"processed_at": m.ProcessedAt, "ticket_id": m.TicketID, "comment_id": m.CommentID}).Error
 	return out, err
+}
+
+// forgetErased refuses m, from an address erased on request: its record
+// keeps neither the message nor the sender.
+func forgetErased(tx *gorm.DB, m *InboundEmail, now time.Time) (IngestOutcome, error) {
+	if err := tx.Model(&InboundEmail{}).Where("id = ?", m.ID).Updates(map[string]any{"raw": []byte{}, "mail_from": ""}).Error; err != nil {
+		return IngestOutcome{}, err
+	}
+	m.MailFrom = ""
+	return finishInbound(tx, m, IngestOutcome{Status: InboundRejected, Reason: "erased_address"}, now)
 }
 
 // recordedOutcome is the outcome an ingested message records.

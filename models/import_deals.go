@@ -24,7 +24,7 @@ var dealImport = ImportObject{
 		{Field: "stage", Max: 20, Check: oneOf(StageNew, StageQualified, StageMeeting, StageProposal, StageNegotiation, StageWon, StageLost)},
 		{Field: "closeDate", Max: 10, Check: importedDate},
 		{Field: "companyName", Max: 200},
-		{Field: "contactEmail", Max: 254, Check: importedEmail},
+		{Field: "contactEmail", Max: 254, Check: importedEmail, Address: true},
 		{Field: "contactId", Max: 36, Check: anID},
 		{Field: "assignedToId", Max: 36, Check: anID},
 		{Field: "lostReason", Max: 1000},

@@ -16,7 +16,7 @@ var leadImport = ImportObject{
 	Name: "leads", App: "crm", FieldObject: AutomationLead,
 	Columns: []ImportColumn{
 		{Field: "name", Max: 200},
-		{Field: "email", Max: 254, Check: importedEmail},
+		{Field: "email", Max: 254, Check: importedEmail, Address: true},
 		{Field: "phone", Max: 50},
 		{Field: "company", Max: 200},
 		{Field: "value", Max: 20, Check: importedAmount},

@@ -39,6 +39,9 @@ type ImportColumn struct {
 	// Check, when set, normalizes a non-empty value or says why it is
 	// wrong.
 	Check func(string) (string, string)
+	// Address: the value is a person's e-mail address, refused while it
+	// is erased (AddressErased).
+	Address bool
 }
 
 // ImportObject is an object that imports and exports: its fields, the

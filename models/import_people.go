@@ -19,7 +19,7 @@ var contactImport = ImportObject{
 	Name: "contacts", App: "crm", FieldObject: AutomationContact,
 	Columns: []ImportColumn{
 		{Field: "name", Max: 200, Required: true},
-		{Field: "email", Max: 254, Check: importedEmail},
+		{Field: "email", Max: 254, Check: importedEmail, Address: true},
 		{Field: "phone", Max: 50},
 		{Field: "company", Max: 200},
 		{Field: "designation", Max: 200},
@@ -42,7 +42,7 @@ var customerImport = ImportObject{
 	Name: "customers", App: "helpdesk", FieldObject: AutomationCustomer,
 	Columns: []ImportColumn{
 		{Field: "name", Max: 200, Required: true},
-		{Field: "email", Max: 254, Required: true, Check: importedEmail},
+		{Field: "email", Max: 254, Required: true, Check: importedEmail, Address: true},
 		{Field: "phone", Max: 50},
 		{Field: "company", Max: 200},
 		{Field: "notes", Max: 10000},

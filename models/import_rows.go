@@ -48,6 +48,10 @@ func WriteImportRows(tx *gorm.DB, imp *Import, rows []ImportRow, b *ImportBatch)
 	if err != nil {
 		return err
 	}
+	erased, err := erasedAddresses(tx, imp.OrgID)
+	if err != nil {
+		return err
+	}
 	w := &importWriter{tx: tx, imp: imp, obj: o, defs: defs, batch: b, now: Now()}
 	var good []ImportRow
 	for _, r := range rows {
@@ -55,7 +59,11 @@ func WriteImportRows(tx *gorm.DB, imp *Import, rows []ImportRow, b *ImportBatch)
 			b.Progress.Skipped++
 			continue
 		}
-		if problems := o.checkValues(&r); len(problems) > 0 {
+		problems := o.checkValues(&r)
+		if len(problems) == 0 && len(erased) > 0 {
+			problems = o.checkErased(imp.OrgID, &r, erased)
+		}
+		if len(problems) > 0 {
 			b.failRow(imp.ID, r.Line, problems)
 			continue
 		}
@@ -88,6 +96,29 @@ func (o *ImportObject) checkValues(r *ImportRow) []FieldError {
 			v = norm
 		}
 		r.Values[field] = v
+	}
+	return bad
+}
+
+// erasedAddresses are the hashes (EmailHash) of orgID's addresses that
+// intake refuses now; none, for nearly every organization.
+func erasedAddresses(tx *gorm.DB, orgID string) (map[string]bool, error) {
+	var hashes []string
+	err := tx.Model(&Erasure{}).Where("org_id = ? AND blocked_until > ?", orgID, Now()).Pluck("email_hash", &hashes).Error
+	out := make(map[string]bool, len(hashes))
+	for _, h := range hashes {
+		out[h] = true
+	}
+	return out, err
+}
+
+// checkErased refuses r when an address of it was erased on request.
+func (o *ImportObject) checkErased(orgID string, r *ImportRow, erased map[string]bool) []FieldError {
+	var bad []FieldError
+	for _, c := range o.Columns {
+		if v := r.Values[c.Field]; c.Address && v != "" && erased[EmailHash(orgID, v)] {
+			bad = append(bad, FieldError{Field: c.Field, Code: "address_erased", Message: "This address was erased on request."})
+		}
 	}
 	return bad
 }

@@ -33,7 +33,7 @@ var ticketImport = ImportObject{
 	Columns: []ImportColumn{
 		{Field: "subject", Max: 300, Required: true},
 		{Field: "description", Max: 20000},
-		{Field: "requesterEmail", Max: 254, Required: true, Check: importedEmail},
+		{Field: "requesterEmail", Max: 254, Required: true, Check: importedEmail, Address: true},
 		{Field: "requesterName", Max: 200},
 		{Field: "status", Max: 10, Check: oneOf(TicketStatuses...)},
 		{Field: "priority", Max: 10, Check: oneOf(TicketPriorities...)},

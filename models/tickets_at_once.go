@@ -11,7 +11,9 @@ import (
 // plan without seat or ticket limits, without an SLA policy, without a
 // webhook endpoint that receives events or an active automation rule
 // about tickets (AnyEventConsumer), and without a custom field of tickets
-// or customers that has a default or is required (AnyFieldRule). One data-modifying WITH takes the
+// or customers that has a default or is required (AnyFieldRule), and
+// without an erased address still refused (AddressErased: OpenTicket
+// checks the requester's). One data-modifying WITH takes the
 // number from the workspace's sequence, finds or creates the requester's
 // customer (a new one linked to the contact who is the same person, as
 // LinkCustomer would: both ways) and writes the ticket and the
@@ -70,6 +72,7 @@ var OpenTicketStatement = database.Numbered(`WITH open AS (
     AND NOT EXISTS (` + AnyEventConsumer(AutomationTicket) + `)
     AND NOT EXISTS (SELECT 1 FROM custom_fields f WHERE f.org_id = o.id AND f.object IN ('ticket', 'customer') AND f.status = 'active'
       AND (f.required OR f.default_value IS NOT NULL))
+    AND NOT EXISTS (SELECT 1 FROM erasures WHERE org_id = o.id AND blocked_until > now())
 ), created AS (
   INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, created_at, updated_at)
   SELECT CAST(? AS uuid), CAST(? AS uuid), CAST(? AS text), CAST(? AS text), '', '', '',

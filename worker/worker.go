@@ -98,6 +98,8 @@ func Register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(workflows.Import, workflow.RegisterOptions{Name: names.ImportWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.Export, workflow.RegisterOptions{Name: names.ExportWorkflow})
 	r.RegisterActivity(&activities.Transfers{DB: deps.DB})
+	r.RegisterWorkflowWithOptions(workflows.Erasure, workflow.RegisterOptions{Name: names.ErasureWorkflow})
+	r.RegisterActivity(&activities.Erasures{DB: deps.DB})
 	r.RegisterWorkflowWithOptions(workflows.WebhookEndpoint, workflow.RegisterOptions{Name: names.WebhookEndpointWorkflow})
 	r.RegisterActivity(&activities.Webhooks{DB: deps.DB, Egress: deps.WebhookEgress, Metrics: activities.NewWebhookMetrics(deps.DB, deps.Metrics)})
 }

@@ -68,13 +68,17 @@ func dbSteps(ctx workflow.Context) func(activity any, args ...any) workflow.Futu
 // e-mail (an authenticated duplicate merges into the existing lead; an
 // anonymous one is only recorded on its timeline), log it on the timeline,
 // score it, assign it round-robin to an AGENT and notify them (stored, and
-// pushed to their browsers).
+// pushed to their browsers). A submission from an address erased on
+// request is refused and forgotten.
 func LeadIntake(ctx workflow.Context, in LeadIntakeInput) (LeadIntakeResult, error) {
 	var a *activities.Leads
 	step := dbSteps(ctx)
 	var out activities.LeadOutcome
 	if err := step(a.UpsertLead, in.IntakeID).Get(ctx, &out); err != nil {
 		return LeadIntakeResult{}, err
+	}
+	if out.Refused { // an erased address: nothing more to do
+		return LeadIntakeResult{}, nil
 	}
 	if err := step(a.LogIntakeActivity, in.IntakeID, out.LeadID).Get(ctx, nil); err != nil {
 		return LeadIntakeResult{}, err

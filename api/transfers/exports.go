@@ -13,7 +13,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
@@ -202,15 +201,9 @@ func (h *handlers) privacyExport(c *fiber.Ctx) error {
 	if err := web.Decode(c, &req); err != nil {
 		return err
 	}
-	p, err := h.Org(c, string([]byte(c.Params("id"))))
+	p, err := h.owner(c)
 	if err != nil {
 		return err
-	}
-	if err := auth.RequireUser(p); err != nil {
-		return err
-	}
-	if !isOwner(p) {
-		return models.Err(models.ErrForbidden, "owner_required", "Only the organization's OWNER may export a person's data.")
 	}
 	filters, _ := json.Marshal(map[string]string{"email": models.NormalizeEmail(req.Email)})
 	now := models.Now()

@@ -4,9 +4,10 @@
 // GET …/imports/{id} shows its Import workflow's progress and …/errors
 // its failed rows; POST …/exports starts an Export workflow whose file
 // …/exports/{id}/file serves until it expires, and the CRM's
-// …/privacy/export one of a person's data (exports.go). Each app mounts
-// the routes with its own way of finding the organization (Deps.Org) and
-// imports only its own objects.
+// …/privacy/export one of a person's data (exports.go), and its
+// …/privacy/erase erases one (erasures.go). Each app mounts the routes
+// with its own way of finding the organization (Deps.Org) and imports
+// only its own objects.
 package transfers
 
 import (
@@ -52,6 +53,9 @@ func Routes(r fiber.Router, d Deps) {
 	r.Get("/exports/:id/file", h.exportFile)
 	if d.App == "crm" {
 		r.Post("/organization/:id/privacy/export", h.privacyExport)
+		r.Post("/organization/:id/privacy/erase", h.erase)
+		r.Get("/organization/:id/privacy/erasures", h.listErasures)
+		r.Get("/organization/:id/privacy/erasures/:erasureId", h.getErasure)
 	}
 }
 

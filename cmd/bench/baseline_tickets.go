@@ -156,6 +156,7 @@ var openTicketAtOnce = `WITH open AS (
       UNION ALL SELECT 1 FROM automations WHERE org_id = :org AND active AND object = 'ticket')
     AND NOT EXISTS (SELECT 1 FROM custom_fields f WHERE f.org_id = o.id AND f.object IN ('ticket', 'customer') AND f.status = 'active'
       AND (f.required OR f.default_value IS NOT NULL))
+    AND NOT EXISTS (SELECT 1 FROM erasures WHERE org_id = o.id AND blocked_until > now())
 ), created AS (
   INSERT INTO customers (id, org_id, name, email, phone, company, notes, contact_id, created_at, updated_at)
   SELECT gen_random_uuid(), CAST(:org AS uuid), CAST('pgbench-' || CAST(:n AS text) AS text), CAST('pgbench-' || CAST(:n AS text) || '@example.com' AS text), '', '', '',

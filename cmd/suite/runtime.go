@@ -223,6 +223,9 @@ func runBackground(ctx context.Context, db *gorm.DB, starter *outbox.Starter, lo
 			if err := models.PurgeTransfers(ctx, db, models.Now()); err != nil && ctx.Err() == nil {
 				log.Warn("purge expired imports and exports", "error", err)
 			}
+			if err := models.PurgeErasures(db.WithContext(ctx), models.Now()); err != nil && ctx.Err() == nil {
+				log.Warn("purge unconfirmed erasures", "error", err)
+			}
 			select {
 			case <-ctx.Done():
 				return

@@ -279,3 +279,13 @@ func ImportID(orgID, importID string) string { return "import/" + orgID + "/" + 
 
 // ExportID is the ID of export exportID of orgID.
 func ExportID(orgID, exportID string) string { return "export/" + orgID + "/" + exportID }
+
+// ErasureWorkflow erases a person's data (GDPR article 17), a step at a
+// time, once an OWNER has confirmed it.
+const (
+	ErasureWorkflow = "Erasure"
+	KindErasure     = "erasure"
+)
+
+// ErasureID is the ID of erasure erasureID of orgID.
+func ErasureID(orgID, erasureID string) string { return "erasure/" + orgID + "/" + erasureID }
