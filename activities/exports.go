@@ -218,6 +218,39 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 		}
 		return out, err
 	},
+	"articles": func(q *gorm.DB, n int) ([]exportRow, error) {
+		var rows []models.KBArticle
+		err := q.Limit(n).Find(&rows).Error
+		out := make([]exportRow, len(rows))
+		for i := range rows {
+			a := &rows[i]
+			out[i] = exportRow{at: a.CreatedAt, id: a.ID, view: func() any { return views.ToArticle(a) }, cell: func(col string) string {
+				switch col {
+				case "id":
+					return a.ID
+				case "title":
+					return a.Title
+				case "slug":
+					return a.Slug
+				case "body":
+					return a.Body
+				case "status":
+					return a.Status
+				case "categoryId":
+					return deref(a.CategoryID)
+				case "views":
+					return strconv.FormatInt(a.Views, 10)
+				case "publishedAt":
+					if a.PublishedAt == nil {
+						return ""
+					}
+					return stamp(*a.PublishedAt)
+				}
+				return commonCell(col, nil, a.CreatedAt, a.UpdatedAt)
+			}}
+		}
+		return out, err
+	},
 	"customers": func(q *gorm.DB, n int) ([]exportRow, error) {
 		var rows []models.Customer
 		err := q.Limit(n).Find(&rows).Error

@@ -199,69 +199,65 @@ func EraseStep(tx *gorm.DB, e *Erasure, step string) (map[string]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]int64{}
-	del := func(kind string, model any, ids []string) error {
-		if len(ids) == 0 {
-			return nil
-		}
-		res := tx.Where("org_id = ? AND id IN ?", e.OrgID, ids).Delete(model)
-		out[kind] += res.RowsAffected
-		return res.Error
+	// Each step deletes rows of the kinds it lists (their children go by
+	// ON DELETE CASCADE, the rows that point at them are unlinked by ON
+	// DELETE SET NULL), then does what only it does.
+	type rows struct {
+		kind  string
+		model any
+		ids   []string
 	}
-	var steps []func() error
+	var deletes []rows
+	var then func(out map[string]int64) error
 	switch step {
 	case "traces":
-		steps = []func() error{
-			func() error {
-				return del("webhookEvents", &WebhookEvent{}, idsOf(p.WebhookEvents, func(w *WebhookEvent) string { return w.ID }))
-			},
-			func() error {
-				return del("notifications", &Notification{}, idsOf(p.Notifications, func(n *Notification) string { return n.ID }))
-			},
-			func() error { return del("aiJobs", &AIJob{}, idsOf(p.AIJobs, func(j *AIJob) string { return j.ID })) },
-			func() error {
-				return del("aiDocuments", &AIDocument{}, idsOf(p.AIDocuments, func(d *AIDocument) string { return d.ID }))
-			},
-			func() error {
-				return del("emails", &InboundEmail{}, idsOf(p.InboundEmails, func(m *InboundEmail) string { return m.ID }))
-			},
-			func() error {
-				return del("leadIntakes", &LeadIntake{}, idsOf(p.LeadIntakes, func(in *LeadIntake) string { return in.ID }))
-			},
-			func() error { return withdrawExports(tx, e, out) },
+		deletes = []rows{
+			{"webhookEvents", &WebhookEvent{}, idsOf(p.WebhookEvents, func(w *WebhookEvent) string { return w.ID })},
+			{"notifications", &Notification{}, idsOf(p.Notifications, func(n *Notification) string { return n.ID })},
+			{"aiJobs", &AIJob{}, idsOf(p.AIJobs, func(j *AIJob) string { return j.ID })},
+			{"aiDocuments", &AIDocument{}, idsOf(p.AIDocuments, func(d *AIDocument) string { return d.ID })},
+			{"emails", &InboundEmail{}, idsOf(p.InboundEmails, func(m *InboundEmail) string { return m.ID })},
+			{"leadIntakes", &LeadIntake{}, idsOf(p.LeadIntakes, func(in *LeadIntake) string { return in.ID })},
 		}
+		then = func(out map[string]int64) error { return withdrawExports(tx, e, out) }
 	case "helpdesk":
-		steps = []func() error{
-			// Their comments, e-mails, files and time go with them.
-			func() error {
-				return del("tickets", &Ticket{}, idsOf(p.Tickets, func(t *Ticket) string { return t.ID }))
-			},
-			func() error {
-				return del("customers", &Customer{}, idsOf(p.Customers, func(c *Customer) string { return c.ID }))
-			},
+		// A ticket's comments, e-mails, files and time go with it.
+		deletes = []rows{
+			{"tickets", &Ticket{}, idsOf(p.Tickets, func(t *Ticket) string { return t.ID })},
+			{"customers", &Customer{}, idsOf(p.Customers, func(c *Customer) string { return c.ID })},
 		}
 	case "crm":
-		steps = []func() error{
-			// A deal is the team's record of a sale: kept, without the
-			// person (the contact and lead go below).
-			func() error {
-				ids := idsOf(p.Deals, func(d *Deal) string { return d.ID })
-				if len(ids) == 0 {
-					return nil
-				}
-				res := tx.Model(&Deal{}).Where("org_id = ? AND id IN ? AND contact_email = ?", e.OrgID, ids, e.Email).
-					Updates(map[string]any{"contact_email": "", "updated_at": Now()})
-				out["deals"] += res.RowsAffected
-				return res.Error
-			},
-			func() error { return del("leads", &Lead{}, idsOf(p.Leads, func(l *Lead) string { return l.ID })) },
-			func() error {
-				return del("contacts", &Contact{}, idsOf(p.Contacts, func(c *Contact) string { return c.ID }))
-			},
+		deletes = []rows{
+			{"leads", &Lead{}, idsOf(p.Leads, func(l *Lead) string { return l.ID })},
+			{"contacts", &Contact{}, idsOf(p.Contacts, func(c *Contact) string { return c.ID })},
+		}
+		// A deal is the team's record of a sale: kept, without the
+		// person's address (its links to the contact and lead are unset
+		// with them).
+		then = func(out map[string]int64) error {
+			ids := idsOf(p.Deals, func(d *Deal) string { return d.ID })
+			if len(ids) == 0 {
+				return nil
+			}
+			res := tx.Model(&Deal{}).Where("org_id = ? AND id IN ? AND contact_email = ?", e.OrgID, ids, e.Email).
+				Updates(map[string]any{"contact_email": "", "updated_at": Now()})
+			out["deals"] += res.RowsAffected
+			return res.Error
 		}
 	}
-	for _, s := range steps {
-		if err := s(); err != nil {
+	out := map[string]int64{}
+	for _, d := range deletes {
+		if len(d.ids) == 0 {
+			continue
+		}
+		res := tx.Where("org_id = ? AND id IN ?", e.OrgID, d.ids).Delete(d.model)
+		if res.Error != nil {
+			return nil, res.Error
+		}
+		out[d.kind] += res.RowsAffected
+	}
+	if then != nil {
+		if err := then(out); err != nil {
 			return nil, err
 		}
 	}

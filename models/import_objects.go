@@ -94,7 +94,7 @@ func (o *ImportObject) DefaultExportColumns(defs []CustomField) []string {
 
 // ImportObjects are the objects that import and export, by name.
 var ImportObjects = map[string]*ImportObject{"contacts": &contactImport, "deals": &dealImport, "leads": &leadImport, "tasks": &taskImport,
-	"customers": &customerImport, "tickets": &ticketImport}
+	"customers": &customerImport, "tickets": &ticketImport, "articles": &articleImport}
 
 // ImportObjectsOf are the names of the objects app imports.
 func ImportObjectsOf(app string) []string {

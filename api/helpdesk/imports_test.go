@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,7 +45,7 @@ func TestImportAndExportCustomers(t *testing.T) {
 			`{"name": {"first": "Seven"}, "email": "seven@example.com"}` + "\n" +
 			`{"name": "Bob", "email": "bob@example.com", "shoeSize": "9"}` + "\n" +
 			`{"name": "Dan", "email": "dan@example.com", "workspaceId": "x", "contactId": null}`
-		var imp transfer
+		var imp, exp transfer
 		e.Upload("/helpdesk/imports", d.headers, "customers.ndjson", []byte(ndjson), "object", "customers").Expect(202).JSON(&imp)
 		got := d.finished(e, "/helpdesk/imports/"+imp.ID)
 		if got.State != models.ImportDone || got.Processed != 5 || got.Created != 2 || got.Failed != 3 {
@@ -105,7 +106,56 @@ func TestImportAndExportCustomers(t *testing.T) {
 			t.Fatalf("the numbering after an import: #%d after #%d", after.Number, solved.Data[0].Number)
 		}
 
-		var exp transfer
+		// Knowledge-base articles: Markdown rendered and indexed, slugs
+		// derived and unique, categories the workspace's; exported and
+		// imported back as they were.
+		var guides struct{ ID string }
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/knowledge-base/categories", Headers: d.headers,
+			Body: map[string]any{"name": "Guides"}}).Expect(201).JSON(&guides)
+		articles := "title,slug,body,status,categoryId\n" +
+			"Reset your password,,\"# Reset\nClick **Forgot** on the sign-in page.\",published," + guides.ID + "\n" +
+			"Again,reset-your-password,x,,\n" +
+			"Bad slug,Bad Slug!,x,,\n" +
+			"Elsewhere,,x,," + models.NewID() + "\n" +
+			"Billing FAQ,,Invoices are sent monthly.,,\n"
+		e.Upload("/helpdesk/imports", d.headers, "articles.csv", []byte(articles), "object", "articles").Expect(202).JSON(&imp)
+		if got := d.finished(e, "/helpdesk/imports/"+imp.ID); got.Created != 2 || got.Failed != 3 {
+			t.Fatalf("articles import: %+v", got)
+		}
+		var found struct {
+			Data []struct{ Slug, Title string }
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/public/kb/" + d.id + "/search?q=forgot"}).Expect(200).JSON(&found)
+		if len(found.Data) != 1 || found.Data[0].Slug != "reset-your-password" {
+			t.Fatalf("the imported article is not found by the help center's search: %+v", found)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/exports", Headers: d.headers, Body: map[string]any{"object": "articles"}}).
+			Expect(202).JSON(&exp)
+		articlesCSV := e.Do(apitest.Request{Method: "GET", Path: d.finished(e, "/helpdesk/exports/"+exp.ID).DownloadURL, Headers: d.headers}).
+			Expect(200).Body
+		type article struct {
+			Title, Slug, Body, BodyHTML, Status, CategoryID, PublishedAt string
+		}
+		var before struct{ Data []article }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/knowledge-base/articles", Headers: d.headers}).Expect(200).JSON(&before)
+		var ids struct{ Data []struct{ ID string } }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/knowledge-base/articles", Headers: d.headers}).Expect(200).JSON(&ids)
+		for _, a := range ids.Data {
+			e.Do(apitest.Request{Method: "DELETE", Path: "/helpdesk/knowledge-base/articles/" + a.ID, Headers: d.headers}).Expect(204)
+		}
+		e.Upload("/helpdesk/imports", d.headers, "articles-export.csv", articlesCSV, "object", "articles").Expect(202).JSON(&imp)
+		if got := d.finished(e, "/helpdesk/imports/"+imp.ID); got.Created != 2 || got.Failed != 0 {
+			t.Fatalf("the export imported back: %+v", got)
+		}
+		var back struct{ Data []article }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/knowledge-base/articles", Headers: d.headers}).Expect(200).JSON(&back)
+		for _, list := range [][]article{before.Data, back.Data} {
+			slices.SortFunc(list, func(a, b article) int { return strings.Compare(a.Slug, b.Slug) })
+		}
+		if fmt.Sprintf("%+v", back) != fmt.Sprintf("%+v", before) || len(back.Data) != 2 || !strings.Contains(back.Data[1].BodyHTML, "<strong>Forgot</strong>") {
+			t.Fatalf("articles round trip:\nbefore %+v\nafter  %+v", before, back)
+		}
+
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/exports", Headers: d.headers,
 			Body: map[string]any{"object": "customers", "format": "ndjson", "filters": map[string]string{"fields.tier": "gold"}}}).Expect(202).JSON(&exp)
 		done := d.finished(e, "/helpdesk/exports/"+exp.ID)

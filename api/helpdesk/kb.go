@@ -12,6 +12,7 @@ import (
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
+	"github.com/business-suite/suite/models/views"
 )
 
 // The knowledge base: categories and Markdown articles of a workspace,
@@ -35,34 +36,13 @@ func toCategory(k *models.KBCategory) categoryResponse {
 		Position: k.Position, CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt}
 }
 
-type articleResponse struct {
-	ID          string     `json:"id"`
-	WorkspaceID string     `json:"workspaceId"`
-	CategoryID  *string    `json:"categoryId"`
-	Title       string     `json:"title"`
-	Slug        string     `json:"slug"`
-	Body        string     `json:"body"`
-	BodyHTML    string     `json:"bodyHtml"`
-	Status      string     `json:"status"`
-	Views       int64      `json:"views"`
-	PublishedAt *time.Time `json:"publishedAt"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	UpdatedAt   time.Time  `json:"updatedAt"`
-}
-
-func toArticle(a *models.KBArticle) articleResponse {
-	return articleResponse{ID: a.ID, WorkspaceID: a.OrgID, CategoryID: a.CategoryID, Title: a.Title, Slug: a.Slug,
-		Body: a.Body, BodyHTML: a.BodyHTML, Status: a.Status, Views: a.Views, PublishedAt: a.PublishedAt,
-		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
-}
-
 func articleCursor(a *models.KBArticle) web.Cursor {
 	return web.Cursor{CreatedAt: a.CreatedAt, ID: a.ID}
 }
 
 // checkSlug validates a slug sent by the client (nil: none sent).
 func checkSlug(slug *string) error {
-	if slug == nil || validSlug(*slug) {
+	if slug == nil || models.ValidSlug(*slug) {
 		return nil
 	}
 	return models.Invalid(models.FieldError{Field: "slug", Code: "slug",
@@ -80,7 +60,7 @@ func slugFor(sent *string, text, from string) (string, error) {
 	if strings.TrimSpace(text) == "" {
 		return "", nil
 	}
-	if s := slugify(text); s != "" {
+	if s := models.Slugify(text); s != "" {
 		return s, nil
 	}
 	return "", models.Invalid(models.FieldError{Field: "slug", Code: "required",
@@ -217,7 +197,7 @@ type updateArticleRequest struct {
 // first time sets publishedAt; unpublishing keeps it.
 func (f *articleFields) apply(a *models.KBArticle, now time.Time) error {
 	if f.Body != nil && (*f.Body != a.Body || a.BodyHTML == "") {
-		rendered, err := renderMarkdown(*f.Body)
+		rendered, err := models.RenderMarkdown(*f.Body)
 		if err != nil {
 			return err
 		}
@@ -247,7 +227,7 @@ func (h *handlers) listArticles(c *fiber.Ctx) error {
 		Status     string `json:"status" validate:"omitempty,oneof=draft published"`
 		CategoryID string `json:"categoryId" validate:"omitempty,uuid"`
 	}
-	return web.List(c, h.DB, inWorkspace, web.Listing[models.KBArticle, articleResponse]{Filter: &f, Cursor: articleCursor, View: toArticle,
+	return web.List(c, h.DB, inWorkspace, web.Listing[models.KBArticle, views.Article]{Filter: &f, Cursor: articleCursor, View: views.ToArticle,
 		Narrow: func(q *gorm.DB) *gorm.DB {
 			return models.Equal(models.Equal(q, "status", f.Status), "category_id", f.CategoryID)
 		}})
@@ -283,11 +263,11 @@ func (h *handlers) createArticle(c *fiber.Ctx) error {
 		return err
 	}
 	c.Location("/helpdesk/knowledge-base/articles/" + a.ID)
-	return c.Status(fiber.StatusCreated).JSON(toArticle(a))
+	return c.Status(fiber.StatusCreated).JSON(views.ToArticle(a))
 }
 
 func (h *handlers) getArticle(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, inWorkspace, "The article", toArticle)
+	return web.Get(c, h.DB, inWorkspace, "The article", views.ToArticle)
 }
 
 // updateArticle changes the fields sent; absent or null fields keep their
@@ -320,7 +300,7 @@ func (h *handlers) updateArticle(c *fiber.Ctx) error {
 	if err != nil {
 		return slugUnique(err, "article", *cmp.Or(req.Slug, new(string)))
 	}
-	return c.JSON(toArticle(a))
+	return c.JSON(views.ToArticle(a))
 }
 
 func (h *handlers) deleteArticle(c *fiber.Ctx) error {

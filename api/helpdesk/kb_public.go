@@ -101,7 +101,7 @@ func (h *handlers) publicCategories(c *fiber.Ctx) error {
 // publicArticle serves a published article by slug and counts the view.
 func (h *handlers) publicArticle(c *fiber.Ctx) error {
 	orgID, slug := c.Params("workspaceId"), c.Params("slug")
-	if !models.ValidID(orgID) || !validSlug(slug) {
+	if !models.ValidID(orgID) || !models.ValidSlug(slug) {
 		return errHelpCenterNotFound
 	}
 	db := h.DB.WithContext(c.UserContext())

@@ -192,3 +192,26 @@ func ToReceivedEmail(m *models.InboundEmail, p *models.ParsedEmail) ReceivedEmai
 	return ReceivedEmail{ID: m.ID, MessageID: m.MessageID, From: p.From, Name: p.Name, Subject: p.Subject, Via: m.Via,
 		TicketID: m.TicketID, CommentID: m.CommentID, At: m.ReceivedAt}
 }
+
+// Article is a knowledge-base article as the Helpdesk shows it.
+type Article struct {
+	ID          string     `json:"id"`
+	WorkspaceID string     `json:"workspaceId"`
+	CategoryID  *string    `json:"categoryId"`
+	Title       string     `json:"title"`
+	Slug        string     `json:"slug"`
+	Body        string     `json:"body"`
+	BodyHTML    string     `json:"bodyHtml"`
+	Status      string     `json:"status"`
+	Views       int64      `json:"views"`
+	PublishedAt *time.Time `json:"publishedAt"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	UpdatedAt   time.Time  `json:"updatedAt"`
+}
+
+// ToArticle is a as the Helpdesk shows it.
+func ToArticle(a *models.KBArticle) Article {
+	return Article{ID: a.ID, WorkspaceID: a.OrgID, CategoryID: a.CategoryID, Title: a.Title, Slug: a.Slug,
+		Body: a.Body, BodyHTML: a.BodyHTML, Status: a.Status, Views: a.Views, PublishedAt: a.PublishedAt,
+		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt}
+}

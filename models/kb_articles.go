@@ -1,8 +1,7 @@
-package helpdesk
+package models
 
 import (
 	"bytes"
-	"html"
 	"strings"
 	"unicode"
 
@@ -11,8 +10,6 @@ import (
 	"github.com/yuin/goldmark/extension"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"golang.org/x/text/unicode/norm"
-
-	"github.com/business-suite/suite/models"
 )
 
 // Knowledge-base articles are written in Markdown (GitHub flavour) and
@@ -33,8 +30,8 @@ var (
 	kbPolicy = bluemonday.UGCPolicy()
 )
 
-// renderMarkdown turns an article body into sanitised HTML.
-func renderMarkdown(src string) (string, error) {
+// RenderMarkdown turns an article body into sanitised HTML.
+func RenderMarkdown(src string) (string, error) {
 	var buf bytes.Buffer
 	if err := kbMarkdown.Convert([]byte(src), &buf); err != nil {
 		return "", err
@@ -42,44 +39,14 @@ func renderMarkdown(src string) (string, error) {
 	return kbPolicy.Sanitize(buf.String()), nil
 }
 
-// highlight HTML-escapes a search snippet and turns its delimiters into
-// <mark>…</mark>. The only markup in the result is balanced <mark> pairs:
-// stray delimiters (a body may itself contain the characters) are dropped.
-func highlight(s string) string {
-	escaped := html.EscapeString(s)
-	var b strings.Builder
-	b.Grow(len(escaped) + 32)
-	open := false
-	for _, r := range escaped {
-		switch r {
-		case models.SearchMarkStart:
-			if !open {
-				b.WriteString("<mark>")
-				open = true
-			}
-		case models.SearchMarkStop:
-			if open {
-				b.WriteString("</mark>")
-				open = false
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	if open {
-		b.WriteString("</mark>")
-	}
-	return b.String()
-}
+// MaxSlugLen is the longest slug accepted or derived.
+const MaxSlugLen = 100
 
-// maxSlugLen is the longest slug accepted or derived.
-const maxSlugLen = 100
-
-// slugify derives a slug from a name or title: accents are dropped
+// Slugify derives a slug from a name or title: accents are dropped
 // ("Café" → "cafe"), ASCII letters are lower-cased, and every run of other
 // characters becomes one hyphen, trimmed at both ends and cut to
-// maxSlugLen. The result may be "" when text has no ASCII letter or digit.
-func slugify(text string) string {
+// MaxSlugLen. The result may be "" when text has no ASCII letter or digit.
+func Slugify(text string) string {
 	var b strings.Builder
 	hyphen := false
 	for _, r := range norm.NFKD.String(text) {
@@ -94,13 +61,13 @@ func slugify(text string) string {
 			continue
 		}
 		if hyphen {
-			if b.Len()+1 >= maxSlugLen {
+			if b.Len()+1 >= MaxSlugLen {
 				break
 			}
 			b.WriteByte('-')
 			hyphen = false
 		}
-		if b.Len() >= maxSlugLen {
+		if b.Len() >= MaxSlugLen {
 			break
 		}
 		b.WriteRune(r)
@@ -108,10 +75,10 @@ func slugify(text string) string {
 	return b.String()
 }
 
-// validSlug tells whether s matches ^[a-z0-9]+(-[a-z0-9]+)*$ and is at most
-// maxSlugLen long.
-func validSlug(s string) bool {
-	if s == "" || len(s) > maxSlugLen || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
+// ValidSlug tells whether s matches ^[a-z0-9]+(-[a-z0-9]+)*$ and is at most
+// MaxSlugLen long.
+func ValidSlug(s string) bool {
+	if s == "" || len(s) > MaxSlugLen || s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
