@@ -84,12 +84,46 @@ type FieldChangeInput struct {
 	// continued as new goes on from there.
 	After     string `json:"after"`
 	Rewritten int    `json:"rewritten"`
+	// Change is what is rewritten: FieldChangeDelete ("" in a change
+	// started before option removal existed) or FieldChangeRemoveOptions,
+	// of Options.
+	Change  string   `json:"change,omitempty"`
+	Options []string `json:"options,omitempty"`
 }
+
+// What a FieldChange rewrites: a deleted field's values, or the removed
+// options of a select's or multiselect's values.
+const (
+	FieldChangeDelete        = "delete"
+	FieldChangeRemoveOptions = "remove_options"
+)
 
 // FieldProgress is how far a FieldChange has rewritten the stored values.
 type FieldProgress struct {
 	Rewritten int    `json:"rewritten"`
 	Change    string `json:"change"`
+	// Options are the options being removed (remove_options), Done
+	// whether their removal has ended.
+	Options []string `json:"options,omitempty"`
+	Done    bool     `json:"done,omitempty"`
+}
+
+// Changing tells whether a FieldChange of f's options runs: another
+// change of the field waits for it (409 field_changing).
+func (f *CustomField) Changing() bool {
+	var p FieldProgress
+	return f.Progress != "" && json.Unmarshal([]byte(f.Progress), &p) == nil && p.Change == FieldChangeRemoveOptions && !p.Done
+}
+
+// RemovedOptions are the options of f that d no longer has.
+func (f *CustomField) RemovedOptions(d *FieldDefinition) []string {
+	var out []string
+	for _, o := range f.OptionList() {
+		if !slices.Contains(d.Options, o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // OptionList is the definition's options.
@@ -126,8 +160,8 @@ type FieldDefinition struct {
 }
 
 // Validate checks d (a new field, or an edit when existing is set: its
-// object, key and type stay; options may be added, not taken away),
-// naming each bad field.
+// object, key and type stay; options removed are taken out of the stored
+// values by a FieldChange), naming each bad field.
 func (d *FieldDefinition) Validate(existing *CustomField) []FieldError {
 	var bad []FieldError
 	add := func(field, code, format string, args ...any) {
@@ -160,13 +194,6 @@ func (d *FieldDefinition) Validate(existing *CustomField) []FieldError {
 	for i, o := range d.Options {
 		if strings.TrimSpace(o) == "" || utf8.RuneCountInString(o) > 100 || slices.Index(d.Options, o) != i {
 			add(fmt.Sprintf("options[%d]", i), "option", "Options of 1 to 100 characters, each once.")
-		}
-	}
-	if existing != nil {
-		for _, o := range existing.OptionList() {
-			if !slices.Contains(d.Options, o) {
-				add("options", "option_removed", "Option %q is kept: options may be added to a field, not taken away (a value may hold it).", o)
-			}
 		}
 	}
 	if len(bad) == 0 && len(d.Default) > 0 && string(d.Default) != "null" {

@@ -27,18 +27,24 @@ const fieldBatchesPerRun = 1000
 // FieldChange removes a deleted custom field's values from every object of
 // its organization, a batch at a time in id order — each batch one
 // activity, in its own transaction with the progress it records on the
-// definition — then deletes the definition. A worker killed mid-change
+// definition — then deletes the definition; or (remove_options) takes a
+// select's removed options out of the values the same way, then records
+// that it is done. A worker killed mid-change
 // resumes at the batch it was in (the batch is idempotent).
 func FieldChange(ctx workflow.Context, in models.FieldChangeInput) error {
 	var f *activities.Fields
 	actx := workflow.WithActivityOptions(ctx, fieldBatchOptions)
+	batchOf, finish := f.RemoveFieldBatch, f.FinishFieldChange
+	if in.Change == models.FieldChangeRemoveOptions {
+		batchOf, finish = f.RemoveOptionsBatch, f.FinishOptionsChange
+	}
 	for range fieldBatchesPerRun {
 		var batch activities.FieldBatch
-		if err := workflow.ExecuteActivity(actx, f.RemoveFieldBatch, in).Get(ctx, &batch); err != nil {
+		if err := workflow.ExecuteActivity(actx, batchOf, in).Get(ctx, &batch); err != nil {
 			return err
 		}
 		if batch.Done {
-			return workflow.ExecuteActivity(actx, f.FinishFieldChange, in).Get(ctx, nil)
+			return workflow.ExecuteActivity(actx, finish, in).Get(ctx, nil)
 		}
 		in.After, in.Rewritten = batch.Last, in.Rewritten+batch.Rewritten
 	}

@@ -89,7 +89,7 @@ func (h *handlers) getField(c *fiber.Ctx) error {
 
 // fieldEdit is what PATCH changes: the label, the description, whether
 // the field is required, its default (null: none), and its options
-// (added to).
+// (added to, or taken from).
 type fieldEdit struct {
 	Label       *string         `json:"label"`
 	Description *string         `json:"description"`
@@ -99,7 +99,9 @@ type fieldEdit struct {
 }
 
 // updateField changes the fields sent of a definition (its object, key
-// and type stay; options may be added, not removed).
+// and type stay). Options taken away are taken out of the stored values
+// by a FieldChange workflow (202, the definition's progress following
+// it); another change of the field waits for it (409 field_changing).
 func (h *handlers) updateField(c *fiber.Ctx) error {
 	var req fieldEdit
 	tx := web.Tx(c)
@@ -112,6 +114,9 @@ func (h *handlers) updateField(c *fiber.Ctx) error {
 		}
 		if f.Status != models.FieldActive {
 			return errFieldDeleting
+		}
+		if f.Changing() {
+			return errFieldChanging
 		}
 		def = f.Definition()
 		if req.Label != nil {
@@ -134,15 +139,37 @@ func (h *handlers) updateField(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	removed := f.RemovedOptions(&def)
 	def.Apply(f)
 	f.UpdatedAt = models.Now()
+	if len(removed) == 0 {
+		if err := tx.Save(f).Error; err != nil {
+			return err
+		}
+		return c.JSON(views.ToCustomField(f))
+	}
+	// Options taken away: a FieldChange takes them out of the stored
+	// values; until it has, the values holding them show as they were.
+	progress, _ := json.Marshal(models.FieldProgress{Change: models.FieldChangeRemoveOptions, Options: removed})
+	f.Progress = string(progress)
 	if err := tx.Save(f).Error; err != nil {
 		return err
 	}
-	return c.JSON(views.ToCustomField(f))
+	err = h.Starter.In(c, tx).Start(record.Start{WorkflowID: names.FieldOptionsChangeID(f.OrgID, f.ID, models.NewID()),
+		Workflow: names.FieldChangeWorkflow, OrgID: f.OrgID, Kind: names.KindFieldChange,
+		Input: models.FieldChangeInput{OrgID: f.OrgID, FieldID: f.ID, Object: f.Object, Key: f.Key,
+			Change: models.FieldChangeRemoveOptions, Options: removed}})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(views.ToCustomField(f))
 }
 
-var errFieldDeleting = models.Err(models.ErrConflict, "field_deleting", "The custom field is being deleted.")
+var (
+	errFieldDeleting = models.Err(models.ErrConflict, "field_deleting", "The custom field is being deleted.")
+	errFieldChanging = models.Err(models.ErrConflict, "field_changing",
+		"The custom field's removed options are being taken out of its values; change it once that has ended (its progress says when).")
+)
 
 // deleteField marks the field deleting and starts its FieldChange
 // workflow, which removes its values in batches and then the definition:
@@ -155,6 +182,9 @@ func (h *handlers) deleteField(c *fiber.Ctx) error {
 	}
 	if f.Status != models.FieldActive {
 		return c.Status(fiber.StatusAccepted).JSON(views.ToCustomField(f))
+	}
+	if f.Changing() {
+		return errFieldChanging
 	}
 	f.Status, f.UpdatedAt, f.Progress = models.FieldDeleting, models.Now(), `{"change":"delete","rewritten":0}`
 	if err := tx.Save(f).Error; err != nil {

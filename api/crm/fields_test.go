@@ -1,6 +1,7 @@
 package crm_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestCustomFields(t *testing.T) {
 		if len(listed.Data) != 5 {
 			t.Fatalf("an agent lists %d contact fields, want 5", len(listed.Data))
 		}
-		// Options are added to, never taken away.
+		// Options are added to; the default's cannot be taken away.
 		var edited fieldDef
 		e.Do(apitest.Request{Method: "PATCH", Path: base + "/" + plan.ID, Headers: p.owner.Auth(),
 			Body: map[string]any{"label": "Plan tier", "options": []string{"free", "gold", "platinum", "diamond"}}}).Expect(200).JSON(&edited)
@@ -76,9 +77,9 @@ func TestCustomFields(t *testing.T) {
 			t.Fatalf("edited: %+v", edited)
 		}
 		problem = e.Do(apitest.Request{Method: "PATCH", Path: base + "/" + plan.ID, Headers: p.owner.Auth(),
-			Body: map[string]any{"options": []string{"free"}}}).ExpectProblem(422, "validation_failed")
-		if !slices.Contains(problemCodes(problem), "options:option_removed") {
-			t.Fatalf("removing options: %v", problemCodes(problem))
+			Body: map[string]any{"options": []string{"gold"}}}).ExpectProblem(422, "validation_failed")
+		if !slices.Contains(problemCodes(problem), "default:invalid") {
+			t.Fatalf("removing the default's option: %v", problemCodes(problem))
 		}
 
 		create := func(fields map[string]any, status int) fieldContact {
@@ -252,6 +253,101 @@ func TestFieldDeletionRewritesEveryBatch(t *testing.T) {
 		if plan, kept := count(other.id); plan != n || kept != n {
 			t.Fatalf("the other organization: %d plans, %d other values (want %d of each)", plan, kept, n)
 		}
+	})
+}
+
+// Taking options away from a select and a multiselect takes them out of
+// the stored values of every object of the organization, over several
+// batches, and of no other organization's; the other values stay. While
+// it runs, the field changes no further.
+func TestFieldOptionRemovalRewritesEveryBatch(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		p, other := newPeople(t, e, models.PlanBusiness), newPeople(t, e, models.PlanBusiness)
+		ids := map[*people][2]string{}
+		for _, o := range []*people{p, other} {
+			var plan, regions fieldDef
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/fields", Headers: o.owner.Auth(),
+				Body: map[string]any{"object": "contact", "key": "plan", "label": "Plan", "type": "select", "options": []string{"free", "gold"}}}).
+				Expect(201).JSON(&plan)
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/fields", Headers: o.owner.Auth(),
+				Body: map[string]any{"object": "contact", "key": "regions", "label": "Regions", "type": "multiselect",
+					"options": []string{"eu", "us", "apac"}}}).Expect(201).JSON(&regions)
+			ids[o] = [2]string{plan.ID, regions.ID}
+		}
+		const n = 2*activities.FieldBatchSize + 7
+		now := models.Now()
+		var rows []models.Contact
+		for i := range n {
+			plan := []string{"free", "gold"}[i%2]
+			for _, o := range []*people{p, other} {
+				rows = append(rows, models.Contact{ID: models.NewID(), OrgID: o.id, Name: "Contact", Type: models.ContactPerson,
+					Fields: models.FieldValues{"plan": plan, "regions": []any{"eu", "us"}}, CreatedAt: now, UpdatedAt: now})
+			}
+		}
+		if err := e.DB.CreateInBatches(rows, 500).Error; err != nil {
+			t.Fatal(err)
+		}
+		base := "/crm/organization/" + p.id + "/fields/"
+		var changed struct {
+			fieldDef
+			Progress struct {
+				Change  string
+				Options []string
+				Done    bool
+			}
+		}
+		e.Do(apitest.Request{Method: "PATCH", Path: base + ids[p][0], Headers: p.owner.Auth(),
+			Body: map[string]any{"options": []string{"free"}}}).Expect(202).JSON(&changed)
+		if changed.Progress.Change != models.FieldChangeRemoveOptions || fmt.Sprint(changed.Progress.Options) != "[gold]" || changed.Progress.Done {
+			t.Fatalf("the change: %+v", changed)
+		}
+		e.Do(apitest.Request{Method: "PATCH", Path: base + ids[p][1], Headers: p.owner.Auth(),
+			Body: map[string]any{"options": []string{"eu", "apac"}}}).Expect(202)
+		for _, id := range ids[p] {
+			e.Eventually(func() bool {
+				changed.Progress.Done = false // absent while it runs
+				e.Do(apitest.Request{Method: "GET", Path: base + id, Headers: p.owner.Auth()}).Expect(200).JSON(&changed)
+				return changed.Progress.Done
+			}, "the options' removal")
+		}
+		count := func(orgID string) (free, gold, us, eu int) {
+			var contacts []models.Contact
+			if err := e.DB.Where("org_id = ?", orgID).Find(&contacts).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range contacts {
+				switch c.Fields["plan"] {
+				case "free":
+					free++
+				case "gold":
+					gold++
+				}
+				regions, _ := c.Fields["regions"].([]any)
+				for _, r := range regions {
+					if r == "us" {
+						us++
+					}
+					if r == "eu" {
+						eu++
+					}
+				}
+			}
+			return
+		}
+		if free, gold, us, eu := count(p.id); free != n/2+1 || gold != 0 || us != 0 || eu != n {
+			t.Fatalf("after the removal: %d free, %d gold, %d us, %d eu (want %d, 0, 0, %d)", free, gold, us, eu, n/2+1, n)
+		}
+		if free, gold, us, eu := count(other.id); free != n/2+1 || gold != n/2 || us != n || eu != n {
+			t.Fatalf("the other organization: %d free, %d gold, %d us, %d eu", free, gold, us, eu)
+		}
+		// A field whose options are being removed changes no further.
+		if err := e.DB.Model(&models.CustomField{}).Where("id = ?", ids[p][0]).
+			Update("progress", `{"change":"remove_options","rewritten":3,"options":["silver"]}`).Error; err != nil {
+			t.Fatal(err)
+		}
+		e.Do(apitest.Request{Method: "PATCH", Path: base + ids[p][0], Headers: p.owner.Auth(), Body: map[string]any{"label": "Tier"}}).
+			ExpectProblem(409, "field_changing")
+		e.Do(apitest.Request{Method: "DELETE", Path: base + ids[p][0], Headers: p.owner.Auth()}).ExpectProblem(409, "field_changing")
 	})
 }
 

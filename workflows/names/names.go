@@ -253,6 +253,13 @@ const (
 // (one at a time per field).
 func FieldChangeID(orgID, fieldID string) string { return "field-change/" + orgID + "/" + fieldID }
 
+// FieldOptionsChangeID is the ID of change changeID of the options of
+// custom field fieldID of orgID (a field's options may change many times;
+// its deletion is FieldChangeID).
+func FieldOptionsChangeID(orgID, fieldID, changeID string) string {
+	return FieldChangeID(orgID, fieldID) + "/options/" + changeID
+}
+
 // PersonMergeWorkflow merges a duplicate contact or customer into a
 // survivor: what points at it moves, then it is folded in and deleted.
 const (
