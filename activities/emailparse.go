@@ -2,6 +2,7 @@ package activities
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"net/mail"
 	"slices"
@@ -42,6 +43,10 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 	env, err := enmime.ReadEnvelope(bytes.NewReader(raw))
 	if err != nil || env.Root == nil || len(bytes.TrimSpace(raw)) == 0 {
 		return models.ParsedEmail{Rejected: "malformed"}
+	}
+	p.MessageID = env.GetHeader("Message-Id")
+	if rp, ok := env.Root.Header["Return-Path"]; ok && len(rp) > 0 {
+		p.ReturnPath = &rp[0]
 	}
 	badSender := false
 	if from, err := env.AddressList("From"); err == nil && len(from) > 0 {
@@ -84,6 +89,32 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 	}
 	p.Attachments, p.Text = attachments(env, p.Text)
 	return p
+}
+
+// The one reading of a message's header. The SMTP listener and the
+// inbound route read a message with ParseEmail before they store it, as
+// the ingest activity does after: all three agree on its Message-ID, its
+// sender and whether it can ever become a ticket (Rejected: a message
+// that cannot be read, or names no sender to answer, is refused before it
+// is accepted, never accepted and then silently rejected), and a header
+// that net/mail refuses as a whole (one malformed line among many) is
+// read as tolerantly as the MIME parser reads it.
+
+// ParsePosted reads a message POSTed by a mail provider, whose SMTP
+// envelope's sender is lost on the way, and returns it with its sender:
+// its Return-Path ("" for a bounce's <>), else its From, else "unknown".
+func ParsePosted(raw []byte) (models.ParsedEmail, string) {
+	p := ParseEmail(raw, "unknown")
+	sender := cmp.Or(p.From, "unknown")
+	if p.ReturnPath != nil {
+		v := strings.TrimSpace(*p.ReturnPath)
+		if a, err := mail.ParseAddress(v); err == nil && models.PlainAddress(models.NormalizeEmail(a.Address)) {
+			sender = models.NormalizeEmail(a.Address)
+		} else if v == "<>" {
+			return ParseEmail(raw, ""), ""
+		}
+	}
+	return p, sender
 }
 
 // automatic says why a message was sent by a machine, or "".

@@ -35,6 +35,12 @@ type ParsedEmail struct {
 	// answers (X-Auto-Response-Suppress); it gets no receipt.
 	NoAutoReply bool
 	Attachments []ParsedAttachment
+	// MessageID is the Message-ID header as written ("" when none), and
+	// ReturnPath the Return-Path header's (nil when none): what the
+	// suite keys the message by, and who sent it when no SMTP envelope
+	// says (a message a provider POSTs).
+	MessageID  string
+	ReturnPath *string
 }
 
 // Bounce is what a delivery report says of the message it reports.

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/api/web"
@@ -209,11 +210,18 @@ func (h *handlers) receiveEmail(c *fiber.Ctx) error {
 		return models.Invalid(models.FieldError{Field: "body", Code: "required", Message: "Send the message."})
 	}
 	// The envelope's sender is lost on the way; the message's Return-Path
-	// (a provider adds it) stands for it, and then its From.
-	m := &models.InboundEmail{OrgID: p.OrgID, MailFrom: mailin.ReturnPath(raw), Rcpt: models.WorkspaceAddress(p.OrgID, h.MailDomain),
+	// (a provider adds it) stands for it, and then its From. A message
+	// that can never become a ticket is refused, as the listener refuses
+	// it at DATA.
+	msg, sender := activities.ParsePosted(raw)
+	if msg.Rejected != "" {
+		return models.Err(models.ErrInvalid, "unreadable_message",
+			"The message cannot become a ticket (%s): it cannot be read, or names no sender to answer.", msg.Rejected)
+	}
+	m := &models.InboundEmail{OrgID: p.OrgID, MailFrom: sender, Rcpt: models.WorkspaceAddress(p.OrgID, h.MailDomain),
 		Via: "http", Raw: raw}
 	tx := h.Starter.In(c, web.Tx(c))
-	stored, err := mailin.Store(tx, m)
+	stored, err := mailin.Store(tx, m, &msg)
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,7 @@
 package mailin
 
 import (
-	"bytes"
 	"context"
-	"net/mail"
-	"strings"
 
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/models"
@@ -25,22 +22,20 @@ import (
 // DefaultMaxBytes is the largest message taken (SUITE_MAIL_MAX_BYTES).
 const DefaultMaxBytes = 25 << 20
 
-// Store records the received message m (its Message-ID read from its
-// header here) and the start of its EmailIngest workflow in tx. It
-// reports whether m is new: false when the workspace already has a
-// message with its Message-ID, which is then left as it was.
-func Store(tx *record.Tx, m *models.InboundEmail) (bool, error) {
-	insert, args, start := storing(m)
+// Store records the received message m (its Message-ID set from p, the
+// message as activities.ParseEmail read it) and the start of its
+// EmailIngest workflow in tx. It reports whether m is new: false when the
+// workspace already has a message with its Message-ID, which is then left
+// as it was.
+func Store(tx *record.Tx, m *models.InboundEmail, p *models.ParsedEmail) (bool, error) {
+	insert, args, start := storing(m, p)
 	return tx.InsertWith(insert, args, start, new(string))
 }
 
-// storing is the statement that stores m and its EmailIngest start.
-func storing(m *models.InboundEmail) (string, []any, record.Start) {
-	header := ""
-	if msg, err := mail.ReadMessage(bytes.NewReader(m.Raw)); err == nil {
-		header = msg.Header.Get("Message-Id")
-	}
-	m.MessageID = models.InboundMessageID(header, m.Raw)
+// storing is the statement that stores m and its EmailIngest start. A
+// message is keyed by a hash of its bytes only when it has no Message-ID.
+func storing(m *models.InboundEmail, p *models.ParsedEmail) (string, []any, record.Start) {
+	m.MessageID = models.InboundMessageID(p.MessageID, m.Raw)
 	insert, args := models.InsertInboundEmail(m)
 	return insert, args, record.Start{WorkflowID: names.EmailIngestID(m.OrgID, m.ID), Workflow: names.EmailIngestWorkflow,
 		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: names.KindEmailIngest}
@@ -49,41 +44,18 @@ func storing(m *models.InboundEmail) (string, []any, record.Start) {
 // storeAll stores the message for each workspace it is addressed to: for
 // one, the common case, as one statement; for several, in one
 // transaction.
-func storeAll(ctx context.Context, starter *outbox.Starter, msgs []*models.InboundEmail) error {
+func storeAll(ctx context.Context, starter *outbox.Starter, msgs []*models.InboundEmail, p *models.ParsedEmail) error {
 	if len(msgs) == 1 {
-		insert, args, start := storing(msgs[0])
+		insert, args, start := storing(msgs[0], p)
 		_, err := starter.RecordWithStart(ctx, insert, args, start, new(string))
 		return err
 	}
 	return starter.Transact(ctx, func(tx *record.Tx) error {
 		for _, m := range msgs {
-			if _, err := Store(tx, m); err != nil {
+			if _, err := Store(tx, m, p); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-// ReturnPath is the sender a message POSTed by a provider names: its
-// Return-Path header ("" for a bounce's <>), else its From address, else
-// "unknown" (a message that names no sender is rejected when it is read).
-func ReturnPath(raw []byte) string {
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
-	if err != nil {
-		return "unknown"
-	}
-	if rp, ok := msg.Header["Return-Path"]; ok && len(rp) > 0 {
-		v := strings.TrimSpace(rp[0])
-		if v == "<>" {
-			return ""
-		}
-		if a, err := mail.ParseAddress(v); err == nil {
-			return models.NormalizeEmail(a.Address)
-		}
-	}
-	if a, err := mail.ParseAddress(msg.Header.Get("From")); err == nil {
-		return models.NormalizeEmail(a.Address)
-	}
-	return "unknown"
 }

@@ -1,6 +1,7 @@
 package mailin
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
@@ -191,8 +193,10 @@ func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	return nil
 }
 
-// Data reads the message (go-smtp refuses one over MaxBytes with 552) and
-// stores it for each workspace it reached; 250 only once it is stored.
+// Data reads the message (go-smtp refuses one over MaxBytes with 552),
+// refuses one that can never become a ticket (550 5.6.0: unreadable, or
+// no sender to answer) and stores the others for each workspace it
+// reached; 250 only once it is stored.
 // While it does, the message counts as a request in flight.
 func (ss *session) Data(r io.Reader) error {
 	if ss.s.opts.InFlight != nil {
@@ -213,17 +217,35 @@ func (ss *session) Data(r io.Reader) error {
 	} else if limited {
 		return errTooFast
 	}
+	// What can never become a ticket is refused now, so that the sending
+	// server tells its sender; what is accepted is read the same way again
+	// by the ingest activity.
+	p := activities.ParseEmail(raw, ss.from)
+	if p.Rejected != "" {
+		return refusalOf(p.Rejected)
+	}
 	now := models.Now()
 	msgs := make([]*models.InboundEmail, len(ss.order))
 	for i, orgID := range ss.order {
 		msgs[i] = &models.InboundEmail{OrgID: orgID, MailFrom: ss.from, Rcpt: ss.orgs[orgID], Via: "smtp", Raw: raw, ReceivedAt: now}
 	}
-	if err := storeAll(ctx, ss.s.starter, msgs); err != nil {
+	if err := storeAll(ctx, ss.s.starter, msgs, &p); err != nil {
 		ss.s.opts.Log.Error("inbound mail: storing a message failed; the sender was told to try again", "error", err)
 		return errUnavailable
 	}
 	ss.s.opts.Log.Info("inbound mail stored", "from", ss.from, "workspaces", len(msgs), "bytes", len(raw))
 	return nil
+}
+
+// refusalOf is the 550 of a message that can never become a ticket, for
+// the reason ParseEmail gave.
+func refusalOf(reason string) error {
+	why := map[string]string{
+		"no_sender":  "The message names no sender (From) that can be answered",
+		"bad_sender": "The message's From is not an address that can be answered",
+	}[reason]
+	return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 6, 0},
+		Message: cmp.Or(why, "The message cannot be read: its header or MIME structure is malformed")}
 }
 
 // tooFast counts the message against its sending address and its client
