@@ -92,6 +92,10 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 		if out.CommentID != nil {
 			res.CommentID = *out.CommentID
 		}
+		if out.Status == models.InboundRejected && fresh {
+			// Accepted, then refused by the workspace's rules: told.
+			return tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventEmailRejected, Object: views.ToInboundEmail(&m)})
+		}
 		if out.Status != models.InboundProcessed {
 			return nil
 		}

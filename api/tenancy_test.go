@@ -285,6 +285,7 @@ var tenantProbes = map[string]probe{
 	"POST /helpdesk/channels/email/addresses":       {kind: helpdesk, body: hdFields("address", "probe-support@probe.example")},
 	"DELETE /helpdesk/channels/email/addresses/:id": {kind: helpdesk, params: map[string]string{"id": "supportAddress"}},
 	"POST /helpdesk/inbound/email":                  {kind: special, check: probeInboundEmail},
+	"GET /helpdesk/inbound/email":                   {kind: helpdesk},
 	"GET /helpdesk/inbound/email/:id":               {kind: helpdesk, params: map[string]string{"id": "inboundEmail"}},
 	"GET /helpdesk/tickets/:id/attachments":         {kind: helpdesk, params: map[string]string{"id": "emailTicket"}},
 	"GET /helpdesk/tickets/:id/attachments/:attachmentId": {kind: helpdesk,

@@ -111,7 +111,9 @@ type InboundEmail struct {
 	// workspace address it came to.
 	MailFrom, Rcpt string
 	// Via is how it came: smtp or http.
-	Via         string
+	Via string
+	// Subject is its Subject header, read when it was stored.
+	Subject     string
 	Raw         []byte
 	Size        int
 	Status      string
@@ -277,10 +279,10 @@ func InsertInboundEmail(m *InboundEmail) (string, []any) {
 	if m.ReceivedAt.IsZero() {
 		m.ReceivedAt = Now()
 	}
-	return "INSERT INTO inbound_emails (id, org_id, message_id, mail_from, rcpt, via, raw, size, status, reason, received_at)\n" +
-			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)\n" +
+	return "INSERT INTO inbound_emails (id, org_id, message_id, mail_from, rcpt, via, subject, raw, size, status, reason, received_at)\n" +
+			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)\n" +
 			"ON CONFLICT (org_id, message_id) DO NOTHING RETURNING id",
-		[]any{m.ID, m.OrgID, m.MessageID, m.MailFrom, m.Rcpt, m.Via, m.Raw, m.Size, m.Status, m.ReceivedAt}
+		[]any{m.ID, m.OrgID, m.MessageID, m.MailFrom, m.Rcpt, m.Via, m.Subject, m.Raw, m.Size, m.Status, m.ReceivedAt}
 }
 
 // ticketTag finds "[#1001]" in a subject.

@@ -294,12 +294,12 @@ func finishInbound(tx *gorm.DB, m *InboundEmail, out IngestOutcome, now time.Tim
 }
 
 // forgetErased refuses m, from an address erased on request: its record
-// keeps neither the message nor the sender.
+// keeps neither the message, its subject nor the sender.
 func forgetErased(tx *gorm.DB, m *InboundEmail, now time.Time) (IngestOutcome, error) {
-	if err := tx.Model(&InboundEmail{}).Where("id = ?", m.ID).Updates(map[string]any{"raw": []byte{}, "mail_from": ""}).Error; err != nil {
+	if err := tx.Model(&InboundEmail{}).Where("id = ?", m.ID).Updates(map[string]any{"raw": []byte{}, "mail_from": "", "subject": ""}).Error; err != nil {
 		return IngestOutcome{}, err
 	}
-	m.MailFrom = ""
+	m.MailFrom, m.Subject = "", ""
 	return finishInbound(tx, m, IngestOutcome{Status: InboundRejected, Reason: "erased_address"}, now)
 }
 

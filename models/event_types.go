@@ -44,6 +44,11 @@ const (
 	// added a comment to one (after its ticket.created or
 	// ticket.comment_created): the message, with its ticket.
 	EventTicketEmailReceived = "ticket.email_received"
+	// EventEmailRejected tells that an inbound message was accepted (250,
+	// 202) and then rejected by a rule that needs the workspace (a limit,
+	// an erased sender, a message that could not be stored): the message,
+	// with the reason.
+	EventEmailRejected = "email.rejected"
 
 	EventCustomerCreated = "customer.created"
 	EventCustomerUpdated = "customer.updated"
@@ -75,7 +80,7 @@ var EventTypes = []string{
 	EventLeadCreated, EventLeadScored, EventLeadUpdated, EventLeadConverted, EventLeadDeleted,
 	EventTaskCreated, EventTaskUpdated, EventTaskDeleted,
 	EventTicketCreated, EventTicketUpdated, EventTicketStatusChanged, EventTicketAssigned, EventTicketDeleted, EventTicketCommentCreated,
-	EventTicketSLAWarning, EventTicketSLABreached, EventTicketEmailReceived,
+	EventTicketSLAWarning, EventTicketSLABreached, EventTicketEmailReceived, EventEmailRejected,
 	EventCustomerCreated, EventCustomerUpdated, EventCustomerDeleted, EventCustomerMerged,
 	EventMemberInvited, EventMemberJoined, EventMemberRemoved,
 	EventSubscriptionChanged,

@@ -16,6 +16,7 @@ import (
 	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
+	"github.com/business-suite/suite/models/views"
 	"github.com/business-suite/suite/workflows"
 	"github.com/business-suite/suite/workflows/names"
 )
@@ -237,19 +238,58 @@ func (h *handlers) receiveEmail(c *fiber.Ctx) error {
 		Duplicate: !stored, ReceivedAt: m.ReceivedAt})
 }
 
+// inboundStatusResponse is a received message as GET shows it, one or a
+// list: what became of it (duplicate is the POST's, false here).
 type inboundStatusResponse struct {
-	inboundEmailResponse
-	// Reason says why a message was ignored or rejected.
-	Reason    string  `json:"reason"`
-	TicketID  *string `json:"ticketId"`
-	CommentID *string `json:"commentId"`
+	views.InboundEmail
+	Duplicate bool `json:"duplicate"`
 }
+
+func toInboundStatus(m *models.InboundEmail) inboundStatusResponse {
+	return inboundStatusResponse{InboundEmail: views.ToInboundEmail(m)}
+}
+
+// inboundColumns are what a message's views read: never its raw bytes.
+const inboundColumns = "id, org_id, message_id, mail_from, via, subject, size, status, reason, ticket_id, comment_id, received_at, processed_at"
 
 // inboundEmail shows what became of a received message (the Location of
 // the inbound route's 202).
 func (h *handlers) inboundEmail(c *fiber.Ctx) error {
-	return web.Get(c, h.DB, inWorkspace, "The message", func(m *models.InboundEmail) inboundStatusResponse {
-		return inboundStatusResponse{inboundEmailResponse: inboundEmailResponse{ID: m.ID, MessageID: m.MessageID, Status: m.Status,
-			ReceivedAt: m.ReceivedAt}, Reason: m.Reason, TicketID: m.TicketID, CommentID: m.CommentID}
+	id := c.Params("id")
+	if !models.ValidID(id) {
+		return models.NotFound("The message")
+	}
+	var m models.InboundEmail
+	err := h.DB.WithContext(c.UserContext()).Select(inboundColumns).Where("org_id = ? AND id = ?", auth.From(c).OrgID, id).Take(&m).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.NotFound("The message")
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(toInboundStatus(&m))
+}
+
+// inboundEmails lists the workspace's received messages, newest first,
+// of one status when asked (rejected: what was accepted and then refused).
+func (h *handlers) inboundEmails(c *fiber.Ctx) error {
+	var f struct {
+		Status string `json:"status" validate:"omitempty,oneof=received processed ignored rejected"`
+	}
+	if err := web.DecodeQuery(c, &f); err != nil {
+		return err
+	}
+	page, err := web.ParsePage(c)
+	if err != nil {
+		return err
+	}
+	q := models.Equal(h.DB.WithContext(c.UserContext()).Model(&models.InboundEmail{}).Select(inboundColumns).
+		Where("org_id = ?", auth.From(c).OrgID), "status", f.Status)
+	rows, err := web.PaginateBy(q, page, "received_at", func(m *models.InboundEmail) web.Cursor {
+		return web.Cursor{CreatedAt: m.ReceivedAt, ID: m.ID}
 	})
+	if err != nil {
+		return err
+	}
+	return web.SendPage(c, rows, toInboundStatus)
 }

@@ -283,6 +283,48 @@ func TestAFlawedHeaderKeepsItsMessageID(t *testing.T) {
 	})
 }
 
+// A message accepted and then refused by a rule of the workspace (here,
+// one sender's messages an hour) is listed as rejected, with its sender,
+// subject and reason, and told to the webhooks as email.rejected.
+func TestMailRejectedAfterAcceptingIsListedAndTold(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		rc := apitest.Subscribe(t, e, d.owner, d.id, "email.*")
+		sender := apitest.UniqueEmail("storm")
+		headers := map[string]string{"X-Api-Key": d.key, "X-Workspace-Id": d.id, "Content-Type": "message/rfc822"}
+		var last []byte
+		for i := range models.SenderTicketsPerHour + 2 {
+			last = message(sender, d.address, fmt.Sprintf("Storm %d", i), "Again.")
+			e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email", Body: last, Headers: headers}).Expect(202)
+		}
+		d.inbound(e, messageIDOf(last))
+		var rejected struct {
+			Data []struct {
+				ID, From, Subject, Reason, Status string
+				TicketID                          *string
+			}
+		}
+		e.Eventually(func() bool {
+			e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/inbound/email?status=rejected", Headers: d.headers}).Expect(200).JSON(&rejected)
+			return len(rejected.Data) > 0 && apitest.Count(t, e.DB, &models.InboundEmail{}, "org_id = ? AND status = ?", d.id, models.InboundReceived) == 0
+		}, "the rejected messages")
+		for _, m := range rejected.Data {
+			if m.Status != models.InboundRejected || m.Reason != "rate_limited" || m.From != sender || !strings.HasPrefix(m.Subject, "Storm ") || m.TicketID != nil {
+				t.Fatalf("a rejected message: %+v", m)
+			}
+		}
+		for _, m := range rejected.Data {
+			e.Eventually(func() bool { return slices.Equal(rc.Types(m.ID), []string{"email.rejected"}) }, "the rejection's event")
+		}
+		var processed struct{ Data []struct{ Status string } }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/inbound/email?status=processed&limit=5", Headers: d.headers}).Expect(200).JSON(&processed)
+		if len(processed.Data) != 5 || processed.Data[0].Status != models.InboundProcessed {
+			t.Fatalf("the processed messages: %+v", processed)
+		}
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/inbound/email?status=lost", Headers: d.headers}).ExpectProblem(422, "validation_failed")
+	}, apitest.WithWebhookReceivers())
+}
+
 // Machines are never answered and never open tickets; a bounce marks the
 // reply it bounces.
 func TestAutomaticMailOpensNoTicket(t *testing.T) {

@@ -110,6 +110,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/channels/email/addresses", h.addSupportAddress)
 	r.Delete("/channels/email/addresses/:id", h.removeSupportAddress)
 	r.Post("/inbound/email", h.receiveEmail)
+	r.Get("/inbound/email", h.inboundEmails)
 	r.Get("/inbound/email/:id", h.inboundEmail)
 }
 

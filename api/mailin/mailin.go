@@ -36,6 +36,7 @@ func Store(tx *record.Tx, m *models.InboundEmail, p *models.ParsedEmail) (bool, 
 // message is keyed by a hash of its bytes only when it has no Message-ID.
 func storing(m *models.InboundEmail, p *models.ParsedEmail) (string, []any, record.Start) {
 	m.MessageID = models.InboundMessageID(p.MessageID, m.Raw)
+	m.Subject = models.Truncate(p.Subject, 500)
 	insert, args := models.InsertInboundEmail(m)
 	return insert, args, record.Start{WorkflowID: names.EmailIngestID(m.OrgID, m.ID), Workflow: names.EmailIngestWorkflow,
 		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: names.KindEmailIngest}

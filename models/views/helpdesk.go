@@ -187,6 +187,30 @@ type ReceivedEmail struct {
 	At        time.Time `json:"receivedAt"`
 }
 
+// InboundEmail is a received message as the Helpdesk lists it (and the
+// email.rejected event shows it): what became of it, never its content.
+type InboundEmail struct {
+	ID        string `json:"id"`
+	MessageID string `json:"messageId"`
+	// From is the envelope's sender ("" for a bounce, and once forgotten).
+	From        string     `json:"from"`
+	Subject     string     `json:"subject"`
+	Via         string     `json:"via"`
+	Size        int        `json:"size"`
+	Status      string     `json:"status"`
+	Reason      string     `json:"reason"`
+	TicketID    *string    `json:"ticketId"`
+	CommentID   *string    `json:"commentId"`
+	ReceivedAt  time.Time  `json:"receivedAt"`
+	ProcessedAt *time.Time `json:"processedAt"`
+}
+
+// ToInboundEmail is m's view.
+func ToInboundEmail(m *models.InboundEmail) InboundEmail {
+	return InboundEmail{ID: m.ID, MessageID: m.MessageID, From: m.MailFrom, Subject: m.Subject, Via: m.Via, Size: m.Size,
+		Status: m.Status, Reason: m.Reason, TicketID: m.TicketID, CommentID: m.CommentID, ReceivedAt: m.ReceivedAt, ProcessedAt: m.ProcessedAt}
+}
+
 // ToReceivedEmail is the message m, parsed as p, as the event shows it.
 func ToReceivedEmail(m *models.InboundEmail, p *models.ParsedEmail) ReceivedEmail {
 	return ReceivedEmail{ID: m.ID, MessageID: m.MessageID, From: p.From, Name: p.Name, Subject: p.Subject, Via: m.Via,
