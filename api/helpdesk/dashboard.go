@@ -27,13 +27,18 @@ type dashboardResponse struct {
 	ByStatus   map[string]int64 `json:"byStatus"`
 	ByPriority map[string]int64 `json:"byPriority"`
 	Trend      []trendDay       `json:"trend"`
+	// RejectedEmails are the messages accepted and then rejected by a rule
+	// of the workspace in the trend's days (GET
+	// /helpdesk/inbound/email?status=rejected lists them).
+	RejectedEmails int64 `json:"rejectedEmails"`
 }
 
 // dashboard counts the workspace's tickets by status and by priority, and
 // the tickets created and resolved (solvedAt) on each of the last seven
 // days — today and the six before, oldest first, days without tickets
-// included — in the workspace's time zone. The database counts (GROUP BY,
-// COUNT(CASE …)); no ticket is loaded.
+// included — in the workspace's time zone, and the inbound messages
+// rejected in those days. The database counts (GROUP BY, COUNT(CASE …));
+// no ticket is loaded.
 func (h *handlers) dashboard(c *fiber.Ctx) error {
 	p := auth.From(c)
 	ctx := c.UserContext()
@@ -104,6 +109,11 @@ func (h *handlers) dashboard(c *fiber.Ctx) error {
 	}
 	for i := range out.Trend {
 		out.Trend[i].Date = bounds[i].In(loc).Format(time.DateOnly)
+	}
+	err = db.Model(&models.InboundEmail{}).Where("org_id = ? AND status = ? AND received_at >= ?", p.OrgID, models.InboundRejected, first).
+		Count(&out.RejectedEmails).Error
+	if err != nil {
+		return err
 	}
 	return c.JSON(out)
 }

@@ -305,9 +305,12 @@ func TestMailRejectedAfterAcceptingIsListedAndTold(t *testing.T) {
 			}
 		}
 		e.Eventually(func() bool {
-			e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/inbound/email?status=rejected", Headers: d.headers}).Expect(200).JSON(&rejected)
-			return len(rejected.Data) > 0 && apitest.Count(t, e.DB, &models.InboundEmail{}, "org_id = ? AND status = ?", d.id, models.InboundReceived) == 0
-		}, "the rejected messages")
+			return apitest.Count(t, e.DB, &models.InboundEmail{}, "org_id = ? AND status = ?", d.id, models.InboundReceived) == 0
+		}, "every message read")
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/inbound/email?status=rejected", Headers: d.headers}).Expect(200).JSON(&rejected)
+		if len(rejected.Data) == 0 {
+			t.Fatal("no message listed rejected")
+		}
 		for _, m := range rejected.Data {
 			if m.Status != models.InboundRejected || m.Reason != "rate_limited" || m.From != sender || !strings.HasPrefix(m.Subject, "Storm ") || m.TicketID != nil {
 				t.Fatalf("a rejected message: %+v", m)
@@ -315,6 +318,11 @@ func TestMailRejectedAfterAcceptingIsListedAndTold(t *testing.T) {
 		}
 		for _, m := range rejected.Data {
 			e.Eventually(func() bool { return slices.Equal(rc.Types(m.ID), []string{"email.rejected"}) }, "the rejection's event")
+		}
+		var dashboard struct{ RejectedEmails int }
+		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/analytics/dashboard", Headers: d.headers}).Expect(200).JSON(&dashboard)
+		if dashboard.RejectedEmails != len(rejected.Data) {
+			t.Fatalf("the dashboard counts %d rejected messages, the list %d", dashboard.RejectedEmails, len(rejected.Data))
 		}
 		var processed struct{ Data []struct{ Status string } }
 		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/inbound/email?status=processed&limit=5", Headers: d.headers}).Expect(200).JSON(&processed)
