@@ -1,10 +1,12 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/mail"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -47,6 +49,9 @@ type IngestResult struct {
 	// CancelAutoClose is the solve generation of the auto-close timer a
 	// reopened ticket no longer needs (0: none).
 	CancelAutoClose int `json:"cancelAutoClose,omitempty"`
+	// Notice: the message was rejected after it was accepted, and its
+	// sender is a person to tell (NotifyRejection).
+	Notice bool `json:"notice,omitempty"`
 }
 
 // IngestEmail reads the stored message inboundID (ParseEmail) and turns it
@@ -93,7 +98,11 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 			res.CommentID = *out.CommentID
 		}
 		if out.Status == models.InboundRejected && fresh {
-			// Accepted, then refused by the workspace's rules: told.
+			// Accepted, then refused by the workspace's rules: told to the
+			// webhooks, and to a person who sent it (once an hour).
+			if res.Notice, err = noticeDue(tx.DB, &m, &p, now); err != nil {
+				return err
+			}
 			return tx.Emit(models.Event{OrgID: m.OrgID, Type: models.EventEmailRejected, Object: views.ToInboundEmail(&m)})
 		}
 		if out.Status != models.InboundProcessed {
@@ -308,4 +317,69 @@ func (a *Email) setStatus(ctx context.Context, orgID, messageID, status, reason 
 	return a.DB.WithContext(ctx).Model(&models.EmailMessage{}).
 		Where("org_id = ? AND message_id = ? AND status <> ?", orgID, messageID, models.EmailBounced).
 		Updates(map[string]any{"status": status, "error": models.Truncate(reason, 500), "updated_at": models.Now()}).Error
+}
+
+// NoticesPerHour is how many rejection notices one sender gets from a
+// workspace an hour: a storm of messages refused for its rate gets one.
+const NoticesPerHour = 1
+
+// noticeDue tells whether the sender of m, rejected after it was
+// accepted, is told: a person's message (not a machine's, a bounce or a
+// list's — never a notice to a notice), with a sender to answer, within
+// NoticesPerHour.
+func noticeDue(tx *gorm.DB, m *models.InboundEmail, p *models.ParsedEmail, now time.Time) (bool, error) {
+	local, _, _ := strings.Cut(m.MailFrom, "@")
+	if m.MailFrom == "" || strings.EqualFold(local, "mailer-daemon") || p.Automatic != "" || p.Bounce != nil {
+		return false, nil
+	}
+	rate, err := models.HitRate(tx.Statement.Context, tx, "mail-notice|"+m.OrgID+"|"+m.MailFrom, time.Hour, now, 1)
+	return err == nil && rate.Estimate() <= NoticesPerHour, err
+}
+
+// NotifyRejection tells the sender of the inbound message inboundID,
+// accepted and then rejected, with a delivery status notification (RFC
+// 3464: multipart/report, the reason, the message's header), sent with
+// an empty envelope sender so that nothing answers it. Without an SMTP
+// server configured, nothing is sent.
+func (a *Email) NotifyRejection(ctx context.Context, inboundID string) error {
+	if !a.Mail.Configured() {
+		return nil
+	}
+	var m models.InboundEmail
+	if err := a.DB.WithContext(ctx).Take(&m, "id = ?", inboundID).Error; err != nil {
+		return missing("inbound message "+inboundID, err)
+	}
+	if m.MailFrom == "" || m.Status != models.InboundRejected {
+		return nil
+	}
+	return a.Mail.sendFrom(ctx, "", m.MailFrom, rejectionNotice(&m, a.Domain, time.Now()))
+}
+
+// rejectionReasons say, to a sender, why their message made no request.
+var rejectionReasons = map[string]string{
+	"rate_limited": "the support address took too many messages from you within an hour; write again later",
+}
+
+// rejectionNotice is the delivery status notification of m's rejection.
+func rejectionNotice(m *models.InboundEmail, domain string, now time.Time) []byte {
+	boundary := "dsn-" + m.ID
+	why := rejectionReasons[m.Reason]
+	if why == "" {
+		why = "it could not be taken in (" + m.Reason + ")"
+	}
+	header, _, found := bytes.Cut(m.Raw, []byte("\r\n\r\n"))
+	if !found { // LF line ends
+		header, _, _ = bytes.Cut(m.Raw, []byte("\n\n"))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "From: Mail Delivery System <mailer-daemon@%s>\r\nTo: <%s>\r\nSubject: Undelivered Mail Returned to Sender\r\n", domain, m.MailFrom)
+	fmt.Fprintf(&b, "Message-ID: <notice-%s@%s>\r\nDate: %s\r\nAuto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\n", m.ID, domain, now.Format(time.RFC1123Z))
+	fmt.Fprintf(&b, "Content-Type: multipart/report; report-type=delivery-status; boundary=\"%s\"\r\n\r\n", boundary)
+	fmt.Fprintf(&b, "--%s\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n", boundary)
+	fmt.Fprintf(&b, "Your message to %s was received but no support request was made of it: %s.\r\n\r\n", m.Rcpt, why)
+	fmt.Fprintf(&b, "--%s\r\nContent-Type: message/delivery-status\r\n\r\n", boundary)
+	fmt.Fprintf(&b, "Reporting-MTA: dns; %s\r\nArrival-Date: %s\r\n\r\n", domain, m.ReceivedAt.Format(time.RFC1123Z))
+	fmt.Fprintf(&b, "Final-Recipient: rfc822; %s\r\nAction: failed\r\nStatus: 5.7.1\r\nDiagnostic-Code: smtp; 550 5.7.1 %s\r\n\r\n", m.Rcpt, m.Reason)
+	fmt.Fprintf(&b, "--%s\r\nContent-Type: text/rfc822-headers\r\n\r\n%s\r\n--%s--\r\n", boundary, header, boundary)
+	return []byte(b.String())
 }

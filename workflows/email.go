@@ -24,7 +24,9 @@ type EmailIngestInput struct {
 // if the process dies right after. Then: a reopened ticket's auto-close
 // timer is cancelled, the assignee's notification of the reply is pushed,
 // and a ticket opened by e-mail gets its receipt when the workspace sends
-// them. A message from a machine is never answered.
+// them; a message rejected after it was accepted has its sender told (a
+// delivery status notification). A message from a machine is never
+// answered.
 func EmailIngest(ctx workflow.Context, in EmailIngestInput) (activities.IngestResult, error) {
 	var a *activities.Email
 	var res activities.IngestResult
@@ -44,6 +46,14 @@ func EmailIngest(ctx workflow.Context, in EmailIngestInput) (activities.IngestRe
 		pctx := workflow.WithActivityOptions(ctx, pushOptions)
 		if err := workflow.ExecuteActivity(pctx, push.Deliver, res.NotificationID).Get(pctx, nil); err != nil {
 			workflow.GetLogger(ctx).Warn("reply notification push failed", "notificationId", res.NotificationID, "error", err)
+		}
+	}
+	if res.Notice && workflow.GetVersion(ctx, "rejection-notice", workflow.DefaultVersion, 1) == 1 {
+		// Accepted, then rejected: its sender is told (a failure to tell
+		// them is logged; the rejection stands, and is listed).
+		mctx := workflow.WithActivityOptions(ctx, mailOptions)
+		if err := workflow.ExecuteActivity(mctx, a.NotifyRejection, in.InboundID).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("the sender of a rejected message was not told", "inboundId", in.InboundID, "error", err)
 		}
 	}
 	if res.Acknowledge {

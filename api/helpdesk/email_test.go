@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/cmd/apitest"
@@ -318,6 +320,33 @@ func TestMailRejectedAfterAcceptingIsListedAndTold(t *testing.T) {
 		}
 		for _, m := range rejected.Data {
 			e.Eventually(func() bool { return slices.Equal(rc.Types(m.ID), []string{"email.rejected"}) }, "the rejection's event")
+		}
+		// The person who sent them is told once (a notice an hour), with a
+		// delivery status notification from the null sender.
+		notice, err := e.Mail.Wait(sender, 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if notice.From != "" || !strings.Contains(string(notice.Data), "multipart/report; report-type=delivery-status") ||
+			!strings.Contains(string(notice.Data), "Auto-Submitted: auto-replied") || !strings.Contains(string(notice.Data), "Storm ") {
+			t.Fatalf("the notice, from %q:\n%s", notice.From, notice.Data)
+		}
+		// Once every rejected message's EmailIngest has ended, that notice
+		// is the only one.
+		for _, m := range rejected.Data {
+			e.Eventually(func() bool {
+				desc, err := e.Temporal.DescribeWorkflowExecution(t.Context(), names.EmailIngestID(d.id, m.ID), "")
+				return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+			}, "the rejected message's ingest")
+		}
+		sent := 0
+		for _, m := range e.Mail.Messages() {
+			if strings.EqualFold(m.To[0], sender) {
+				sent++
+			}
+		}
+		if sent != 1 {
+			t.Fatalf("%d notices to the sender, want 1", sent)
 		}
 		var dashboard struct{ RejectedEmails int }
 		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/analytics/dashboard", Headers: d.headers}).Expect(200).JSON(&dashboard)
