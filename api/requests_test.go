@@ -120,6 +120,8 @@ type extras struct {
 	queuedJob                    string
 	// queuedImports are an import of each app that has not started.
 	queuedImports map[string]string
+	// rejectedEmail is a message a limit rejected, for the retry.
+	rejectedEmail string
 }
 
 func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
@@ -164,6 +166,14 @@ func newExtras(t *testing.T, e *apitest.Env, a *tenant) *extras {
 		}
 		x.queuedImports[app] = imp.ID
 	}
+	// A message a limit rejected, for its retry.
+	rejected := models.InboundEmail{ID: models.NewID(), OrgID: a.org, MessageID: models.NewID() + "@tenant.example", MailFrom: "late@tenant-a.example",
+		Rcpt: "ws@x", Via: "http", Raw: inboundMessage("late@tenant-a.example", a.org), Status: models.InboundRejected, Reason: "rate_limited",
+		ReceivedAt: models.Now()}
+	if err := e.DB.Create(&rejected).Error; err != nil {
+		t.Fatal(err)
+	}
+	x.rejectedEmail = rejected.ID
 	// An SLA policy, for its apply.
 	e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/sla-policy", Headers: apitest.HelpdeskUser(a.owner.Token, a.org),
 		Body: map[string]any{"businessHours": "24x7", "targets": map[string]any{"normal": map[string]any{"resolution": 60}}}}).Expect(200)
@@ -253,6 +263,8 @@ func ownRequest(route string, a *tenant, x *extras, keyed bool) (apitest.Request
 		return apitest.Request{Method: method, Path: "/crm/imports/" + x.queuedImports["crm"] + "/cancel", Headers: apitest.Bearer(a.crmKey)}, true
 	case "POST /helpdesk/imports/:id/cancel":
 		return apitest.Request{Method: method, Path: "/helpdesk/imports/" + x.queuedImports["helpdesk"] + "/cancel", Headers: hd}, true
+	case "POST /helpdesk/inbound/email/:id/retry":
+		return apitest.Request{Method: method, Path: "/helpdesk/inbound/email/" + x.rejectedEmail + "/retry", Headers: hd}, true
 	case "POST /v1/ai/jobs/:id/cancel":
 		return apitest.Request{Method: method, Path: "/v1/ai/jobs/" + x.queuedJob + "/cancel", Headers: apitest.Bearer(a.aiKey)}, true
 	}

@@ -287,6 +287,7 @@ var tenantProbes = map[string]probe{
 	"POST /helpdesk/inbound/email":                  {kind: special, check: probeInboundEmail},
 	"GET /helpdesk/inbound/email":                   {kind: helpdesk},
 	"GET /helpdesk/inbound/email/:id":               {kind: helpdesk, params: map[string]string{"id": "inboundEmail"}},
+	"POST /helpdesk/inbound/email/:id/retry":        {kind: helpdesk, params: map[string]string{"id": "inboundEmail"}},
 	"GET /helpdesk/tickets/:id/attachments":         {kind: helpdesk, params: map[string]string{"id": "emailTicket"}},
 	"GET /helpdesk/tickets/:id/attachments/:attachmentId": {kind: helpdesk,
 		params: map[string]string{"id": "emailTicket", "attachmentId": "attachment"}},

@@ -99,6 +99,18 @@ func VerifyAddress(tx *gorm.DB, orgID, text string, now time.Time) (bool, error)
 	return res.RowsAffected > 0, res.Error
 }
 
+// RetryableRejection tells whether a message rejected for reason may be
+// read again: one a rule of the workspace refused (a limit), not one
+// refused for its form — it would be refused again — nor an erased
+// sender's, which the suite no longer holds.
+func RetryableRejection(reason string) bool {
+	switch reason {
+	case "erased_address", "malformed", "unreadable", "no_sender", "bad_sender":
+		return false
+	}
+	return true
+}
+
 // InboundEmail is one received message, stored as it came.
 type InboundEmail struct {
 	ID string `gorm:"primaryKey"`

@@ -1,6 +1,7 @@
 package helpdesk
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 	"time"
@@ -268,6 +269,45 @@ func (h *handlers) inboundEmail(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(toInboundStatus(&m))
+}
+
+// retryInbound reads a message rejected by a rule of the workspace again
+// (the rule has changed: an hour has passed, a limit was raised), as a new
+// EmailIngest run; an ADMIN's, OWNER's or key's act.
+func (h *handlers) retryInbound(c *fiber.Ctx) error {
+	p := auth.From(c)
+	if err := auth.RequireAdmin(p); err != nil {
+		return err
+	}
+	id := c.Params("id")
+	if !models.ValidID(id) {
+		return models.NotFound("The message")
+	}
+	tx := h.Starter.In(c, web.Tx(c))
+	var m models.InboundEmail
+	err := models.LockForUpdate(tx.DB).Select(inboundColumns).Where("org_id = ? AND id = ?", p.OrgID, id).Take(&m).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return models.NotFound("The message")
+	}
+	if err != nil {
+		return err
+	}
+	if m.Status != models.InboundRejected || !models.RetryableRejection(m.Reason) {
+		return models.Err(models.ErrConflict, "not_retryable",
+			"Only a message rejected by a rule of the workspace (a limit) is read again; this one is %s (%s).", m.Status, cmp.Or(m.Reason, "no reason"))
+	}
+	m.Status, m.Reason, m.ProcessedAt = models.InboundReceived, "", nil
+	if err := tx.Model(&models.InboundEmail{}).Where("id = ?", m.ID).
+		Updates(map[string]any{"status": m.Status, "reason": "", "processed_at": nil}).Error; err != nil {
+		return err
+	}
+	err = tx.Start(record.Start{WorkflowID: names.EmailIngestRetryID(m.OrgID, m.ID, models.NewID()), Workflow: names.EmailIngestWorkflow,
+		Input: workflows.EmailIngestInput{InboundID: m.ID, OrgID: m.OrgID}, OrgID: m.OrgID, Kind: names.KindEmailIngest})
+	if err != nil {
+		return err
+	}
+	c.Location("/helpdesk/inbound/email/" + m.ID)
+	return c.Status(fiber.StatusAccepted).JSON(toInboundStatus(&m))
 }
 
 // inboundEmails lists the workspace's received messages, newest first,

@@ -348,6 +348,22 @@ func TestMailRejectedAfterAcceptingIsListedAndTold(t *testing.T) {
 		if sent != 1 {
 			t.Fatalf("%d notices to the sender, want 1", sent)
 		}
+		// An hour later (the sender's count starts over), a rejected
+		// message is read again: a ticket. One read already is refused.
+		e.DB.Exec("DELETE FROM rate_counters WHERE bucket LIKE ?", "mail-sender|"+d.id+"|%")
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email/" + rejected.Data[0].ID + "/retry", Headers: d.asAgent}).
+			ExpectProblem(403, "admin_required")
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email/" + rejected.Data[0].ID + "/retry", Headers: d.headers}).Expect(202)
+		var retried models.InboundEmail
+		e.Eventually(func() bool {
+			return e.DB.Take(&retried, "id = ? AND status <> ?", rejected.Data[0].ID, models.InboundReceived).Error == nil
+		}, "the retried message")
+		if retried.Status != models.InboundProcessed || retried.TicketID == nil {
+			t.Fatalf("the retried message: %s %q", retried.Status, retried.Reason)
+		}
+		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/inbound/email/" + retried.ID + "/retry", Headers: d.headers}).
+			ExpectProblem(409, "not_retryable")
+		rejected.Data = rejected.Data[1:]
 		var dashboard struct{ RejectedEmails int }
 		e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/analytics/dashboard", Headers: d.headers}).Expect(200).JSON(&dashboard)
 		if dashboard.RejectedEmails != len(rejected.Data) {

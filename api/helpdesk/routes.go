@@ -112,6 +112,7 @@ func Routes(r fiber.Router, d Deps) {
 	r.Post("/inbound/email", h.receiveEmail)
 	r.Get("/inbound/email", h.inboundEmails)
 	r.Get("/inbound/email/:id", h.inboundEmail)
+	r.Post("/inbound/email/:id/retry", h.retryInbound)
 }
 
 // workspace is the rows the caller sees: the workspace's (x-workspace-id,

@@ -300,6 +300,7 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 		// a workflow of one test can never run against another test's database.
 		ts := temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(clientOptions(t, "", "", o.temporalLog)),
 			temporaltest.WithBaseServerOptions(temporal.ForServices(testServices)))
+		waitFrontend(t, ts.GetFrontendHostPort(), ts.GetDefaultNamespace())
 		e.Temporal = ts.GetDefaultClient()
 		e.namespace = ts.GetDefaultNamespace()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -337,6 +338,26 @@ func New(t *testing.T, d database.Dialect, opts ...Option) *Env {
 	go func() { _ = e.App.Listener(ln) }()
 	t.Cleanup(func() { _ = e.App.ShutdownWithTimeout(time.Second) })
 	return e
+}
+
+// waitFrontend waits until the Temporal frontend at hostPort answers its
+// health check. On a loaded machine (a CI run beside other work) it can
+// report "not healthy yet" for a moment after the server has started, and
+// temporaltest's client, which checks once, would fail the test.
+func waitFrontend(t *testing.T, hostPort, namespace string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: namespace, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Temporal frontend at %s did not become healthy: %v", hostPort, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // clientOptions are the Temporal client options of an Env's clients: as in

@@ -179,6 +179,12 @@ const (
 // EmailIngestID is one received message's processing.
 func EmailIngestID(orgID, inboundID string) string { return "email-ingest/" + orgID + "/" + inboundID }
 
+// EmailIngestRetryID is retry retryID of the ingest of a rejected message
+// (each read of a message has an id of its own).
+func EmailIngestRetryID(orgID, inboundID, retryID string) string {
+	return EmailIngestID(orgID, inboundID) + "/retry/" + retryID
+}
+
 // EmailSendID is one public reply's delivery by e-mail.
 func EmailSendID(orgID, commentID string) string { return "email-send/" + orgID + "/" + commentID }
 
