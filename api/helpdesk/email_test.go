@@ -47,6 +47,17 @@ func deliver(e *apitest.Env, from string, to []string, raw []byte) error {
 	return smtp.SendMail(e.SMTPAddr, nil, from, to, raw)
 }
 
+// sentTo counts the messages the suite has sent to rcpt.
+func sentTo(e *apitest.Env, rcpt string) int {
+	n := 0
+	for _, m := range e.Mail.Messages() {
+		if strings.EqualFold(m.To[0], rcpt) {
+			n++
+		}
+	}
+	return n
+}
+
 func smtpCode(err error) int {
 	var te *textproto.Error
 	if errors.As(err, &te) {
@@ -339,13 +350,7 @@ func TestMailRejectedAfterAcceptingIsListedAndTold(t *testing.T) {
 				return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 			}, "the rejected message's ingest")
 		}
-		sent := 0
-		for _, m := range e.Mail.Messages() {
-			if strings.EqualFold(m.To[0], sender) {
-				sent++
-			}
-		}
-		if sent != 1 {
+		if sent := sentTo(e, sender); sent != 1 {
 			t.Fatalf("%d notices to the sender, want 1", sent)
 		}
 		// An hour later (the sender's count starts over), a rejected
@@ -420,13 +425,7 @@ func TestAutomaticMailOpensNoTicket(t *testing.T) {
 			cs := d.comments(e, tk.ID)
 			return cs[0].Delivery != nil && cs[0].Delivery.Status == models.EmailBounced && strings.Contains(cs[0].Delivery.Error, "550")
 		}, "the bounced reply's delivery")
-		sent := 0
-		for _, m := range e.Mail.Messages() {
-			if strings.EqualFold(m.To[0], person) {
-				sent++
-			}
-		}
-		if sent != 1 {
+		if sent := sentTo(e, person); sent != 1 {
 			t.Fatalf("%d messages sent to %s; an automatic message was answered", sent, person)
 		}
 	})
