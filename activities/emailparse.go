@@ -45,6 +45,7 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 		return models.ParsedEmail{Rejected: "malformed"}
 	}
 	p.MessageID = env.GetHeader("Message-Id")
+	p.Header = env.Root.Header
 	if rp, ok := env.Root.Header["Return-Path"]; ok && len(rp) > 0 {
 		p.ReturnPath = &rp[0]
 	}

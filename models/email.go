@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/mail"
 	"regexp"
@@ -54,8 +55,21 @@ type EmailChannel struct {
 	// Acknowledge sends the requester a short receipt when a ticket is
 	// opened by e-mail.
 	Acknowledge bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// HeaderFields maps a header of a message that opens a ticket to a
+	// custom field of tickets: a JSON object of canonical header names to
+	// field keys (HeaderFieldMap).
+	HeaderFields string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// HeaderFieldMap is ch's header-to-field map.
+func (ch *EmailChannel) HeaderFieldMap() map[string]string {
+	out := map[string]string{}
+	if ch.HeaderFields != "" {
+		_ = json.Unmarshal([]byte(ch.HeaderFields), &out)
+	}
+	return out
 }
 
 // EmailAddress is one of a workspace's own support addresses, which

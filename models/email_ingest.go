@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"mime"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,9 @@ type ParsedEmail struct {
 	// says (a message a provider POSTs).
 	MessageID  string
 	ReturnPath *string
+	// Header is the message's header, by canonical name (the channel's
+	// HeaderFields read it).
+	Header map[string][]string
 }
 
 // Bounce is what a delivery report says of the message it reports.
@@ -238,6 +242,11 @@ func ingestTicket(tx *gorm.DB, m *InboundEmail, p ParsedEmail, follows *Ticket, 
 	}
 	t := &Ticket{ID: DerivedID(m.ID, "ticket"), OrgID: m.OrgID, Subject: TicketSubject(p.Subject), Description: commentText(p),
 		Status: TicketNew, Priority: "normal", Channel: ChannelEmail, RequesterEmail: p.From, Tags: "[]", CreatedAt: now, UpdatedAt: now}
+	fields, err := headerFields(tx, m.OrgID, p)
+	if err != nil {
+		return IngestOutcome{}, err
+	}
+	t.Fields = fields
 	if follows != nil {
 		t.FollowsTicketID = &follows.ID
 	}
@@ -310,4 +319,53 @@ func recordedOutcome(m *InboundEmail) IngestOutcome {
 		out.TicketID = *m.TicketID
 	}
 	return out
+}
+
+// headerFields are the custom field values of a ticket that message p
+// opens in orgID: the defaults, and the values of the headers its
+// e-mail channel maps to fields (HeaderFields), each read as a cell of
+// an import is (ImportCell) and kept only when valid for its field — a
+// header is the sender's to write, so a bad value is left out, never a
+// reason to refuse the message. A member field is never set from a
+// header.
+func headerFields(tx *gorm.DB, orgID string, p ParsedEmail) (FieldValues, error) {
+	fields, err := FieldDefaults(tx, orgID, AutomationTicket)
+	if err != nil {
+		return nil, err
+	}
+	var ch EmailChannel
+	if err := tx.Select("header_fields").Where("org_id = ?", orgID).Limit(1).Find(&ch).Error; err != nil {
+		return nil, err
+	}
+	mapping := ch.HeaderFieldMap()
+	if len(mapping) == 0 {
+		return fields, nil
+	}
+	defs, err := FieldDefinitions(tx, orgID, AutomationTicket)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string]*CustomField{}
+	for i := range defs {
+		byKey[defs[i].Key] = &defs[i]
+	}
+	decoder := new(mime.WordDecoder)
+	for header, key := range mapping {
+		f := byKey[key]
+		values := p.Header[header]
+		if f == nil || f.Status != FieldActive || f.Type == FieldMember || len(values) == 0 {
+			continue
+		}
+		value, err := decoder.DecodeHeader(values[0])
+		if err != nil {
+			value = values[0]
+		}
+		if value = CleanText(strings.TrimSpace(value)); value == "" {
+			continue
+		}
+		if v, why := f.check(ImportCell(f, value)); why == "" {
+			fields[key] = v
+		}
+	}
+	return fields, nil
 }

@@ -524,7 +524,7 @@ func TestAutomationTasksSummariesAndMail(t *testing.T) {
 			Body: map[string]any{"name": "x", "object": "ticket", "on": []string{"created"},
 				"steps": []any{map[string]any{"action": "ai_summarize"}, map[string]any{"action": "create_task", "title": "x"}}}}).
 			ExpectProblem(422, "validation_failed")
-		codes := problemCodes(problem)
+		codes := apitest.ProblemCodes(problem)
 		if !slices.Contains(codes, "steps[0].action:plan_upgrade_required") || !slices.Contains(codes, "steps[1].action:not_available") {
 			t.Fatalf("errors: %v", codes)
 		}

@@ -20,15 +20,6 @@ type fieldContact struct {
 	Fields map[string]any
 }
 
-// problemCodes are the fields a 422 names, with their codes.
-func problemCodes(problem map[string]any) []string {
-	var out []string
-	for _, f := range problem["errors"].([]any) {
-		out = append(out, f.(map[string]any)["field"].(string)+":"+f.(map[string]any)["code"].(string))
-	}
-	return out
-}
-
 // An organization's admins define custom fields; every object answers
 // its values under "fields", create and update take them (checked by
 // type, defaults applied, required ones enforced, null clearing), lists
@@ -56,8 +47,8 @@ func TestCustomFields(t *testing.T) {
 		problem := e.Do(apitest.Request{Method: "POST", Path: base, Headers: p.owner.Auth(), Body: map[string]any{
 			"object": "invoice", "key": "Plan", "label": "", "type": "select"}}).ExpectProblem(422, "validation_failed")
 		for _, want := range []string{"object:oneof", "key:pattern", "label:required", "options:required"} {
-			if !slices.Contains(problemCodes(problem), want) {
-				t.Errorf("no %s in %v", want, problemCodes(problem))
+			if !slices.Contains(apitest.ProblemCodes(problem), want) {
+				t.Errorf("no %s in %v", want, apitest.ProblemCodes(problem))
 			}
 		}
 		e.Do(apitest.Request{Method: "POST", Path: base, Headers: p.owner.Auth(), Body: map[string]any{
@@ -78,8 +69,8 @@ func TestCustomFields(t *testing.T) {
 		}
 		problem = e.Do(apitest.Request{Method: "PATCH", Path: base + "/" + plan.ID, Headers: p.owner.Auth(),
 			Body: map[string]any{"options": []string{"gold"}}}).ExpectProblem(422, "validation_failed")
-		if !slices.Contains(problemCodes(problem), "default:invalid") {
-			t.Fatalf("removing the default's option: %v", problemCodes(problem))
+		if !slices.Contains(apitest.ProblemCodes(problem), "default:invalid") {
+			t.Fatalf("removing the default's option: %v", apitest.ProblemCodes(problem))
 		}
 
 		create := func(fields map[string]any, status int) fieldContact {
@@ -104,8 +95,8 @@ func TestCustomFields(t *testing.T) {
 			"fields": map[string]any{"plan": "silver", "seats": 1.5, "nope": 1, "owner": models.NewID(), "renewal_date": "31/01/2027"}}}).
 			ExpectProblem(422, "validation_failed")
 		for _, want := range []string{"fields.plan:invalid", "fields.seats:invalid", "fields.nope:unknown_field", "fields.owner:not_a_member", "fields.renewal_date:invalid"} {
-			if !slices.Contains(problemCodes(problem), want) {
-				t.Errorf("no %s in %v", want, problemCodes(problem))
+			if !slices.Contains(apitest.ProblemCodes(problem), want) {
+				t.Errorf("no %s in %v", want, apitest.ProblemCodes(problem))
 			}
 		}
 		// An update changes what it sends; null clears.
@@ -142,7 +133,7 @@ func TestCustomFields(t *testing.T) {
 		}
 		problem = e.Do(apitest.Request{Method: "GET", Path: "/crm/contacts?orgId=" + p.id + "&fields.nope=1&fields.plan[gte]=gold",
 			Headers: p.owner.Auth()}).ExpectProblem(422, "validation_failed")
-		if got := problemCodes(problem); !slices.Contains(got, "fields.nope:unknown_field") || !slices.Contains(got, "fields.plan[gte]:invalid") {
+		if got := apitest.ProblemCodes(problem); !slices.Contains(got, "fields.nope:unknown_field") || !slices.Contains(got, "fields.plan[gte]:invalid") {
 			t.Fatalf("bad filters: %v", got)
 		}
 

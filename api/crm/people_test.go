@@ -278,7 +278,7 @@ func TestMergeDuplicates(t *testing.T) {
 			t.Helper()
 			problem := e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts/" + intoID + "/merge", Headers: p.owner.Auth(),
 				Body: map[string]any{"orgId": p.id, "from": fromID}}).ExpectProblem(422, "validation_failed")
-			if got := problemCodes(problem); !slices.Equal(got, []string{"from:" + code}) {
+			if got := apitest.ProblemCodes(problem); !slices.Equal(got, []string{"from:" + code}) {
 				t.Fatalf("merging %s into %s: %v, want from:%s", fromID, intoID, got, code)
 			}
 		}

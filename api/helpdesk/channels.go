@@ -2,13 +2,17 @@ package helpdesk
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
+	"maps"
+	"net/textproto"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/auth"
@@ -33,10 +37,13 @@ var errMailOff = models.Err(models.ErrUnavailable, "email_not_configured",
 
 type emailChannelResponse struct {
 	// Address is the workspace's own inbound address.
-	Address     string                 `json:"address"`
-	Domain      string                 `json:"domain"`
-	Acknowledge bool                   `json:"acknowledge"`
-	Addresses   []supportAddressOutput `json:"addresses"`
+	Address     string `json:"address"`
+	Domain      string `json:"domain"`
+	Acknowledge bool   `json:"acknowledge"`
+	// HeaderFields maps a header of a message that opens a ticket to a
+	// custom field of tickets.
+	HeaderFields map[string]string      `json:"headerFields"`
+	Addresses    []supportAddressOutput `json:"addresses"`
 }
 
 type supportAddressOutput struct {
@@ -77,7 +84,7 @@ func (h *handlers) sendChannel(c *fiber.Ctx, db *gorm.DB) error {
 		return err
 	}
 	out := emailChannelResponse{Address: models.WorkspaceAddress(orgID, h.MailDomain), Domain: h.MailDomain,
-		Acknowledge: ch.Acknowledge, Addresses: make([]supportAddressOutput, len(addrs))}
+		Acknowledge: ch.Acknowledge, HeaderFields: ch.HeaderFieldMap(), Addresses: make([]supportAddressOutput, len(addrs))}
 	for i := range addrs {
 		out.Addresses[i] = toSupportAddress(&addrs[i])
 	}
@@ -85,7 +92,44 @@ func (h *handlers) sendChannel(c *fiber.Ctx, db *gorm.DB) error {
 }
 
 type updateEmailChannelRequest struct {
-	Acknowledge *bool `json:"acknowledge" validate:"required"`
+	Acknowledge *bool `json:"acknowledge"`
+	// HeaderFields replaces the header-to-field map ({} clears it).
+	HeaderFields *map[string]string `json:"headerFields" validate:"omitnil,max=20"`
+}
+
+// headerName is a header's name as RFC 5322 writes it: printable ASCII
+// but the colon.
+var headerName = regexp.MustCompile(`^[!-9;-~]{1,76}$`)
+
+// checkHeaderFields checks a header-to-field map: header names, and keys
+// of the workspace's active custom fields of tickets (not members: a
+// sender does not name the workspace's members). It returns the map with
+// canonical header names.
+func checkHeaderFields(db *gorm.DB, orgID string, m map[string]string) (map[string]string, error) {
+	defs, err := models.FieldDefinitions(db, orgID, models.AutomationTicket)
+	if err != nil {
+		return nil, err
+	}
+	var bad []models.FieldError
+	out := map[string]string{}
+	for _, header := range slices.Sorted(maps.Keys(m)) {
+		key := m[header]
+		at := slices.IndexFunc(defs, func(f models.CustomField) bool { return f.Key == key })
+		switch {
+		case !headerName.MatchString(header):
+			bad = append(bad, models.FieldError{Field: "headerFields." + header, Code: "header_name",
+				Message: "A header's name: printable ASCII without a colon, at most 76 characters."})
+		case at < 0 || defs[at].Status != models.FieldActive || defs[at].Type == models.FieldMember:
+			bad = append(bad, models.FieldError{Field: "headerFields." + header, Code: "unknown_field",
+				Message: "Not the key of a custom field of tickets (a member field is not set from a header)."})
+		default:
+			out[textproto.CanonicalMIMEHeaderKey(header)] = key
+		}
+	}
+	if len(bad) > 0 {
+		return nil, models.Invalid(bad...)
+	}
+	return out, nil
 }
 
 // updateEmailChannel changes the workspace's channel settings (ADMIN).
@@ -98,15 +142,33 @@ func (h *handlers) updateEmailChannel(c *fiber.Ctx) error {
 		return errMailOff
 	}
 	var req updateEmailChannelRequest
-	if err := web.Decode(c, &req); err != nil {
+	tx := web.Tx(c)
+	var headerFields map[string]string
+	if err := web.Decode(c, &req, func() (err error) {
+		if req.HeaderFields != nil {
+			headerFields, err = checkHeaderFields(tx, p.OrgID, *req.HeaderFields)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	var ch models.EmailChannel
+	if err := models.LockForUpdate(tx).Where("org_id = ?", p.OrgID).Limit(1).Find(&ch).Error; err != nil {
 		return err
 	}
 	now := models.Now()
-	tx := web.Tx(c)
-	err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "org_id"}},
-		DoUpdates: clause.Assignments(map[string]any{"acknowledge": *req.Acknowledge, "updated_at": now})}).
-		Create(&models.EmailChannel{OrgID: p.OrgID, Acknowledge: *req.Acknowledge, CreatedAt: now, UpdatedAt: now}).Error
-	if err != nil {
+	if ch.OrgID == "" {
+		ch = models.EmailChannel{OrgID: p.OrgID, HeaderFields: "{}", CreatedAt: now}
+	}
+	if req.Acknowledge != nil {
+		ch.Acknowledge = *req.Acknowledge
+	}
+	if req.HeaderFields != nil {
+		raw, _ := json.Marshal(headerFields)
+		ch.HeaderFields = string(raw)
+	}
+	ch.UpdatedAt = now
+	if err := tx.Save(&ch).Error; err != nil {
 		return err
 	}
 	return h.sendChannel(c, tx)

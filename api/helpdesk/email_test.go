@@ -633,6 +633,56 @@ func TestInboundAttachments(t *testing.T) {
 
 // The channel's settings: the workspace's address, its own support
 // addresses (which the listener then takes), the receipt switch; ADMINs
+// The channel maps a header of a message that opens a ticket to a custom
+// field of tickets: a valid value is set (as an import reads a cell), a
+// bad one is left out and the ticket opens all the same.
+func TestEmailHeadersSetTicketFields(t *testing.T) {
+	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+		d := newMailDesk(t, e)
+		for _, f := range []map[string]any{
+			{"object": "ticket", "key": "tier", "label": "Tier", "type": "select", "options": []string{"gold", "silver"}},
+			{"object": "ticket", "key": "seats", "label": "Seats", "type": "number"},
+			{"object": "ticket", "key": "owner", "label": "Owner", "type": "member"},
+		} {
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + d.id + "/fields", Headers: d.owner.Auth(), Body: f}).Expect(201)
+		}
+		p := e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/channels/email", Headers: d.headers,
+			Body: map[string]any{"headerFields": map[string]string{"X-Tier": "tier", "Bad:Name": "seats", "X-Owner": "owner", "X-Plan": "plan"}}}).
+			ExpectProblem(422, "validation_failed")
+		for _, want := range []string{"headerFields.Bad:Name:header_name", "headerFields.X-Owner:unknown_field", "headerFields.X-Plan:unknown_field"} {
+			if !slices.Contains(apitest.ProblemCodes(p), want) {
+				t.Fatalf("problems %v, want %s", apitest.ProblemCodes(p), want)
+			}
+		}
+		var ch struct {
+			Acknowledge  bool
+			HeaderFields map[string]string
+		}
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/channels/email", Headers: d.headers,
+			Body: map[string]any{"headerFields": map[string]string{"x-customer-tier": "tier", "X-Seats": "seats"}}}).Expect(200).JSON(&ch)
+		if fmt.Sprint(ch.HeaderFields) != "map[X-Customer-Tier:tier X-Seats:seats]" || ch.Acknowledge {
+			t.Fatalf("the channel: %+v", ch)
+		}
+		sender := apitest.UniqueEmail("tiered")
+		good := message(sender, d.address, "Gold", "Hello.", "X-Customer-Tier: =?utf-8?q?gold?=", "X-Seats: 12")
+		bad := message(sender, d.address, "Platinum", "Hello.", "X-Customer-Tier: platinum", "X-Seats: many")
+		for raw, want := range map[string]string{string(good): "map[seats:12 tier:gold]", string(bad): "map[]"} {
+			if err := deliver(e, sender, []string{d.address}, []byte(raw)); err != nil {
+				t.Fatal(err)
+			}
+			m := d.inbound(e, messageIDOf([]byte(raw)))
+			if m.TicketID == nil {
+				t.Fatalf("no ticket: %s %q", m.Status, m.Reason)
+			}
+			var tk struct{ Fields map[string]any }
+			e.Do(apitest.Request{Method: "GET", Path: "/helpdesk/tickets/" + *m.TicketID, Headers: d.headers}).Expect(200).JSON(&tk)
+			if fmt.Sprint(tk.Fields) != want {
+				t.Fatalf("the ticket's fields %v, want %s", tk.Fields, want)
+			}
+		}
+	})
+}
+
 // change them.
 func TestEmailChannelSettings(t *testing.T) {
 	apitest.Each(t, func(t *testing.T, e *apitest.Env) {

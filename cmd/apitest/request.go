@@ -147,3 +147,16 @@ func (e *Env) Upload(path string, headers map[string]string, filename string, fi
 	}
 	return e.Do(Request{Method: "POST", Path: path, Headers: h, Body: body})
 }
+
+// ProblemCodes are the "field:code" of each of a problem's errors.
+func ProblemCodes(problem map[string]any) []string {
+	var out []string
+	errs, _ := problem["errors"].([]any)
+	for _, f := range errs {
+		m, _ := f.(map[string]any)
+		field, _ := m["field"].(string)
+		code, _ := m["code"].(string)
+		out = append(out, field+":"+code)
+	}
+	return out
+}
