@@ -64,6 +64,10 @@ func (a *Leads) UpsertLead(ctx context.Context, intakeID string) (LeadOutcome, e
 		if err != nil {
 			return err
 		}
+		if in.Status == models.IntakeRefused { // refused by an earlier attempt: its payload is gone
+			out = LeadOutcome{Refused: true}
+			return nil
+		}
 		var p models.IntakePayload
 		if err := json.Unmarshal([]byte(in.Payload), &p); err != nil {
 			return temporal.NewNonRetryableApplicationError("intake payload is not JSON", ErrTypeBadPayload, err)

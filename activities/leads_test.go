@@ -286,3 +286,35 @@ func subscribe(t *testing.T, db *gorm.DB, orgID, memberID string) {
 		t.Fatal(err)
 	}
 }
+
+// A submission from an erased address is refused, its payload forgotten,
+// and no lead made — however often the activity runs (a retry after its
+// commit finds the intake refused and makes no blank lead).
+func TestIntakeFromAnErasedAddressIsRefusedOnEveryRun(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := context.Background()
+		a := &activities.Leads{DB: db}
+		orgID, _ := seedOrg(t, db, models.RoleOwner, models.RoleAgent)
+		until := models.Now().Add(time.Hour)
+		if err := db.Create(&models.Erasure{ID: models.NewID(), OrgID: orgID, EmailHash: models.EmailHash(orgID, "gone@example.com"),
+			State: models.ErasureDone, Found: "{}", Erased: "{}", RequestedBy: "member:x", CreatedAt: models.Now(), ConfirmBy: models.Now(),
+			BlockedUntil: &until}).Error; err != nil {
+			t.Fatal(err)
+		}
+		id := storeIntake(t, db, orgID, models.IntakePayload{Name: "Gone", Email: "Gone@example.com"}, true)
+		for range 2 {
+			out, err := a.UpsertLead(ctx, id)
+			if err != nil || !out.Refused || out.LeadID != "" {
+				t.Fatalf("the erased address's intake: %+v %v", out, err)
+			}
+		}
+		var in models.LeadIntake
+		if err := db.Take(&in, "id = ?", id).Error; err != nil || in.Status != models.IntakeRefused || in.Payload != "{}" {
+			t.Fatalf("the intake: %+v %v", in, err)
+		}
+		var n int64
+		if err := db.Model(&models.Lead{}).Where("org_id = ?", orgID).Count(&n).Error; err != nil || n != 0 {
+			t.Fatalf("%d leads made (%v)", n, err)
+		}
+	})
+}

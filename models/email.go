@@ -115,11 +115,12 @@ func VerifyAddress(tx *gorm.DB, orgID, text string, now time.Time) (bool, error)
 
 // RetryableRejection tells whether a message rejected for reason may be
 // read again: one a rule of the workspace refused (a limit), not one
-// refused for its form — it would be refused again — nor an erased
-// sender's, which the suite no longer holds.
+// refused for its form or a value the database refused — it would be
+// refused again — nor an erased sender's, which the suite no longer
+// holds.
 func RetryableRejection(reason string) bool {
 	switch reason {
-	case "erased_address", "malformed", "unreadable", "no_sender", "bad_sender":
+	case "erased_address", "malformed", "unreadable", "no_sender", "bad_sender", "unprocessable":
 		return false
 	}
 	return true

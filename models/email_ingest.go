@@ -106,6 +106,19 @@ func IngestEmail(tx *gorm.DB, m *InboundEmail, p ParsedEmail, now time.Time) (In
 	if m.Status != InboundReceived {
 		return recordedOutcome(m), nil
 	}
+	// From an erased address — the author's or the envelope's — whatever
+	// it is (a person's, an auto-reply, a bounce): forgotten.
+	for _, sender := range []string{p.From, m.MailFrom} {
+		if sender = NormalizeEmail(sender); sender == "" {
+			continue
+		}
+		if until, err := AddressErased(tx, m.OrgID, sender); err != nil || until != nil {
+			if err != nil {
+				return IngestOutcome{}, err
+			}
+			return forgetErased(tx, m, now)
+		}
+	}
 	// A support address's verification message, come back through its
 	// forwarding (it is automatic: the check comes first).
 	if verified, err := VerifyAddress(tx, m.OrgID, p.Subject+"\n"+p.Text, now); err != nil || verified {
@@ -130,12 +143,6 @@ func IngestEmail(tx *gorm.DB, m *InboundEmail, p ParsedEmail, now time.Time) (In
 		return finishInbound(tx, m, IngestOutcome{Status: InboundIgnored, Reason: p.Automatic}, now)
 	case p.Rejected != "":
 		return finishInbound(tx, m, IngestOutcome{Status: InboundRejected, Reason: p.Rejected}, now)
-	}
-	if until, err := AddressErased(tx, m.OrgID, NormalizeEmail(p.From)); err != nil || until != nil {
-		if err != nil {
-			return IngestOutcome{}, err
-		}
-		return forgetErased(tx, m, now)
 	}
 	rate, err := HitRate(tx.Statement.Context, tx, "mail-sender|"+m.OrgID+"|"+p.From, time.Hour, now, 1)
 	if err != nil {

@@ -188,7 +188,8 @@ func ConfirmErasure(tx *gorm.DB, orgID, email, token string, by Actor) (*Erasure
 
 // ErasureSteps are the Erasure workflow's steps, in order: what points at
 // the person first (each step finds the rest of the person again, through
-// the contacts and customers that the last step deletes).
+// the contacts and customers that the last steps delete), then the
+// Helpdesk's, then the CRM's with the traces again and the exports.
 var ErasureSteps = []string{"traces", "helpdesk", "crm"}
 
 // EraseStep erases step of the person of e in one transaction, tx, and
@@ -219,7 +220,6 @@ func EraseStep(tx *gorm.DB, e *Erasure, step string) (map[string]int64, error) {
 			{"emails", &InboundEmail{}, idsOf(p.InboundEmails, func(m *InboundEmail) string { return m.ID })},
 			{"leadIntakes", &LeadIntake{}, idsOf(p.LeadIntakes, func(in *LeadIntake) string { return in.ID })},
 		}
-		then = func(out map[string]int64) error { return withdrawExports(tx, e, out) }
 	case "helpdesk":
 		// A ticket's comments, e-mails, files and time go with it.
 		deletes = []rows{
@@ -227,22 +227,27 @@ func EraseStep(tx *gorm.DB, e *Erasure, step string) (map[string]int64, error) {
 			{"customers", &Customer{}, idsOf(p.Customers, func(c *Customer) string { return c.ID })},
 		}
 	case "crm":
+		// The traces again: what a change made while the erasure ran (an
+		// event, a notification) goes too.
 		deletes = []rows{
 			{"leads", &Lead{}, idsOf(p.Leads, func(l *Lead) string { return l.ID })},
 			{"contacts", &Contact{}, idsOf(p.Contacts, func(c *Contact) string { return c.ID })},
+			{"webhookEvents", &WebhookEvent{}, idsOf(p.WebhookEvents, func(w *WebhookEvent) string { return w.ID })},
+			{"notifications", &Notification{}, idsOf(p.Notifications, func(n *Notification) string { return n.ID })},
+			{"leadIntakes", &LeadIntake{}, idsOf(p.LeadIntakes, func(in *LeadIntake) string { return in.ID })},
 		}
 		// A deal is the team's record of a sale: kept, without the
 		// person's address (its links to the contact and lead are unset
-		// with them).
+		// with them). The exports that may hold the person go last.
 		then = func(out map[string]int64) error {
-			ids := idsOf(p.Deals, func(d *Deal) string { return d.ID })
-			if len(ids) == 0 {
-				return nil
+			if ids := idsOf(p.Deals, func(d *Deal) string { return d.ID }); len(ids) > 0 {
+				res := tx.Model(&Deal{}).Where("org_id = ? AND id IN ? AND contact_email = ?", e.OrgID, ids, e.Email).
+					Updates(map[string]any{"contact_email": "", "updated_at": Now()})
+				if out["deals"] += res.RowsAffected; res.Error != nil {
+					return res.Error
+				}
 			}
-			res := tx.Model(&Deal{}).Where("org_id = ? AND id IN ? AND contact_email = ?", e.OrgID, ids, e.Email).
-				Updates(map[string]any{"contact_email": "", "updated_at": Now()})
-			out["deals"] += res.RowsAffected
-			return res.Error
+			return withdrawExports(tx, e, out)
 		}
 	}
 	out := map[string]int64{}
@@ -264,9 +269,11 @@ func EraseStep(tx *gorm.DB, e *Erasure, step string) (map[string]int64, error) {
 	return out, nil
 }
 
-// withdrawExports deletes the exports of the person's data and ends, at
-// once, the files of the organization's other exports that may hold the
-// person (they say so: expired; the team exports again).
+// withdrawExports deletes the exports of the person's data, and ends at
+// once the organization's other exports, which may hold the person: a
+// finished one's file is deleted (it says so: expired; the team exports
+// again), one still being written is cancelled (its next chunk finds it
+// so and writes nothing) with what it had written.
 func withdrawExports(tx *gorm.DB, e *Erasure, out map[string]int64) error {
 	mine := tx.Model(&Export{}).Select("id").Where("org_id = ? AND object = ? AND filters LIKE ? ESCAPE '\\'",
 		e.OrgID, PersonExport, LikePattern(`"`+e.Email+`"`))
@@ -278,13 +285,20 @@ func withdrawExports(tx *gorm.DB, e *Erasure, out map[string]int64) error {
 		return res.Error
 	}
 	now := Now()
-	files := tx.Model(&Export{}).Select("id").Where("org_id = ? AND expires_at > ? AND created_at <= ?", e.OrgID, now, e.ConfirmedAt)
-	if err := tx.Where("file_id IN (?)", files).Delete(&FilePart{}).Error; err != nil {
+	live := func() *gorm.DB {
+		return tx.Model(&Export{}).Where("org_id = ? AND (state IN ? OR expires_at > ?)", e.OrgID, []string{ExportQueued, ExportRunning}, now)
+	}
+	if err := tx.Where("file_id IN (?)", live().Select("id")).Delete(&FilePart{}).Error; err != nil {
 		return err
 	}
-	res = tx.Model(&Export{}).Where("org_id = ? AND expires_at > ? AND created_at <= ?", e.OrgID, now, e.ConfirmedAt).
-		Update("expires_at", now)
-	out["exportsWithdrawn"] = res.RowsAffected
+	res = live().Where("state IN ?", []string{ExportQueued, ExportRunning}).Updates(map[string]any{"state": ExportCancelled,
+		"error": "Withdrawn: a person's data was erased; export again.", "finished_at": now, "expires_at": now, "updated_at": now})
+	if res.Error != nil {
+		return res.Error
+	}
+	withdrawn := res.RowsAffected
+	res = live().Update("expires_at", now)
+	out["exportsWithdrawn"] = withdrawn + res.RowsAffected
 	return res.Error
 }
 

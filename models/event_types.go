@@ -46,8 +46,7 @@ const (
 	EventTicketEmailReceived = "ticket.email_received"
 	// EventEmailRejected tells that an inbound message was accepted (250,
 	// 202) and then rejected by a rule that needs the workspace (a limit,
-	// an erased sender, a message that could not be stored): the message,
-	// with the reason.
+	// an erased sender): the message, with the reason.
 	EventEmailRejected = "email.rejected"
 
 	EventCustomerCreated = "customer.created"

@@ -72,7 +72,10 @@ func GatherPerson(db *gorm.DB, orgID, email string) (*PersonData, error) {
 			if err := q().Where(cond).Order("occurred_at, id").Find(&p.LeadActivities).Error; err != nil {
 				return err
 			}
-			return q().Where(cond).Order("created_at, id").Find(&p.LeadIntakes).Error
+			// An intake whose lead is gone (merged, deleted) still holds
+			// what the form sent: the address as a JSON string.
+			named := db.Where(`payload LIKE ? ESCAPE '\'`, LikePattern(`"`+email+`"`))
+			return q().Where(db.Where(cond).Or(named)).Order("created_at, id").Find(&p.LeadIntakes).Error
 		},
 		func() error {
 			contacts := in("contact_id", idsOf(p.Contacts, func(c *Contact) string { return c.ID }))
@@ -104,8 +107,12 @@ func GatherPerson(db *gorm.DB, orgID, email string) (*PersonData, error) {
 			return q().Where(cond).Order("created_at, id").Find(&p.Attachments).Error
 		},
 		func() error {
-			return q().Select("id, org_id, message_id, mail_from, rcpt, via, size, status, received_at").
-				Where("mail_from = ?", email).Order("received_at, id").Find(&p.InboundEmails).Error
+			// From the address, or a message of their tickets (its envelope
+			// sender may be a relay's).
+			tickets := in("ticket_id", idsOf(p.Tickets, func(t *Ticket) string { return t.ID }))
+			comments := in("comment_id", idsOf(p.Comments, func(c *TicketComment) string { return c.ID }))
+			return q().Select("id, org_id, message_id, mail_from, rcpt, via, subject, size, status, received_at").
+				Where(db.Where("mail_from = ?", email).Or(tickets).Or(comments)).Order("received_at, id").Find(&p.InboundEmails).Error
 		},
 		func() error {
 			cond := in("customer_id", idsOf(p.Customers, func(c *Customer) string { return c.ID }))

@@ -358,17 +358,18 @@ func newCustomerFor(orgID, email, name string) Customer {
 
 // customerFor finds the workspace's customer with email, or creates one
 // (linked to the contact who is the same person, LinkCustomer); an address
-// erased on request is not created again while it is refused.
+// erased on request is refused (even while its erasure still runs and
+// its customer is not yet gone).
 func customerFor(tx *gorm.DB, orgID, email, name string) (*Customer, bool, error) {
+	if err := RefuseErased(tx, orgID, email); err != nil {
+		return nil, false, err
+	}
 	var cust Customer
 	err := tx.Take(&cust, "org_id = ? AND email = ?", orgID, email).Error
 	if err == nil {
 		return &cust, false, nil
 	}
 	if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, false, err
-	}
-	if err := RefuseErased(tx, orgID, email); err != nil {
 		return nil, false, err
 	}
 	cust = newCustomerFor(orgID, email, name)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/auth"
@@ -112,10 +113,14 @@ func checkHeaderFields(db *gorm.DB, orgID string, m map[string]string) (map[stri
 	}
 	var bad []models.FieldError
 	out := map[string]string{}
+	taken := map[string]bool{}
 	for _, header := range slices.Sorted(maps.Keys(m)) {
 		key := m[header]
 		at := slices.IndexFunc(defs, func(f models.CustomField) bool { return f.Key == key })
 		switch {
+		case taken[key]:
+			bad = append(bad, models.FieldError{Field: "headerFields." + header, Code: "duplicate_field",
+				Message: "Another header sets this field already: one header a field."})
 		case !headerName.MatchString(header):
 			bad = append(bad, models.FieldError{Field: "headerFields." + header, Code: "header_name",
 				Message: "A header's name: printable ASCII without a colon, at most 76 characters."})
@@ -125,6 +130,7 @@ func checkHeaderFields(db *gorm.DB, orgID string, m map[string]string) (map[stri
 		default:
 			out[textproto.CanonicalMIMEHeaderKey(header)] = key
 		}
+		taken[key] = true
 	}
 	if len(bad) > 0 {
 		return nil, models.Invalid(bad...)
@@ -152,13 +158,17 @@ func (h *handlers) updateEmailChannel(c *fiber.Ctx) error {
 	}); err != nil {
 		return err
 	}
-	var ch models.EmailChannel
-	if err := models.LockForUpdate(tx).Where("org_id = ?", p.OrgID).Limit(1).Find(&ch).Error; err != nil {
+	now := models.Now()
+	// The row is made if it is not there yet, then changed locked: two
+	// first changes at once both land.
+	err := tx.Clauses(clause.OnConflict{DoNothing: true}).
+		Create(&models.EmailChannel{OrgID: p.OrgID, HeaderFields: "{}", CreatedAt: now, UpdatedAt: now}).Error
+	if err != nil {
 		return err
 	}
-	now := models.Now()
-	if ch.OrgID == "" {
-		ch = models.EmailChannel{OrgID: p.OrgID, HeaderFields: "{}", CreatedAt: now}
+	var ch models.EmailChannel
+	if err := models.LockForUpdate(tx).Take(&ch, "org_id = ?", p.OrgID).Error; err != nil {
+		return err
 	}
 	if req.Acknowledge != nil {
 		ch.Acknowledge = *req.Acknowledge
