@@ -87,7 +87,7 @@ func (a *Email) ingest(ctx context.Context, inboundID string) (IngestResult, err
 			return missing("inbound message "+inboundID, err)
 		}
 		fresh := m.Status == models.InboundReceived
-		p := ParseEmail(m.Raw, m.MailFrom)
+		p := models.ParseEmail(m.Raw, m.MailFrom)
 		now := models.Now()
 		out, err := models.IngestEmail(tx.DB, &m, p, now)
 		if err != nil {

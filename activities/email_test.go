@@ -30,7 +30,7 @@ func TestIngestRecordsAMessageTheDatabaseRefuses(t *testing.T) {
 		store := func(subject string) string {
 			m := &models.InboundEmail{OrgID: orgID, MessageID: models.NewID() + "@example.com", MailFrom: "ann@example.com",
 				Rcpt: models.WorkspaceAddress(orgID, "mail.test"), Via: "smtp",
-				Raw: mime("From: ann@example.com", "Subject: "+subject, "", "Help.")}
+				Raw: []byte("From: ann@example.com\r\nSubject: " + subject + "\r\n\r\nHelp.\r\n")}
 			insert, args := models.InsertInboundEmail(m)
 			if err := db.Exec(insert, args...).Error; err != nil {
 				t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 )
 
 // ParsedEmail is what ingestion needs of a received message, read by a
-// MIME parser (activities.ParseEmail).
+// MIME parser (ParseEmail).
 type ParsedEmail struct {
 	// From is the author's address (the From header), normalized; Name
 	// their display name.

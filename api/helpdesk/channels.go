@@ -15,7 +15,6 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/auth"
 	"github.com/business-suite/suite/api/mailin"
 	"github.com/business-suite/suite/api/web"
@@ -287,7 +286,7 @@ func (h *handlers) receiveEmail(c *fiber.Ctx) error {
 	// (a provider adds it) stands for it, and then its From. A message
 	// that can never become a ticket is refused, as the listener refuses
 	// it at DATA.
-	msg, sender := activities.ParsePosted(raw)
+	msg, sender := models.ParsePosted(raw)
 	if msg.Rejected != "" {
 		return models.Err(models.ErrInvalid, "unreadable_message",
 			"The message cannot become a ticket (%s): it cannot be read, or names no sender to answer.", msg.Rejected)

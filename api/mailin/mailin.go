@@ -23,7 +23,7 @@ import (
 const DefaultMaxBytes = 25 << 20
 
 // Store records the received message m (its Message-ID set from p, the
-// message as activities.ParseEmail read it) and the start of its
+// message as models.ParseEmail read it) and the start of its
 // EmailIngest workflow in tx. It reports whether m is new: false when the
 // workspace already has a message with its Message-ID, which is then left
 // as it was.

@@ -14,7 +14,6 @@ import (
 	"github.com/emersion/go-smtp"
 	"gorm.io/gorm"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/api/outbox"
 	"github.com/business-suite/suite/api/web"
 	"github.com/business-suite/suite/models"
@@ -220,7 +219,7 @@ func (ss *session) Data(r io.Reader) error {
 	// What can never become a ticket is refused now, so that the sending
 	// server tells its sender; what is accepted is read the same way again
 	// by the ingest activity.
-	p := activities.ParseEmail(raw, ss.from)
+	p := models.ParseEmail(raw, ss.from)
 	if p.Rejected != "" {
 		return refusalOf(p.Rejected)
 	}

@@ -1,10 +1,9 @@
-package activities_test
+package models_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/models"
 )
 
@@ -15,7 +14,7 @@ func mime(lines ...string) []byte { return []byte(strings.Join(lines, "\r\n") + 
 // either reads into text a ticket can hold, or says why it cannot.
 func TestParseEmail(t *testing.T) {
 	t.Run("a corrupt attachment is named, not kept as nothing", func(t *testing.T) {
-		p := activities.ParseEmail(mime(
+		p := models.ParseEmail(mime(
 			"From: ann@example.com", "Subject: Files", "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="B"`, "",
 			"--B", "Content-Type: text/plain", "", "See attached.",
 			"--B", `Content-Type: application/pdf; name="cut.pdf"`, "Content-Disposition: attachment; filename=\"cut.pdf\"",
@@ -31,7 +30,7 @@ func TestParseEmail(t *testing.T) {
 		}
 	})
 	t.Run("files without a disposition are kept", func(t *testing.T) {
-		p := activities.ParseEmail(mime(
+		p := models.ParseEmail(mime(
 			"From: ann@example.com", "Subject: Invoice", "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="B"`, "",
 			"--B", "Content-Type: text/plain", "", "The invoice.",
 			"--B", `Content-Type: application/pdf; name="invoice.pdf"`, "Content-Transfer-Encoding: base64", "", "JVBERi0xLjQ=",
@@ -41,20 +40,20 @@ func TestParseEmail(t *testing.T) {
 		}
 	})
 	t.Run("an address decoded into control bytes is no sender", func(t *testing.T) {
-		p := activities.ParseEmail(mime("From: =?utf-8?q?a=00b?=@evil.example", "Subject: Hi", "", "Hello."), "x@evil.example")
+		p := models.ParseEmail(mime("From: =?utf-8?q?a=00b?=@evil.example", "Subject: Hi", "", "Hello."), "x@evil.example")
 		if p.From != "" || p.Rejected != "bad_sender" {
 			t.Fatalf("from %q, rejected %q", p.From, p.Rejected)
 		}
 	})
 	t.Run("a reference with control bytes names nothing", func(t *testing.T) {
-		p := activities.ParseEmail(mime("From: ann@example.com", "Subject: Re: Hi", "In-Reply-To: <a\x01b@x> <good@x>", "", "Yes."),
+		p := models.ParseEmail(mime("From: ann@example.com", "Subject: Re: Hi", "In-Reply-To: <a\x01b@x> <good@x>", "", "Yes."),
 			"ann@example.com")
 		if len(p.References) != 1 || p.References[0] != "good@x" {
 			t.Fatalf("references %q", p.References)
 		}
 	})
 	t.Run("a read receipt is a machine's message, not a bounce", func(t *testing.T) {
-		p := activities.ParseEmail(mime(
+		p := models.ParseEmail(mime(
 			"From: ann@example.com", "Subject: Read: Hi", "MIME-Version: 1.0",
 			`Content-Type: multipart/report; report-type=disposition-notification; boundary="R"`, "",
 			"--R", "Content-Type: text/plain", "", "Your message was read.",
@@ -67,7 +66,7 @@ func TestParseEmail(t *testing.T) {
 		}
 	})
 	t.Run("a failed delivery report bounces the message it names", func(t *testing.T) {
-		p := activities.ParseEmail(mime(
+		p := models.ParseEmail(mime(
 			"From: MAILER-DAEMON@mx.example.com", "Subject: Undelivered", "MIME-Version: 1.0",
 			`Content-Type: multipart/report; report-type=delivery-status; boundary="R"`, "",
 			"--R", "Content-Type: text/plain", "", "Delivery failed.",
@@ -81,7 +80,7 @@ func TestParseEmail(t *testing.T) {
 		}
 	})
 	t.Run("a person asking for no auto-replies is still a person", func(t *testing.T) {
-		p := activities.ParseEmail(mime("From: ann@example.com", "Subject: Hi", "X-Auto-Response-Suppress: All", "", "Hello."),
+		p := models.ParseEmail(mime("From: ann@example.com", "Subject: Hi", "X-Auto-Response-Suppress: All", "", "Hello."),
 			"ann@example.com")
 		if p.Automatic != "" || !p.NoAutoReply || p.Rejected != "" {
 			t.Fatalf("automatic %q, no auto-reply %v, rejected %q", p.Automatic, p.NoAutoReply, p.Rejected)

@@ -1,4 +1,4 @@
-package activities
+package models
 
 import (
 	"bytes"
@@ -10,8 +10,6 @@ import (
 
 	"github.com/jhillyerd/enmime/v2"
 	"github.com/jhillyerd/enmime/v2/dsn"
-
-	"github.com/business-suite/suite/models"
 )
 
 // Attachment limits of an inbound message: what is kept of it. A file over
@@ -33,16 +31,16 @@ const (
 // bounce; the Return-Path header's for a message POSTed by a provider).
 // A message it cannot read at all, or that names no sender, is Rejected
 // with the reason.
-func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
+func ParseEmail(raw []byte, envelopeFrom string) (p ParsedEmail) {
 	defer func() {
 		// A message the parser chokes on is refused, never retried forever.
 		if r := recover(); r != nil {
-			p = models.ParsedEmail{Rejected: "unreadable"}
+			p = ParsedEmail{Rejected: "unreadable"}
 		}
 	}()
 	env, err := enmime.ReadEnvelope(bytes.NewReader(raw))
 	if err != nil || env.Root == nil || len(bytes.TrimSpace(raw)) == 0 {
-		return models.ParsedEmail{Rejected: "malformed"}
+		return ParsedEmail{Rejected: "malformed"}
 	}
 	p.MessageID = env.GetHeader("Message-Id")
 	p.Header = env.Root.Header
@@ -51,8 +49,8 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 	}
 	badSender := false
 	if from, err := env.AddressList("From"); err == nil && len(from) > 0 {
-		p.From, p.Name = models.NormalizeEmail(from[0].Address), cleanLine(from[0].Name)
-		if !models.PlainAddress(p.From) {
+		p.From, p.Name = NormalizeEmail(from[0].Address), cleanLine(from[0].Name)
+		if !PlainAddress(p.From) {
 			// An address decoded into control bytes, spaces or invalid
 			// UTF-8 (an encoded word in the address itself) is no one to
 			// answer, and no value for a column.
@@ -61,7 +59,7 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 	}
 	p.Subject = cleanLine(env.GetHeader("Subject"))
 	p.Text = cleanBody(env.Text)
-	p.References = append(models.MessageIDs(env.GetHeader("In-Reply-To")), reversed(models.MessageIDs(env.GetHeader("References")))...)
+	p.References = append(MessageIDs(env.GetHeader("In-Reply-To")), reversed(MessageIDs(env.GetHeader("References")))...)
 	p.Automatic = automatic(env, envelopeFrom, p.From)
 	// Outlook and Exchange ask for no auto-replies with this header, on
 	// people's messages too: they open tickets, without a receipt.
@@ -77,7 +75,7 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 	} else if p.Automatic == "mailer_daemon" || p.Automatic == "no_return_path" {
 		// A bounce that is no standard report: it may still name the
 		// message it answers.
-		p.Bounce = &models.Bounce{Diagnostic: firstLine(p.Text)}
+		p.Bounce = &Bounce{Diagnostic: firstLine(p.Text)}
 		if len(p.References) > 0 {
 			p.Bounce.MessageID = p.References[0]
 		}
@@ -104,13 +102,13 @@ func ParseEmail(raw []byte, envelopeFrom string) (p models.ParsedEmail) {
 // ParsePosted reads a message POSTed by a mail provider, whose SMTP
 // envelope's sender is lost on the way, and returns it with its sender:
 // its Return-Path ("" for a bounce's <>), else its From, else "unknown".
-func ParsePosted(raw []byte) (models.ParsedEmail, string) {
+func ParsePosted(raw []byte) (ParsedEmail, string) {
 	p := ParseEmail(raw, "unknown")
 	sender := cmp.Or(p.From, "unknown")
 	if p.ReturnPath != nil {
 		v := strings.TrimSpace(*p.ReturnPath)
-		if a, err := mail.ParseAddress(v); err == nil && models.PlainAddress(models.NormalizeEmail(a.Address)) {
-			sender = models.NormalizeEmail(a.Address)
+		if a, err := mail.ParseAddress(v); err == nil && PlainAddress(NormalizeEmail(a.Address)) {
+			sender = NormalizeEmail(a.Address)
 		} else if v == "<>" {
 			return ParseEmail(raw, ""), ""
 		}
@@ -159,8 +157,8 @@ func failedDelivery(r *dsn.Report) bool {
 
 // bounceOf is what a delivery report, root, says of the message it
 // reports.
-func bounceOf(r *dsn.Report, root *enmime.Part) *models.Bounce {
-	b := &models.Bounce{Diagnostic: firstLine(r.Explanation.Text)}
+func bounceOf(r *dsn.Report, root *enmime.Part) *Bounce {
+	b := &Bounce{Diagnostic: firstLine(r.Explanation.Text)}
 	for _, rcpt := range r.DeliveryStatus.RecipientDSNs {
 		if d := rcpt.Get("Diagnostic-Code"); d != "" {
 			b.Diagnostic = cleanLine(d)
@@ -179,7 +177,7 @@ func bounceOf(r *dsn.Report, root *enmime.Part) *models.Bounce {
 	}
 	if len(original) > 0 {
 		if m, err := mail.ReadMessage(bytes.NewReader(original)); err == nil {
-			if ids := models.MessageIDs(m.Header.Get("Message-Id")); len(ids) > 0 {
+			if ids := MessageIDs(m.Header.Get("Message-Id")); len(ids) > 0 {
 				b.MessageID = ids[0]
 			}
 		}
@@ -189,8 +187,8 @@ func bounceOf(r *dsn.Report, root *enmime.Part) *models.Bounce {
 
 // attachments keeps the message's files within the limits; text gains a
 // line for each one left out.
-func attachments(env *enmime.Envelope, text string) ([]models.ParsedAttachment, string) {
-	var kept []models.ParsedAttachment
+func attachments(env *enmime.Envelope, text string) ([]ParsedAttachment, string) {
+	var kept []ParsedAttachment
 	var total int
 	var left []string
 	// Files are parts with a disposition, and — without one — parts that
@@ -224,7 +222,7 @@ func attachments(env *enmime.Envelope, text string) ([]models.ParsedAttachment, 
 			if ct == "" {
 				ct = "application/octet-stream"
 			}
-			kept = append(kept, models.ParsedAttachment{Filename: name, ContentType: ct, Content: part.Content})
+			kept = append(kept, ParsedAttachment{Filename: name, ContentType: ct, Content: part.Content})
 		}
 	}
 	if len(left) > 0 {
@@ -254,7 +252,7 @@ func cleanBody(s string) string {
 
 // cleanLine is a header value as stored: one line of printable text.
 func cleanLine(s string) string {
-	return strings.TrimSpace(models.Truncate(models.CleanText(s), 500))
+	return strings.TrimSpace(Truncate(CleanText(s), 500))
 }
 
 func firstLine(s string) string {
