@@ -208,18 +208,21 @@ func EraseStep(tx *gorm.DB, e *Erasure, step string) (map[string]int64, error) {
 		model any
 		ids   []string
 	}
+	// The traces: what names or points at the person without being
+	// their record.
+	traces := []rows{
+		{"webhookEvents", &WebhookEvent{}, idsOf(p.WebhookEvents, func(w *WebhookEvent) string { return w.ID })},
+		{"notifications", &Notification{}, idsOf(p.Notifications, func(n *Notification) string { return n.ID })},
+		{"leadIntakes", &LeadIntake{}, idsOf(p.LeadIntakes, func(in *LeadIntake) string { return in.ID })},
+	}
 	var deletes []rows
 	var then func(out map[string]int64) error
 	switch step {
 	case "traces":
-		deletes = []rows{
-			{"webhookEvents", &WebhookEvent{}, idsOf(p.WebhookEvents, func(w *WebhookEvent) string { return w.ID })},
-			{"notifications", &Notification{}, idsOf(p.Notifications, func(n *Notification) string { return n.ID })},
-			{"aiJobs", &AIJob{}, idsOf(p.AIJobs, func(j *AIJob) string { return j.ID })},
-			{"aiDocuments", &AIDocument{}, idsOf(p.AIDocuments, func(d *AIDocument) string { return d.ID })},
-			{"emails", &InboundEmail{}, idsOf(p.InboundEmails, func(m *InboundEmail) string { return m.ID })},
-			{"leadIntakes", &LeadIntake{}, idsOf(p.LeadIntakes, func(in *LeadIntake) string { return in.ID })},
-		}
+		deletes = append(traces,
+			rows{"aiJobs", &AIJob{}, idsOf(p.AIJobs, func(j *AIJob) string { return j.ID })},
+			rows{"aiDocuments", &AIDocument{}, idsOf(p.AIDocuments, func(d *AIDocument) string { return d.ID })},
+			rows{"emails", &InboundEmail{}, idsOf(p.InboundEmails, func(m *InboundEmail) string { return m.ID })})
 	case "helpdesk":
 		// A ticket's comments, e-mails, files and time go with it.
 		deletes = []rows{
@@ -229,13 +232,10 @@ func EraseStep(tx *gorm.DB, e *Erasure, step string) (map[string]int64, error) {
 	case "crm":
 		// The traces again: what a change made while the erasure ran (an
 		// event, a notification) goes too.
-		deletes = []rows{
+		deletes = append([]rows{
 			{"leads", &Lead{}, idsOf(p.Leads, func(l *Lead) string { return l.ID })},
 			{"contacts", &Contact{}, idsOf(p.Contacts, func(c *Contact) string { return c.ID })},
-			{"webhookEvents", &WebhookEvent{}, idsOf(p.WebhookEvents, func(w *WebhookEvent) string { return w.ID })},
-			{"notifications", &Notification{}, idsOf(p.Notifications, func(n *Notification) string { return n.ID })},
-			{"leadIntakes", &LeadIntake{}, idsOf(p.LeadIntakes, func(in *LeadIntake) string { return in.ID })},
-		}
+		}, traces...)
 		// A deal is the team's record of a sale: kept, without the
 		// person's address (its links to the contact and lead are unset
 		// with them). The exports that may hold the person go last.
