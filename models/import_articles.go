@@ -55,7 +55,7 @@ func writeArticles(w *importWriter, rows []ImportRow) error {
 		Pluck("id", &categories).Error; err != nil {
 		return err
 	}
-	slugTaken, category := setOf(taken), setOf(categories)
+	slugTaken, category := set(taken...), set(categories...)
 	var articles []*KBArticle
 	for i := range rows {
 		r := &rows[i]
@@ -95,13 +95,4 @@ func writeArticles(w *importWriter, rows []ImportRow) error {
 		return nil
 	}
 	return w.tx.CreateInBatches(articles, importInsertBatch).Error
-}
-
-// setOf is values as a set.
-func setOf(values []string) map[string]bool {
-	out := make(map[string]bool, len(values))
-	for _, v := range values {
-		out[v] = true
-	}
-	return out
 }

@@ -105,11 +105,7 @@ func (o *ImportObject) checkValues(r *ImportRow) []FieldError {
 func erasedAddresses(tx *gorm.DB, orgID string) (map[string]bool, error) {
 	var hashes []string
 	err := tx.Model(&Erasure{}).Where("org_id = ? AND blocked_until > ?", orgID, Now()).Pluck("email_hash", &hashes).Error
-	out := make(map[string]bool, len(hashes))
-	for _, h := range hashes {
-		out[h] = true
-	}
-	return out, err
+	return set(hashes...), err
 }
 
 // checkErased refuses r when an address of it was erased on request.

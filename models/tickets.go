@@ -24,18 +24,15 @@ import (
 // plan (takeTicketSlot). It returns the customer
 // when it created one (nil when the requester was one already). A ticket
 // opened under an SLA policy has clocks (t.HasSLA): the caller wakes its
-// SLA workflow in tx (record.Tx.WakeTicketSLA).
+// SLA workflow in tx (record.Tx.WakeTicketSLA). t's custom fields are the
+// caller's to set, defaults included (ApplyFields for the API,
+// headerFields for an e-mail).
 func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor) (*Customer, error) {
 	number, err := takeTicketSlot(tx, org, t.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
 	t.Number = number
-	if t.Fields == nil { // a ticket the suite opens itself (an e-mail): the defaults
-		if t.Fields, err = FieldDefaults(tx, org.ID, AutomationTicket); err != nil {
-			return nil, err
-		}
-	}
 	cust, created, err := customerFor(tx, org.ID, t.RequesterEmail, requesterName)
 	if err != nil {
 		return nil, err

@@ -327,19 +327,7 @@ const inboundColumns = "id, org_id, message_id, mail_from, via, subject, size, s
 // inboundEmail shows what became of a received message (the Location of
 // the inbound route's 202).
 func (h *handlers) inboundEmail(c *fiber.Ctx) error {
-	id := c.Params("id")
-	if !models.ValidID(id) {
-		return models.NotFound("The message")
-	}
-	var m models.InboundEmail
-	err := h.DB.WithContext(c.UserContext()).Select(inboundColumns).Where("org_id = ? AND id = ?", auth.From(c).OrgID, id).Take(&m).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.NotFound("The message")
-	}
-	if err != nil {
-		return err
-	}
-	return c.JSON(toInboundStatus(&m))
+	return web.Get(c, h.DB.Select(inboundColumns), inWorkspace, "The message", toInboundStatus)
 }
 
 // retryInbound reads a message rejected by a rule of the workspace again
@@ -350,16 +338,8 @@ func (h *handlers) retryInbound(c *fiber.Ctx) error {
 	if err := auth.RequireAdmin(p); err != nil {
 		return err
 	}
-	id := c.Params("id")
-	if !models.ValidID(id) {
-		return models.NotFound("The message")
-	}
 	tx := h.Starter.In(c, web.Tx(c))
-	var m models.InboundEmail
-	err := models.LockForUpdate(tx.DB).Select(inboundColumns).Where("org_id = ? AND id = ?", p.OrgID, id).Take(&m).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return models.NotFound("The message")
-	}
+	m, err := web.Find[models.InboundEmail](models.LockForUpdate(tx.DB).Select(inboundColumns), workspace(c), c.Params("id"), "The message")
 	if err != nil {
 		return err
 	}
@@ -378,7 +358,7 @@ func (h *handlers) retryInbound(c *fiber.Ctx) error {
 		return err
 	}
 	c.Location("/helpdesk/inbound/email/" + m.ID)
-	return c.Status(fiber.StatusAccepted).JSON(toInboundStatus(&m))
+	return c.Status(fiber.StatusAccepted).JSON(toInboundStatus(m))
 }
 
 // inboundEmails lists the workspace's received messages, newest first,
@@ -394,8 +374,8 @@ func (h *handlers) inboundEmails(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	q := models.Equal(h.DB.WithContext(c.UserContext()).Model(&models.InboundEmail{}).Select(inboundColumns).
-		Where("org_id = ?", auth.From(c).OrgID), "status", f.Status)
+	q := models.Equal(workspace(c).Narrow(h.DB.WithContext(c.UserContext()).Model(&models.InboundEmail{}).Select(inboundColumns)),
+		"status", f.Status)
 	rows, err := web.PaginateBy(q, page, "received_at", func(m *models.InboundEmail) web.Cursor {
 		return web.Cursor{CreatedAt: m.ReceivedAt, ID: m.ID}
 	})
