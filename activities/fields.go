@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 
@@ -15,7 +14,8 @@ import (
 
 // Fields are the activities of the FieldChange workflow: the stored
 // values of a deleted custom field removed in batches, then its
-// definition; or the removed options of a select taken out of them.
+// definition; the removed options of a select taken out of them; or the
+// values of a field whose type changed converted to it.
 type Fields struct {
 	DB *gorm.DB
 }
@@ -25,6 +25,7 @@ type Fields struct {
 type FieldBatch struct {
 	Last      string `json:"last"`
 	Rewritten int    `json:"rewritten"`
+	Cleared   int    `json:"cleared,omitempty"`
 	Done      bool   `json:"done"`
 }
 
@@ -44,7 +45,7 @@ var fieldTables = map[string]string{
 // the workflow had its result) changes nothing again, so no object is
 // rewritten twice in effect and none is skipped.
 func (f *Fields) RemoveFieldBatch(ctx context.Context, in models.FieldChangeInput) (FieldBatch, error) {
-	return f.rewriteBatch(ctx, in, func(tx *gorm.DB, table string, ids []string) (int64, error) {
+	return f.rewriteBatch(ctx, in, func(tx *gorm.DB, _ *models.CustomField, table string, ids []string) (FieldBatch, error) {
 		remove := "fields - CAST(? AS text)"
 		has := "fields ->> CAST(? AS text) IS NOT NULL"
 		arg := in.Key
@@ -52,7 +53,7 @@ func (f *Fields) RemoveFieldBatch(ctx context.Context, in models.FieldChangeInpu
 			remove, has, arg = "json_remove(fields, ?)", "json_type(fields, ?) IS NOT NULL", "$."+in.Key
 		}
 		res := tx.Table(table).Where("id IN ? AND "+has, ids, arg).Update("fields", gorm.Expr(remove, arg))
-		return res.RowsAffected, res.Error
+		return FieldBatch{Rewritten: int(res.RowsAffected)}, res.Error
 	})
 }
 
@@ -62,14 +63,10 @@ func (f *Fields) RemoveFieldBatch(ctx context.Context, in models.FieldChangeInpu
 // RemoveFieldBatch, one transaction with the progress, and idempotent: a
 // value without the options is left alone.
 func (f *Fields) RemoveOptionsBatch(ctx context.Context, in models.FieldChangeInput) (FieldBatch, error) {
-	return f.rewriteBatch(ctx, in, func(tx *gorm.DB, table string, ids []string) (int64, error) {
-		var field models.CustomField
-		if err := tx.Take(&field, "id = ? AND org_id = ?", in.FieldID, in.OrgID).Error; err != nil {
-			return 0, err
-		}
+	return f.rewriteBatch(ctx, in, func(tx *gorm.DB, field *models.CustomField, table string, ids []string) (FieldBatch, error) {
 		sqlite := database.DialectFor(tx) == database.SQLite
 		path := "$." + in.Key
-		var rewritten int64
+		var out FieldBatch
 		for _, option := range in.Options {
 			var res *gorm.DB
 			q := tx.Table(table).Where("id IN ?", ids)
@@ -88,25 +85,82 @@ func (f *Fields) RemoveOptionsBatch(ctx context.Context, in models.FieldChangeIn
 						in.Key, in.Key, option))
 			}
 			if res.Error != nil {
-				return 0, res.Error
+				return out, res.Error
 			}
-			rewritten += res.RowsAffected
+			out.Rewritten += int(res.RowsAffected)
 		}
-		return rewritten, nil
+		return out, nil
 	})
 }
 
+// ConvertBatch turns the field's values in the next batch of objects into
+// values of its new type (models.CustomField.Convert), clearing each that
+// no reading of fits. The batch's rows are locked while it reads and
+// rewrites them, and only the field's key is written, so an update of the
+// object's other fields meanwhile is kept. Idempotent like the others: a
+// value that already is of the new type is left alone.
+func (f *Fields) ConvertBatch(ctx context.Context, in models.FieldChangeInput) (FieldBatch, error) {
+	return f.rewriteBatch(ctx, in, func(tx *gorm.DB, field *models.CustomField, table string, ids []string) (FieldBatch, error) {
+		var rows []struct {
+			ID     string
+			Fields models.FieldValues
+		}
+		if err := models.LockForUpdate(tx).Table(table).Select("id, fields").Where("id IN ?", ids).Find(&rows).Error; err != nil {
+			return FieldBatch{}, err
+		}
+		sqlite := database.DialectFor(tx) == database.SQLite
+		var out FieldBatch
+		for _, row := range rows {
+			old, ok := row.Fields[in.Key]
+			if !ok {
+				continue
+			}
+			value, fits := field.Convert(old)
+			if fits && (models.FieldValues{"v": value}).Equal(models.FieldValues{"v": old}) {
+				continue
+			}
+			expr := gorm.Expr("fields - CAST(? AS text)", in.Key)
+			switch {
+			case !fits && sqlite:
+				expr = gorm.Expr("json_remove(fields, ?)", "$."+in.Key)
+			case sqlite:
+				expr = gorm.Expr("json_set(fields, ?, json(?))", "$."+in.Key, jsonText(value))
+			case fits:
+				expr = gorm.Expr("jsonb_set(fields, ARRAY[CAST(? AS text)], CAST(? AS jsonb))", in.Key, jsonText(value))
+			}
+			if err := tx.Table(table).Where("id = ?", row.ID).Update("fields", expr).Error; err != nil {
+				return out, err
+			}
+			out.Rewritten++
+			if !fits {
+				out.Cleared++
+			}
+		}
+		return out, nil
+	})
+}
+
+// jsonText is v as JSON text.
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 // rewriteBatch rewrites the next batch of the organization's objects (by
-// id, after in.After) with rewrite, in one transaction that also records
-// the change's progress on the definition.
+// id, after in.After) with rewrite, given the field's definition, in one
+// transaction that also records the change's progress on the definition.
 func (f *Fields) rewriteBatch(ctx context.Context, in models.FieldChangeInput,
-	rewrite func(tx *gorm.DB, table string, ids []string) (int64, error)) (FieldBatch, error) {
+	rewrite func(tx *gorm.DB, field *models.CustomField, table string, ids []string) (FieldBatch, error)) (FieldBatch, error) {
 	table, ok := fieldTables[in.Object]
 	if !ok {
 		return FieldBatch{}, temporal.NewNonRetryableApplicationError("no custom fields on "+in.Object, ErrTypeBadPayload, nil)
 	}
 	var out FieldBatch
 	err := f.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var field models.CustomField
+		if err := tx.Take(&field, "id = ? AND org_id = ?", in.FieldID, in.OrgID).Error; err != nil {
+			return err
+		}
 		var ids []string
 		q := tx.Table(table).Where("org_id = ?", in.OrgID).Order("id").Limit(FieldBatchSize)
 		if in.After != "" {
@@ -119,15 +173,12 @@ func (f *Fields) rewriteBatch(ctx context.Context, in models.FieldChangeInput,
 			out.Done = true
 			return nil
 		}
-		out.Last = ids[len(ids)-1]
-		n, err := rewrite(tx, table, ids)
+		done, err := rewrite(tx, &field, table, ids)
 		if err != nil {
 			return err
 		}
-		out.Rewritten = int(n)
-		progress, _ := json.Marshal(models.FieldProgress{Change: cmp.Or(in.Change, models.FieldChangeDelete), Rewritten: in.Rewritten + out.Rewritten,
-			Options: in.Options})
-		return tx.Model(&models.CustomField{}).Where("id = ? AND org_id = ?", in.FieldID, in.OrgID).Update("progress", string(progress)).Error
+		out.Last, out.Rewritten, out.Cleared = ids[len(ids)-1], done.Rewritten, done.Cleared
+		return tx.Model(&field).Update("progress", in.Progress(in.Rewritten+out.Rewritten, in.Cleared+out.Cleared, field.Type, false)).Error
 	})
 	if activity.IsActivity(ctx) {
 		activity.RecordHeartbeat(ctx, out.Last)
@@ -142,9 +193,14 @@ func (f *Fields) FinishFieldChange(ctx context.Context, in models.FieldChangeInp
 		Delete(&models.CustomField{}).Error
 }
 
-// FinishOptionsChange records that the removal of in.Options has ended.
+// FinishOptionsChange records that the removal of in.Options, or the
+// conversion of the values to the field's new type, has ended.
 func (f *Fields) FinishOptionsChange(ctx context.Context, in models.FieldChangeInput) error {
-	progress, _ := json.Marshal(models.FieldProgress{Change: models.FieldChangeRemoveOptions, Rewritten: in.Rewritten, Options: in.Options, Done: true})
-	return f.DB.WithContext(ctx).Model(&models.CustomField{}).Where("id = ? AND org_id = ?", in.FieldID, in.OrgID).
-		Update("progress", string(progress)).Error
+	return f.DB.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var field models.CustomField
+		if err := tx.Take(&field, "id = ? AND org_id = ?", in.FieldID, in.OrgID).Error; err != nil {
+			return err
+		}
+		return tx.Model(&field).Update("progress", in.Progress(in.Rewritten, in.Cleared, field.Type, true)).Error
+	})
 }

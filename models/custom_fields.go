@@ -85,34 +85,60 @@ type FieldChangeInput struct {
 	After     string `json:"after"`
 	Rewritten int    `json:"rewritten"`
 	// Change is what is rewritten: FieldChangeDelete ("" in a change
-	// started before option removal existed) or FieldChangeRemoveOptions,
-	// of Options.
+	// started before option removal existed), FieldChangeRemoveOptions,
+	// of Options, or FieldChangeConvert, from type From to the
+	// definition's type.
 	Change  string   `json:"change,omitempty"`
 	Options []string `json:"options,omitempty"`
+	From    string   `json:"from,omitempty"`
+	// Cleared is how many values the batches before After cleared
+	// (FieldChangeConvert: no reading of them fit the new type).
+	Cleared int `json:"cleared,omitempty"`
 }
 
-// What a FieldChange rewrites: a deleted field's values, or the removed
-// options of a select's or multiselect's values.
+// What a FieldChange rewrites: a deleted field's values, the removed
+// options of a select's or multiselect's values, or every value of a
+// field whose type changed.
 const (
 	FieldChangeDelete        = "delete"
 	FieldChangeRemoveOptions = "remove_options"
+	FieldChangeConvert       = "convert"
 )
 
 // FieldProgress is how far a FieldChange has rewritten the stored values.
 type FieldProgress struct {
 	Rewritten int    `json:"rewritten"`
 	Change    string `json:"change"`
-	// Options are the options being removed (remove_options), Done
-	// whether their removal has ended.
+	// Options are the options being removed (remove_options); From and To
+	// the types a convert changes between, and Cleared how many values
+	// fit no reading of the new type. Done tells whether the change has
+	// ended (a deletion ends with the definition gone).
 	Options []string `json:"options,omitempty"`
+	From    string   `json:"from,omitempty"`
+	To      string   `json:"to,omitempty"`
+	Cleared int      `json:"cleared,omitempty"`
 	Done    bool     `json:"done,omitempty"`
 }
 
-// Changing tells whether a FieldChange of f's options runs: another
-// change of the field waits for it (409 field_changing).
+// Progress is in's progress after rewritten values (cleared of them
+// emptied), on a field of type to.
+func (in FieldChangeInput) Progress(rewritten, cleared int, to string, done bool) string {
+	p := FieldProgress{Change: in.Change, Rewritten: rewritten, Options: in.Options, Done: done}
+	if p.Change == "" {
+		p.Change = FieldChangeDelete
+	}
+	if in.Change == FieldChangeConvert {
+		p.From, p.To, p.Cleared = in.From, to, cleared
+	}
+	return jsonString(p)
+}
+
+// Changing tells whether a FieldChange of f's options or type runs:
+// another change of the field waits for it (409 field_changing).
 func (f *CustomField) Changing() bool {
 	var p FieldProgress
-	return f.Progress != "" && json.Unmarshal([]byte(f.Progress), &p) == nil && p.Change == FieldChangeRemoveOptions && !p.Done
+	return f.Progress != "" && json.Unmarshal([]byte(f.Progress), &p) == nil &&
+		(p.Change == FieldChangeRemoveOptions || p.Change == FieldChangeConvert) && !p.Done
 }
 
 // RemovedOptions are the options of f that d no longer has.
@@ -174,9 +200,9 @@ func (d *FieldDefinition) Validate(existing *CustomField) []FieldError {
 		if !fieldKey.MatchString(d.Key) {
 			add("key", "pattern", "A key of 1 to 40 lowercase letters, digits and underscores, starting with a letter.")
 		}
-		if !slices.Contains(FieldTypes, d.Type) {
-			add("type", "oneof", "One of %s.", strings.Join(FieldTypes, ", "))
-		}
+	}
+	if !slices.Contains(FieldTypes, d.Type) {
+		add("type", "oneof", "One of %s.", strings.Join(FieldTypes, ", "))
 	}
 	if l := strings.TrimSpace(d.Label); l == "" || utf8.RuneCountInString(l) > 100 {
 		add("label", "required", "A label of 1 to 100 characters.")

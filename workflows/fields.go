@@ -28,15 +28,19 @@ const fieldBatchesPerRun = 1000
 // its organization, a batch at a time in id order — each batch one
 // activity, in its own transaction with the progress it records on the
 // definition — then deletes the definition; or (remove_options) takes a
-// select's removed options out of the values the same way, then records
+// select's removed options out of the values the same way, or (convert)
+// turns the values into values of the field's new type, then records
 // that it is done. A worker killed mid-change
 // resumes at the batch it was in (the batch is idempotent).
 func FieldChange(ctx workflow.Context, in models.FieldChangeInput) error {
 	var f *activities.Fields
 	actx := workflow.WithActivityOptions(ctx, fieldBatchOptions)
 	batchOf, finish := f.RemoveFieldBatch, f.FinishFieldChange
-	if in.Change == models.FieldChangeRemoveOptions {
+	switch in.Change {
+	case models.FieldChangeRemoveOptions:
 		batchOf, finish = f.RemoveOptionsBatch, f.FinishOptionsChange
+	case models.FieldChangeConvert:
+		batchOf, finish = f.ConvertBatch, f.FinishOptionsChange
 	}
 	for range fieldBatchesPerRun {
 		var batch activities.FieldBatch
@@ -46,7 +50,7 @@ func FieldChange(ctx workflow.Context, in models.FieldChangeInput) error {
 		if batch.Done {
 			return workflow.ExecuteActivity(actx, finish, in).Get(ctx, nil)
 		}
-		in.After, in.Rewritten = batch.Last, in.Rewritten+batch.Rewritten
+		in.After, in.Rewritten, in.Cleared = batch.Last, in.Rewritten+batch.Rewritten, in.Cleared+batch.Cleared
 	}
 	return workflow.NewContinueAsNewError(ctx, FieldChange, in)
 }

@@ -88,20 +88,22 @@ func (h *handlers) getField(c *fiber.Ctx) error {
 }
 
 // fieldEdit is what PATCH changes: the label, the description, whether
-// the field is required, its default (null: none), and its options
-// (added to, or taken from).
+// the field is required, its default (null: none), its options (added
+// to, or taken from) and its type.
 type fieldEdit struct {
 	Label       *string         `json:"label"`
 	Description *string         `json:"description"`
 	Required    *bool           `json:"required"`
 	Default     json.RawMessage `json:"default"`
 	Options     *[]string       `json:"options"`
+	Type        *string         `json:"type"`
 }
 
-// updateField changes the fields sent of a definition (its object, key
-// and type stay). Options taken away are taken out of the stored values
-// by a FieldChange workflow (202, the definition's progress following
-// it); another change of the field waits for it (409 field_changing).
+// updateField changes the fields sent of a definition (its object and key
+// stay). Options taken away are taken out of the stored values, and a new
+// type's values are made from the old ones, by a FieldChange workflow
+// (202, the definition's progress following it); another change of the
+// field waits for it (409 field_changing).
 func (h *handlers) updateField(c *fiber.Ctx) error {
 	var req fieldEdit
 	tx := web.Tx(c)
@@ -134,41 +136,76 @@ func (h *handlers) updateField(c *fiber.Ctx) error {
 		if req.Options != nil {
 			def.Options = *req.Options
 		}
+		if req.Type != nil && *req.Type != f.Type {
+			retype(f, &def, *req.Type, req.Options != nil, req.Default != nil)
+		}
 		return invalid(def.Validate(f))
 	})
 	if err != nil {
 		return err
 	}
-	removed := f.RemovedOptions(&def)
+	from, removed := f.Type, f.RemovedOptions(&def)
+	f.Type = def.Type
 	def.Apply(f)
 	f.UpdatedAt = models.Now()
-	if len(removed) == 0 {
+	// A FieldChange rewrites the stored values: to the new type (which
+	// also takes out options a select no longer has), or without the
+	// options taken away. Until it has, the values not yet rewritten show
+	// as they were.
+	in := models.FieldChangeInput{OrgID: f.OrgID, FieldID: f.ID, Object: f.Object, Key: f.Key}
+	var workflowID string
+	switch {
+	case from != f.Type:
+		in.Change, in.From = models.FieldChangeConvert, from
+		workflowID = names.FieldTypeChangeID(f.OrgID, f.ID, models.NewID())
+	case len(removed) > 0:
+		in.Change, in.Options = models.FieldChangeRemoveOptions, removed
+		workflowID = names.FieldOptionsChangeID(f.OrgID, f.ID, models.NewID())
+	default:
 		if err := tx.Save(f).Error; err != nil {
 			return err
 		}
 		return c.JSON(views.ToCustomField(f))
 	}
-	// Options taken away: a FieldChange takes them out of the stored
-	// values; until it has, the values holding them show as they were.
-	progress, _ := json.Marshal(models.FieldProgress{Change: models.FieldChangeRemoveOptions, Options: removed})
-	f.Progress = string(progress)
+	f.Progress = in.Progress(0, 0, f.Type, false)
 	if err := tx.Save(f).Error; err != nil {
 		return err
 	}
-	err = h.Starter.In(c, tx).Start(record.Start{WorkflowID: names.FieldOptionsChangeID(f.OrgID, f.ID, models.NewID()),
-		Workflow: names.FieldChangeWorkflow, OrgID: f.OrgID, Kind: names.KindFieldChange,
-		Input: models.FieldChangeInput{OrgID: f.OrgID, FieldID: f.ID, Object: f.Object, Key: f.Key,
-			Change: models.FieldChangeRemoveOptions, Options: removed}})
+	err = h.Starter.In(c, tx).Start(record.Start{WorkflowID: workflowID, Workflow: names.FieldChangeWorkflow, OrgID: f.OrgID,
+		Kind: names.KindFieldChange, Input: in})
 	if err != nil {
 		return err
 	}
 	return c.Status(fiber.StatusAccepted).JSON(views.ToCustomField(f))
 }
 
+// retype makes def, f's definition as edited, one of type to: a select's
+// options go when the new type takes none and the edit sent none
+// (optionsSent), and the default, unless the edit sent one (defaultSent),
+// is f's converted to the new type, or none when it does not convert.
+func retype(f *models.CustomField, def *models.FieldDefinition, to string, optionsSent, defaultSent bool) {
+	def.Type = to
+	if !optionsSent && to != models.FieldSelect && to != models.FieldMultiSelect {
+		def.Options = nil
+	}
+	if defaultSent || f.DefaultValue == nil {
+		return
+	}
+	def.Default = nil
+	var old any
+	options, _ := json.Marshal(def.Options)
+	next := models.CustomField{Key: f.Key, Type: to, Options: string(options)}
+	if json.Unmarshal([]byte(*f.DefaultValue), &old) == nil {
+		if v, ok := next.Convert(old); ok {
+			def.Default, _ = json.Marshal(v)
+		}
+	}
+}
+
 var (
 	errFieldDeleting = models.Err(models.ErrConflict, "field_deleting", "The custom field is being deleted.")
 	errFieldChanging = models.Err(models.ErrConflict, "field_changing",
-		"The custom field's removed options are being taken out of its values; change it once that has ended (its progress says when).")
+		"The custom field's values are being rewritten (removed options, or a new type); change it once that has ended (its progress says when).")
 )
 
 // deleteField marks the field deleting and starts its FieldChange

@@ -252,7 +252,7 @@ func TestFieldDeletionRewritesEveryBatch(t *testing.T) {
 // batches, and of no other organization's; the other values stay. While
 // it runs, the field changes no further.
 func TestFieldOptionRemovalRewritesEveryBatch(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		p, other := newPeople(t, e, models.PlanBusiness), newPeople(t, e, models.PlanBusiness)
 		ids := map[*people][2]string{}
 		for _, o := range []*people{p, other} {
@@ -382,5 +382,98 @@ func TestFieldDefaultsForWhatTheSuiteCreates(t *testing.T) {
 		if contact.Fields["region"] != "emea" || converted.Deal.Fields["region"] != "emea" {
 			t.Fatalf("the conversion's contact %v and deal %v", contact.Fields, converted.Deal.Fields)
 		}
+	})
+}
+
+// Changing a field's type is a FieldChange that converts every stored
+// value to the new type across batches — clearing, and counting, those
+// no reading of fits — and converts the default; writes take the new type
+// at once, and another organization's values are untouched.
+func TestFieldTypeChangeConvertsEveryBatch(t *testing.T) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
+		p, other := newPeople(t, e, models.PlanBusiness), newPeople(t, e, models.PlanBusiness)
+		ids := map[*people]string{}
+		for _, o := range []*people{p, other} {
+			var seats fieldDef
+			e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/fields", Headers: o.owner.Auth(),
+				Body: map[string]any{"object": "contact", "key": "seats", "label": "Seats", "type": "text", "default": "5"}}).
+				Expect(201).JSON(&seats)
+			ids[o] = seats.ID
+		}
+		const n = activities.FieldBatchSize + 3
+		texts := []string{"12", " 7.6", "twelve"}
+		now := models.Now()
+		var rows []models.Contact
+		for i := range n {
+			for _, o := range []*people{p, other} {
+				rows = append(rows, models.Contact{ID: models.NewID(), OrgID: o.id, Name: "Contact", Type: models.ContactPerson,
+					Fields: models.FieldValues{"seats": texts[i%3]}, CreatedAt: now, UpdatedAt: now})
+			}
+		}
+		if err := e.DB.CreateInBatches(rows, 500).Error; err != nil {
+			t.Fatal(err)
+		}
+		base := "/crm/organization/" + p.id + "/fields/" + ids[p]
+		e.Do(apitest.Request{Method: "PATCH", Path: base, Headers: p.owner.Auth(), Body: map[string]any{"type": "select"}}).
+			ExpectProblem(422, "validation_failed")
+		e.Do(apitest.Request{Method: "PATCH", Path: base, Headers: p.owner.Auth(), Body: map[string]any{"type": "vector"}}).
+			ExpectProblem(422, "validation_failed")
+		type progress struct {
+			Change, From, To   string
+			Rewritten, Cleared int
+			Done               bool
+		}
+		var changed struct {
+			fieldDef
+			Type     string
+			Default  any
+			Progress progress
+		}
+		e.Do(apitest.Request{Method: "PATCH", Path: base, Headers: p.owner.Auth(), Body: map[string]any{"type": "number"}}).
+			Expect(202).JSON(&changed)
+		if changed.Type != "number" || changed.Default != 5.0 || changed.Progress.Change != models.FieldChangeConvert ||
+			changed.Progress.From != "text" || changed.Progress.To != "number" || changed.Progress.Done {
+			t.Fatalf("the change: %+v", changed)
+		}
+		// The new type holds for writes at once.
+		e.Do(apitest.Request{Method: "POST", Path: "/crm/contacts", Headers: p.owner.Auth(),
+			Body: map[string]any{"orgId": p.id, "name": "New", "fields": map[string]any{"seats": "many"}}}).
+			ExpectProblem(422, "validation_failed")
+		e.Eventually(func() bool {
+			changed.Progress = progress{}
+			e.Do(apitest.Request{Method: "GET", Path: base, Headers: p.owner.Auth()}).Expect(200).JSON(&changed)
+			return changed.Progress.Done
+		}, "the conversion")
+		thirds := [3]int{(n + 2) / 3, (n + 1) / 3, n / 3}
+		if changed.Progress.Rewritten != n || changed.Progress.Cleared != thirds[2] {
+			t.Fatalf("progress %+v, want %d rewritten, %d cleared", changed.Progress, n, thirds[2])
+		}
+		count := func(orgID string) map[string]int {
+			var contacts []models.Contact
+			if err := e.DB.Where("org_id = ?", orgID).Find(&contacts).Error; err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]int{}
+			for _, c := range contacts {
+				v, ok := c.Fields["seats"]
+				out[fmt.Sprintf("%T %v %v", v, v, ok)]++
+			}
+			return out
+		}
+		want := fmt.Sprint(map[string]int{"float64 12 true": thirds[0], "float64 8 true": thirds[1], "<nil> <nil> false": thirds[2]})
+		if got := fmt.Sprint(count(p.id)); got != want {
+			t.Fatalf("after the conversion: %s, want %s", got, want)
+		}
+		want = fmt.Sprint(map[string]int{"string 12 true": thirds[0], "string  7.6 true": thirds[1], "string twelve true": thirds[2]})
+		if got := fmt.Sprint(count(other.id)); got != want {
+			t.Fatalf("the other organization: %s, want %s", got, want)
+		}
+		// A field whose type is changing changes no further.
+		if err := e.DB.Model(&models.CustomField{}).Where("id = ?", ids[p]).
+			Update("progress", `{"change":"convert","rewritten":3,"from":"number","to":"text"}`).Error; err != nil {
+			t.Fatal(err)
+		}
+		e.Do(apitest.Request{Method: "PATCH", Path: base, Headers: p.owner.Auth(), Body: map[string]any{"type": "text"}}).
+			ExpectProblem(409, "field_changing")
 	})
 }

@@ -214,6 +214,21 @@ func Each(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
 	}
 }
 
+// EachDialect runs fn once per available dialect as a plain client (no
+// Idempotency-Key), each with its own Env: for the tests of what work
+// does once started — a workflow's batches, a fault's recovery — whose
+// requests Each's keyed run would only repeat (every route's answer
+// stored under a key is tested by the tests that use Each and by
+// api's TestEveryMutatingRouteIsOneTransaction). Half the Envs, half the time.
+func EachDialect(t *testing.T, fn func(t *testing.T, e *Env), opts ...Option) {
+	t.Helper()
+	for _, d := range dbtest.Dialects(t) {
+		t.Run(string(d), func(t *testing.T) {
+			fn(t, New(t, d, opts...))
+		})
+	}
+}
+
 // testServices are the Temporal services an Env's server runs: all but
 // the internal "worker" service, whose system workflows (schedules, batch
 // operations, namespace deletion, archival, many-children parent-close

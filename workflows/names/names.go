@@ -266,6 +266,12 @@ func FieldOptionsChangeID(orgID, fieldID, changeID string) string {
 	return FieldChangeID(orgID, fieldID) + "/options/" + changeID
 }
 
+// FieldTypeChangeID is the ID of change changeID of the type of custom
+// field fieldID of orgID (a field may change its type many times).
+func FieldTypeChangeID(orgID, fieldID, changeID string) string {
+	return FieldChangeID(orgID, fieldID) + "/type/" + changeID
+}
+
 // PersonMergeWorkflow merges a duplicate contact or customer into a
 // survivor: what points at it moves, then it is folded in and deleted.
 const (
