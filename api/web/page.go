@@ -31,8 +31,13 @@ type PageRequest struct {
 // (usually createdAt) and the id. It is sent to clients base64url-encoded
 // and is opaque to them.
 type Cursor struct {
-	CreatedAt time.Time `json:"t"`
+	CreatedAt time.Time `json:"t,omitzero"`
 	ID        string    `json:"i"`
+	// Sort and Value, on a page ordered by a custom field (PaginateOrdered):
+	// the order's ?sort= and the last row's value (nil: none); CreatedAt
+	// is not used.
+	Sort  string `json:"s,omitempty"`
+	Value any    `json:"v,omitempty"`
 }
 
 // Page is the envelope of every CRM and Helpdesk list.
@@ -80,7 +85,7 @@ func ParsePage(c *fiber.Ctx) (PageRequest, error) {
 // (whose characters JSON never escapes) still goes through.
 func EncodeCursor(c Cursor) string {
 	var b []byte
-	if y := c.CreatedAt.Year(); y >= 0 && y <= 9999 && models.ValidID(c.ID) {
+	if y := c.CreatedAt.Year(); y >= 1 && y <= 9999 && models.ValidID(c.ID) && c.Sort == "" {
 		b = make([]byte, 0, 96)
 		b = append(b, `{"t":"`...)
 		b = c.CreatedAt.AppendFormat(b, time.RFC3339Nano)
@@ -100,7 +105,7 @@ func DecodeCursor(s string) (Cursor, error) {
 	if err == nil {
 		err = json.Unmarshal(b, &c)
 	}
-	if err == nil && (c.CreatedAt.IsZero() || !models.ValidID(c.ID)) {
+	if err == nil && ((c.CreatedAt.IsZero() && c.Sort == "") || !models.ValidID(c.ID)) {
 		err = strconv.ErrSyntax
 	}
 	return c, err
@@ -127,8 +132,28 @@ func PaginateBy[T any](q *gorm.DB, p PageRequest, timeColumn string, key func(*T
 		// supports row values too.
 		q = q.Where("("+timeColumn+", id) < (?, ?)", p.After.CreatedAt, p.After.ID)
 	}
+	return readPage(q.Order(timeColumn+" DESC").Order("id DESC"), p, key)
+}
+
+// PaginateOrdered is Paginate in a custom field's order (?sort=, see
+// models.FieldOrder), T an object that takes custom fields; the cursor
+// keeps the last row's value and id (key's). A custom field has no index
+// of its own: the database sorts the organization's rows that pass the
+// filters (a top-N sort, docs/decisions.md "Custom fields").
+func PaginateOrdered[T any](q *gorm.DB, p PageRequest, order *models.FieldOrder, key func(*T) Cursor) (Page[T], error) {
+	if p.After != nil {
+		q = order.After(q, p.After.Value, p.After.ID)
+	}
+	return readPage(order.Order(q), p, func(row *T) Cursor {
+		return Cursor{ID: key(row).ID, Sort: order.Param, Value: order.Value(any(row).(models.HasFieldValues).CustomFieldValues())}
+	})
+}
+
+// readPage reads the page of the ordered query q: p.Limit rows, and
+// whether more follow (the cursor after the last, made by key).
+func readPage[T any](q *gorm.DB, p PageRequest, key func(*T) Cursor) (Page[T], error) {
 	buf := database.GetBuffer[T]()
-	rows, err := database.FindAllInto(database.PageLimit(q.Order(timeColumn+" DESC").Order("id DESC"), p.Limit+1), *buf)
+	rows, err := database.FindAllInto(database.PageLimit(q, p.Limit+1), *buf)
 	if err != nil {
 		database.PutBuffer(buf, (*buf)[:cap(*buf)])
 		return Page[T]{}, err

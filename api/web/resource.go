@@ -161,6 +161,12 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 		fillFromQuery(c, l.Filter)
 		err = MergeInvalid(err, Validate(l.Filter))
 	}
+	var order *models.FieldOrder
+	if l.FieldsOf != "" {
+		var orderErr error
+		order, orderErr = listOrder(c, db, s.OrgID, l.FieldsOf, page.After)
+		err = MergeInvalid(err, orderErr)
+	}
 	if err != nil {
 		return err
 	}
@@ -175,7 +181,12 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 		}
 		q = filter(q)
 	}
-	rows, err := PaginateBy(q, page, cmp.Or(l.TimeColumn, "created_at"), l.Cursor)
+	var rows Page[T]
+	if order != nil {
+		rows, err = PaginateOrdered(q, page, order, l.Cursor)
+	} else {
+		rows, err = PaginateBy(q, page, cmp.Or(l.TimeColumn, "created_at"), l.Cursor)
+	}
 	if err != nil {
 		return err
 	}
@@ -187,6 +198,23 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 	}
 	return SendPage(c, rows, view)
 }
+
+// listOrder is a list's order by one of object's custom fields
+// (?sort=fields.<key>, models.FieldSort), nil for the default (newest
+// first); a cursor of another order is a 422 naming it.
+func listOrder(c *fiber.Ctx, db *gorm.DB, orgID, object string, after *Cursor) (*models.FieldOrder, error) {
+	order, err := models.FieldSort(db.WithContext(c.UserContext()), orgID, object, c.Query("sort"))
+	if err != nil {
+		return nil, err
+	}
+	if after != nil && (order == nil && after.Sort != "" || order != nil && (after.Sort != order.Param || !order.ValidCursorValue(after.Value))) {
+		return nil, errCursorOfAnotherOrder
+	}
+	return order, nil
+}
+
+var errCursorOfAnotherOrder = models.Invalid(models.FieldError{Field: "cursor", Code: "invalid",
+	Message: "Not a cursor of this list in this order (?sort=): page on with the sort the cursor came from."})
 
 // DecodeQuery fills the string fields of the struct dst points to from
 // the query parameters their json tags name (fillFromQuery) and checks
