@@ -18,6 +18,9 @@ type Contact struct {
 	Name        string
 	Email       string
 	Phone       string
+	// PhoneE164 is Phone in E.164 ("" when it is no valid number), which
+	// the duplicates are found by; SetPhone keeps it.
+	PhoneE164   string `gorm:"column:phone_e164"`
 	Company     string
 	Designation string
 	Type        string
@@ -30,6 +33,14 @@ type Contact struct {
 	CreatedBy Actor
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// SetPhone sets the contact's phone and its E.164 form (PhoneE164): every
+// write of a contact's phone goes through it — the routes, the import, a
+// lead's conversion, a merge. (Not a GORM hook: the one-statement create,
+// database.InsertUnless, takes only models without hooks.)
+func (c *Contact) SetPhone(phone string) {
+	c.Phone, c.PhoneE164 = phone, NormalizePhone(phone)
 }
 
 // Deal stages, in pipeline order, with their win probability (DESIGN §7).

@@ -111,7 +111,10 @@ func writeContacts(w *importWriter, rows []ImportRow) error {
 		}
 		touched := setCell(&ct.Name, r, "name")
 		touched = setCell(&ct.Email, r, "email") || touched
-		touched = setCell(&ct.Phone, r, "phone") || touched
+		if setCell(&ct.Phone, r, "phone") {
+			ct.SetPhone(ct.Phone)
+			touched = true
+		}
 		touched = setCell(&ct.Company, r, "company") || touched
 		touched = setCell(&ct.Designation, r, "designation") || touched
 		touched = setCell(&ct.Type, r, "type") || touched

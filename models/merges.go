@@ -190,7 +190,9 @@ func foldInto(into, from any) []string {
 	case *Contact:
 		b := from.(*Contact)
 		keep(&a.Email, b.Email)
-		keep(&a.Phone, b.Phone)
+		if a.Phone == "" {
+			a.SetPhone(b.Phone)
+		}
 		keep(&a.Company, b.Company)
 		keep(&a.Designation, b.Designation)
 		keep(&a.Notes, b.Notes)
@@ -210,8 +212,8 @@ func foldInto(into, from any) []string {
 }
 
 // DuplicatePair is a pair of an organization's contacts that may be one
-// person, and why: the same e-mail, or the same name at the same company.
-// SecondID is the newer of the two.
+// person, and why: the same e-mail, the same phone number, or the same
+// name at the same company. SecondID is the newer of the two.
 type DuplicatePair struct {
 	Reason   string
 	FirstID  string
@@ -228,29 +230,31 @@ type DuplicateGroup struct {
 // Duplicate reasons.
 const (
 	DuplicateEmail       = "email"
+	DuplicatePhone       = "phone"
 	DuplicateNameCompany = "name_company"
 )
 
 // duplicatePairs is the union of orgID's candidate pairs. Each pair is
 // found through an index: contacts_org_email for e-mails,
+// contacts_org_phone for phone numbers (in E.164, phone_e164), and
 // contacts_org_name_company for a name at a company (both without regard
 // to case).
-func duplicatePairs(db *gorm.DB, orgID string) (email, named *gorm.DB) {
+func duplicatePairs(db *gorm.DB, orgID string) *gorm.DB {
 	pair := func(reason, on, where string) *gorm.DB {
 		return db.Table("contacts AS a").Joins("JOIN contacts b ON b.org_id = a.org_id AND a.id < b.id AND "+on).
 			Select(`'`+reason+`' AS reason, CAST(a.id AS text) AS first_id, CAST(b.id AS text) AS second_id, b.created_at`).
 			Where("a.org_id = ? AND "+where, orgID)
 	}
-	return pair(DuplicateEmail, "b.email = a.email", "a.email <> ''"),
-		pair(DuplicateNameCompany, "lower(b.name) = lower(a.name) AND lower(b.company) = lower(a.company) AND b.company <> ''", "a.company <> ''")
+	return db.Raw("? UNION ALL ? UNION ALL ?", pair(DuplicateEmail, "b.email = a.email", "a.email <> ''"),
+		pair(DuplicatePhone, "b.phone_e164 = a.phone_e164", "a.phone_e164 <> ''"),
+		pair(DuplicateNameCompany, "lower(b.name) = lower(a.name) AND lower(b.company) = lower(a.company) AND b.company <> ''", "a.company <> ''"))
 }
 
 // ContactDuplicates is the query of orgID's contacts that have candidate
 // duplicates among older contacts, a list of DuplicateGroups to paginate
 // newest first on created_at and id (web.Paginate).
 func ContactDuplicates(db *gorm.DB, orgID string) *gorm.DB {
-	email, named := duplicatePairs(db, orgID)
-	return db.Table("(SELECT DISTINCT second_id AS id, created_at FROM (? UNION ALL ?) AS pairs) AS duplicates", email, named)
+	return db.Table("(SELECT DISTINCT second_id AS id, created_at FROM (?) AS pairs) AS duplicates", duplicatePairs(db, orgID))
 }
 
 // DuplicatePairsOf are orgID's candidate pairs whose newer contact is one
@@ -260,7 +264,6 @@ func DuplicatePairsOf(db *gorm.DB, orgID string, ids []string) ([]DuplicatePair,
 	if len(ids) == 0 {
 		return out, nil
 	}
-	email, named := duplicatePairs(db, orgID)
-	err := db.Table("(? UNION ALL ?) AS pairs", email, named).Where("second_id IN ?", ids).Order("second_id, first_id, reason").Find(&out).Error
+	err := db.Table("(?) AS pairs", duplicatePairs(db, orgID)).Where("second_id IN ?", ids).Order("second_id, first_id, reason").Find(&out).Error
 	return out, err
 }

@@ -117,34 +117,40 @@ func SchemaDigest(d database.Dialect) (string, error) {
 // files (no SQL file of either dialect may take their versions).
 func goMigrations(d database.Dialect) []*goose.Migration {
 	return []*goose.Migration{
+		// Version 5 added kb_articles.body_text empty: the articles' plain text.
 		goose.NewGoMigration(6, &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-			return fillKBBodyText(ctx, tx, d)
+			return fillColumn(ctx, tx, d, "kb_articles", "body", "body_text", MarkdownText)
+		}}, nil),
+		// Version 35 added contacts.phone_e164 empty: the phones, normalized.
+		goose.NewGoMigration(36, &goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+			return fillColumn(ctx, tx, d, "contacts", "phone", "phone_e164", NormalizePhone)
 		}}, nil),
 	}
 }
 
-// fillKBBodyText derives the plain text of existing knowledge-base
-// articles (version 5 added the column empty), in batches by id.
-func fillKBBodyText(ctx context.Context, tx *sql.Tx, d database.Dialect) error {
+// fillColumn sets column to of every row of table to derive of its column
+// from (a column a SQL migration added empty, whose value only Go can
+// derive), in batches by id; rows whose value derives to "" are left.
+func fillColumn(ctx context.Context, tx *sql.Tx, d database.Dialect, table, from, to string, derive func(string) string) error {
 	p1, p2 := "?", "?"
 	if d == database.Postgres {
 		p1, p2 = "$1", "$2"
 	}
 	last := ""
 	for {
-		rows, err := tx.QueryContext(ctx, "SELECT id, body FROM kb_articles WHERE CAST(id AS text) > "+p1+" ORDER BY CAST(id AS text) LIMIT 200", last)
+		rows, err := tx.QueryContext(ctx, "SELECT id, "+from+" FROM "+table+" WHERE CAST(id AS text) > "+p1+" ORDER BY CAST(id AS text) LIMIT 200", last)
 		if err != nil {
 			return err
 		}
-		type article struct{ id, body string }
-		var batch []article
+		type row struct{ id, value string }
+		var batch []row
 		for rows.Next() {
-			var a article
-			if err := rows.Scan(&a.id, &a.body); err != nil {
+			var r row
+			if err := rows.Scan(&r.id, &r.value); err != nil {
 				_ = rows.Close()
 				return err
 			}
-			batch = append(batch, a)
+			batch = append(batch, r)
 		}
 		if err := rows.Close(); err != nil {
 			return err
@@ -152,9 +158,11 @@ func fillKBBodyText(ctx context.Context, tx *sql.Tx, d database.Dialect) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		for _, a := range batch {
-			if _, err := tx.ExecContext(ctx, "UPDATE kb_articles SET body_text = "+p1+" WHERE id = "+p2, MarkdownText(a.body), a.id); err != nil {
-				return err
+		for _, r := range batch {
+			if v := derive(r.value); v != "" {
+				if _, err := tx.ExecContext(ctx, "UPDATE "+table+" SET "+to+" = "+p1+" WHERE id = "+p2, v, r.id); err != nil {
+					return err
+				}
 			}
 		}
 		last = batch[len(batch)-1].id

@@ -56,7 +56,9 @@ func (f *contactFields) apply(ct *models.Contact) {
 	if f.Email != nil {
 		ct.Email = models.NormalizeEmail(*f.Email)
 	}
-	set(&ct.Phone, f.Phone)
+	if f.Phone != nil {
+		ct.SetPhone(strings.TrimSpace(*f.Phone))
+	}
 	set(&ct.Company, f.Company)
 	set(&ct.Designation, f.Designation)
 	set(&ct.Type, f.Type)

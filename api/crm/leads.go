@@ -391,8 +391,9 @@ func (h *handlers) convertLead(c *fiber.Ctx) error {
 	before := views.ToLead(l)
 	now := models.Now()
 	contact := &models.Contact{ID: models.NewID(), OrgID: l.OrgID, Name: cmp.Or(l.Name, l.Email), Email: l.Email,
-		Phone: l.Phone, Company: l.Company, Type: cmp.Or(req.ContactType, models.ContactPerson),
+		Company: l.Company, Type: cmp.Or(req.ContactType, models.ContactPerson),
 		Notes: "Converted from lead " + l.ID, CreatedBy: p.Actor(), CreatedAt: now, UpdatedAt: now}
+	contact.SetPhone(l.Phone)
 	if contact.Name == "" {
 		contact.Name = l.Phone
 	}

@@ -336,6 +336,13 @@ func TestContactDuplicates(t *testing.T) {
 		grace := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Grace", "company": "Navy"}, 201)
 		p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Eve", "company": "Navy"}, 201)
 		graceH := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "grace", "company": "NAVY"}, 201)
+		// One phone number, written three ways (E.164 is what compares):
+		// the last one by an update.
+		lin := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Lin", "phone": "+1 415 555 0100"}, 201)
+		linW := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Lin W", "phone": "(415) 555-0100"}, 201)
+		other.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Lin", "phone": "+14155550100"}, 201)
+		max := p.contact(e, "POST", "/crm/contacts", map[string]any{"name": "Max", "phone": "not a number"}, 201)
+		p.contact(e, "PUT", "/crm/contacts/"+max.ID, map[string]any{"phone": "415.555.0100"}, 200)
 
 		type dup struct {
 			ID         string
@@ -363,7 +370,8 @@ func TestContactDuplicates(t *testing.T) {
 			}
 			cursor = "&cursor=" + *page.NextCursor
 		}
-		want := []string{graceH.ID + "~" + grace.ID + ":name_company", adaL.ID + "~" + ada.ID + ":email"}
+		want := []string{max.ID + "~" + lin.ID + ":phone", max.ID + "~" + linW.ID + ":phone", linW.ID + "~" + lin.ID + ":phone",
+			graceH.ID + "~" + grace.ID + ":name_company", adaL.ID + "~" + ada.ID + ":email"}
 		if !slices.Equal(got, want) {
 			t.Fatalf("duplicates: %v, want %v", got, want)
 		}

@@ -36,7 +36,7 @@ func (t *e2e) scenario(ctx context.Context) error {
 		"capacity":           {"capacity: CPU per intake in each process, leads/s with 2 workers and with 1", t.measureCapacity},
 		"backlog":            {"backlog: every process's memory with a backlog of intakes", t.measureBacklog},
 		"pg-restart":         {"fault: PostgreSQL restarted during intakes and reads", t.faultPostgresRestart},
-		"sla-workers":        {"fault: every worker killed across an SLA due time, an automation's delay and a 100,000-row import", t.faultSLAWorkersDown},
+		"sla-workers":        {"fault: every worker killed across an SLA due time, an automation's delay, a 100,000-row import and a 5,000-ticket merge", t.faultSLAWorkersDown},
 	}
 	walkthrough := len(steps)
 	for _, name := range strings.Split(t.o.faults, ",") {

@@ -13,7 +13,9 @@ import (
 // TicketSLA timer (kept by Temporal) fires, and the breach is recorded
 // exactly once, with exactly one notification. An automation rule's run
 // waits in a delay that ends during the same outage: its next step runs
-// once, after the workers are back (delayedRule).
+// once, after the workers are back (delayedRule). So do a 100,000-row
+// import (runningImport) and the merge of a customer with 5,000 tickets
+// (runningMerge), each cut mid-way: every row is written, or moved, once.
 func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 	hd := []string{"x-api-key", t.hdKey, "x-workspace-id", t.orgID}
 	policy := map[string]any{"businessHours": "24x7", "targets": map[string]any{"urgent": map[string]any{"firstResponse": 1}}}
@@ -50,6 +52,11 @@ func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	merging, err := t.startMerge(ctx)
+	if err != nil {
+		return err
+	}
+	defer merging.release()
 	imported, err := t.startImport(ctx)
 	if err != nil {
 		return err
@@ -59,6 +66,9 @@ func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 	}
 	killed := time.Now()
 	if err := imported.checkCut(ctx, t); err != nil {
+		return err
+	}
+	if err := merging.checkCut(ctx, t); err != nil {
 		return err
 	}
 	t.step("kill -9 both workers %s before the first response of ticket %s falls due, and %s before an automation's delay ends",
@@ -106,6 +116,9 @@ func (t *e2e) faultSLAWorkersDown(ctx context.Context) error {
 		return fmt.Errorf("%d breaches, %d members told, %d duplicate notifications; want 1 breach, each admin told once", breaches, told, duplicates)
 	}
 	if err := delayed.checkBack(ctx, t, back); err != nil {
+		return err
+	}
+	if err := merging.check(ctx, t, back); err != nil {
 		return err
 	}
 	return imported.check(ctx, t, killed)
