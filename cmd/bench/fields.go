@@ -58,6 +58,11 @@ func (r *benchRun) fieldFilterRow(name string) error {
 		return fmt.Errorf("a million contacts: %w", err)
 	}
 	defer func() { _, _ = ws.db.ExecContext(r.ctx, `DELETE FROM contacts WHERE org_id = $1`, ws.org) }()
+	// From a quiet suite, as the automation row: behind the queued work
+	// of the rows before, the list measured 0.16 of pgbench, alone 0.44.
+	if err := r.b.quiet(name); err != nil {
+		return err
+	}
 	rw, err := ws.pair(name, 16, filteredContacts)
 	r.b.rounds = ws.rounds
 	return r.add(rw, err)
