@@ -16,7 +16,7 @@ import (
 // parameter) — while intake refuses the address and the rest of the
 // organization's data stays.
 func TestErasureLeavesNothingFindableByTheAddress(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		a := newTenant(t, e, "Tenant A", true)
 		// Bob is the tenant's ticket requester and customer; he is also a
 		// contact, a lead from the web form, a deal's contact, the sender

@@ -103,7 +103,7 @@ func (d *automationDesk) waitRun(e *apitest.Env, ruleID, objectID, status string
 // ticket the conditions do not hold for starts nothing; a rule that runs
 // once per object does not run again when the ticket changes.
 func TestAutomationEscalatesAVIPTicket(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newAutomationDesk(t, e)
 		var rule automation
 		e.Do(apitest.Request{Method: "POST", Path: d.base, Headers: d.owner.Auth(), Body: escalation("PT2S")}).Expect(201).JSON(&rule)
@@ -168,7 +168,7 @@ func TestAutomationEscalatesAVIPTicket(t *testing.T) {
 // during its delay never takes the steps after it; disabling the rule
 // cancels the runs under way and says how many.
 func TestAutomationRunsStopCancelAndDisable(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newAutomationDesk(t, e)
 		rule := escalation("PT1H")
 		rule["conditions"] = map[string]any{"all": []any{
@@ -321,7 +321,7 @@ func TestAutomationRulesAreValidatedAndPrivate(t *testing.T) {
 // one's change matching the next — stops at depth 5, recorded as a
 // stopped run that starts no workflow.
 func TestAutomationLoopsEnd(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newAutomationDesk(t, e)
 		rule := func(name string, when map[string]any, then, tag string) automation {
 			var r automation
@@ -371,7 +371,7 @@ func TestAutomationLoopsEnd(t *testing.T) {
 // history as the rule's. A rule about leads gives each new one an owner
 // and marks it contacted.
 func TestAutomationMovesADeal(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newAutomationDesk(t, e)
 		var r automation
 		e.Do(apitest.Request{Method: "POST", Path: d.base, Headers: d.owner.Auth(), Body: map[string]any{
@@ -438,7 +438,7 @@ func TestAutomationMovesADeal(t *testing.T) {
 // tags a ticket only when a message from bigco arrives. A plan without AI
 // cannot save an ai_summarize step, and a ticket takes no task.
 func TestAutomationTasksSummariesAndMail(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newAutomationDesk(t, e)
 		create := func(body map[string]any) automation {
 			var r automation

@@ -49,7 +49,7 @@ func (o *crmOrg) finished(e *apitest.Env, path string) transfer {
 // fresh organization, gives the same contacts. Bad files are refused
 // before anything is stored; another organization sees none of it.
 func TestImportAndExportContacts(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/organization/" + o.id + "/fields", Headers: o.owner.Auth(),
 			Body: map[string]any{"object": "contact", "key": "seats", "label": "Seats", "type": "number"}}).Expect(201)

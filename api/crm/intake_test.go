@@ -136,7 +136,7 @@ func TestAnonymousIntakeRevealsAndChangesNothing(t *testing.T) {
 // limited per IP. The key's budget is counted in blocks of rate/100 (2).
 func TestIntakeLimitsKeysPerKeyAndFormsPerIP(t *testing.T) {
 	const rate = 200
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		post := func(headers map[string]string, body map[string]any) *apitest.Response {
 			return e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Headers: headers, Body: body})
@@ -182,7 +182,7 @@ func TestIntakeLimitsKeysPerKeyAndFormsPerIP(t *testing.T) {
 // as activities queued through the Temporal server; only the push to the
 // assignee's browsers is a regular activity.
 func TestIntakeRunsItsDatabaseStepsAsLocalActivities(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		var a intakeAnswer
 		e.Do(apitest.Request{Method: "POST", Path: "/crm/leads/webhook", Headers: map[string]string{"X-Api-Key": o.key},

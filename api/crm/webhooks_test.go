@@ -54,7 +54,7 @@ var failOnHeader = apitest.WithCommitHook(func(tx *gorm.DB) error {
 // sends the same webhook-id again; a rotated secret signs beside the old
 // one.
 func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		rc := apitest.StartWebhookReceiver(t)
 		base := "/crm/organization/" + o.id + "/webhooks"
@@ -190,7 +190,7 @@ func TestWebhooksDeliverADealsChangesSignedAndInOrder(t *testing.T) {
 // An endpoint that answers 410 Gone is disabled, its admins are told, and
 // its later events wait; enabled again, it gets them.
 func TestWebhookGoneDisablesTheEndpoint(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		rc := apitest.StartWebhookReceiver(t)
 		var gone atomic.Bool
@@ -454,7 +454,7 @@ func startReceiverOn(t *testing.T, rc *apitest.WebhookReceiver, addr string) *ht
 // Tasks tell their changes too, and an endpoint gets only the types it
 // subscribed to.
 func TestWebhooksTellTaskChangesToTheirSubscribers(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		rc := apitest.StartWebhookReceiver(t)
 		var ep webhook
@@ -491,7 +491,7 @@ func TestWebhooksTellTaskChangesToTheirSubscribers(t *testing.T) {
 
 // Members tell when they are invited, join and are removed.
 func TestWebhooksTellMemberChanges(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		owner := e.SignUp(apitest.UniqueEmail("owner"))
 		org := e.CreateOrg(owner, "Members Inc")
 		e.SetPlan(org, models.PlanBusiness)
@@ -537,7 +537,7 @@ func with(headers map[string]string, more ...string) map[string]string {
 // the create records contact.created with the contact: keyed or not, never
 // twice for a replay, never for a rolled-back request.
 func TestWebhooksTellContactChanges(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		key := apitest.Bearer(o.key)
 		var before struct{ ID string }
@@ -573,7 +573,7 @@ func TestWebhooksTellContactChanges(t *testing.T) {
 // assigned by the workflow; an API lead is changed, rescored, converted —
 // with the contact and deal it becomes — and deleted.
 func TestWebhooksTellLeadChanges(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		o := newCRMOrg(t, e)
 		rc := apitest.Subscribe(t, e, o.owner, o.id, "lead.*", "contact.created", "deal.created")
 		without := func(types []string, drop string) []string {

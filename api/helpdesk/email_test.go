@@ -120,7 +120,7 @@ func (d *mailDesk) comments(e *apitest.Env, ticketID string) []mailComment {
 // through the real SMTP listener, the EmailIngest and EmailSend workflows
 // and the mail sink.
 func TestEmailThreadRoundTrip(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		customer := apitest.UniqueEmail("maria")
 		first := message("Maria Lopez <"+customer+">", d.address, "Printer on fire", "It smells of smoke.\nPlease help.")
@@ -217,7 +217,7 @@ func TestEmailThreadRoundTrip(t *testing.T) {
 // The same message delivered twice — a sender retrying after a lost 250 —
 // is one ticket; over SMTP and over the HTTP route alike.
 func TestInboundMessageIsReadOnce(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		customer := apitest.UniqueEmail("twice")
 		raw := message(customer, d.address, "Twice", "Hello.")
@@ -263,7 +263,7 @@ func TestInboundMessageIsReadOnce(t *testing.T) {
 // through another relay (one more Received: line) is the same message.
 // Over HTTP, what can never become a ticket is a 422.
 func TestAFlawedHeaderKeepsItsMessageID(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		customer := apitest.UniqueEmail("flawed")
 		raw := message(customer, d.address, "Flawed", "Hello.", "X-Broken header line without a colon")
@@ -300,7 +300,7 @@ func TestAFlawedHeaderKeepsItsMessageID(t *testing.T) {
 // one sender's messages an hour) is listed as rejected, with its sender,
 // subject and reason, and told to the webhooks as email.rejected.
 func TestMailRejectedAfterAcceptingIsListedAndTold(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		rc := apitest.Subscribe(t, e, d.owner, d.id, "email.*")
 		sender := apitest.UniqueEmail("storm")
@@ -386,7 +386,7 @@ func TestMailRejectedAfterAcceptingIsListedAndTold(t *testing.T) {
 // Machines are never answered and never open tickets; a bounce marks the
 // reply it bounces.
 func TestAutomaticMailOpensNoTicket(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		person := apitest.UniqueEmail("person")
 		tk := d.create(e, map[string]any{"subject": "Printer", "email": person})
@@ -447,7 +447,7 @@ func bounce(rcpt, to, originalID string) []byte {
 // says why, and takes the odd message that is still mail: it is stored,
 // and read or rejected with a reason, never lost or crashing.
 func TestSMTPListenerRefusesAndStores(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		sender := apitest.UniqueEmail("odd")
 		c, err := smtp.Dial(e.SMTPAddr)
@@ -542,7 +542,7 @@ func TestSMTPListenerRefusesAndStores(t *testing.T) {
 // every message a client hands over counts against both, and a message
 // refused is not stored.
 func TestSMTPListenerSlowsFastSenders(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -581,7 +581,7 @@ func TestSMTPListenerSlowsFastSenders(t *testing.T) {
 // Attachments are kept with the comment, listed on it and downloadable;
 // another workspace reaches none of them.
 func TestInboundAttachments(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		customer := apitest.UniqueEmail("files")
 		pdf := []byte("%PDF-1.4 invoice")
@@ -637,7 +637,7 @@ func TestInboundAttachments(t *testing.T) {
 // field of tickets: a valid value is set (as an import reads a cell), a
 // bad one is left out and the ticket opens all the same.
 func TestEmailHeadersSetTicketFields(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newMailDesk(t, e)
 		for _, f := range []map[string]any{
 			{"object": "ticket", "key": "tier", "label": "Tier", "type": "select", "options": []string{"gold", "silver"}},

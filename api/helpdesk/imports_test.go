@@ -33,7 +33,7 @@ func (d *desk) finished(e *apitest.Env, path string) transfer {
 // CSV with a custom field, and exports them as NDJSON, the API's JSON.
 // The customers of its CRM contacts are linked to them.
 func TestImportAndExportCustomers(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newDesk(t, e)
 		e.Do(apitest.Request{Method: "POST", Path: "/helpdesk/customers", Headers: d.headers,
 			Body: map[string]any{"name": "Carol", "email": "carol@example.com"}}).Expect(201)

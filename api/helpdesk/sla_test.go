@@ -96,7 +96,7 @@ func TestSLAPolicyRules(t *testing.T) {
 // breached. Then the agent's reply records the first response; once the
 // ticket is solved and closed, the workflow ends.
 func TestSLABreachIsRecordedToldAndEscalated(t *testing.T) {
-	apitest.Each(t, func(t *testing.T, e *apitest.Env) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
 		d := newDesk(t, e)
 		rc := apitest.Subscribe(t, e, d.owner, d.id, "ticket.sla_breached")
 		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/sla-policy", Headers: d.headers, Body: map[string]any{

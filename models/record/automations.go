@@ -97,9 +97,13 @@ func (tx *Tx) match(ev models.Event, object, trigger string, rules []models.Auto
 	if previous == nil {
 		previous = map[string]any{}
 	}
-	open, err := models.OpenAutomationRuns(tx.DB, ev.OrgID, objectID)
-	if err != nil {
-		return err
+	// An object just created has no runs yet: its creation reads none
+	// (one read fewer for every create in an organization with rules).
+	var open []models.AutomationRun
+	if trigger != "created" {
+		if open, err = models.OpenAutomationRuns(tx.DB, ev.OrgID, objectID); err != nil {
+			return err
+		}
 	}
 	told := models.AutomationEvent{Trigger: trigger, Subject: subject, Previous: ev.Previous}
 	for _, run := range open {
