@@ -13,11 +13,11 @@ const (
 
 // Contact is a person or company the organization deals with.
 type Contact struct {
-	ID          string `gorm:"primaryKey"`
-	OrgID       string
-	Name        string
-	Email       string
-	Phone       string
+	ID    string `gorm:"primaryKey"`
+	OrgID string
+	Name  string
+	Email string
+	Phone string
 	// PhoneE164 is Phone in E.164 ("" when it is no valid number), which
 	// the duplicates are found by; SetPhone keeps it.
 	PhoneE164   string `gorm:"column:phone_e164"`
