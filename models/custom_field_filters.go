@@ -111,27 +111,23 @@ func fieldCondition(f *CustomField, op string, value any, sqlite bool) func(*gor
 		return func(q *gorm.DB) *gorm.DB {
 			return q.Where("EXISTS (SELECT 1 FROM json_each(fields, ?) WHERE value = ?)", "$."+f.Key, value)
 		}
-	case sqlite:
-		sqlOp := "="
-		if op != "" {
-			sqlOp = rangeOps[op]
+	case op != "":
+		// A range, on numbers, dates or times: only a value of the
+		// field's JSON type compares (typedValue).
+		kind := sortText
+		if numeric {
+			kind = sortNumber
 		}
+		return func(q *gorm.DB) *gorm.DB { return q.Where(typedValue(f.Key, kind, sqlite)+" "+rangeOps[op]+" ?", value) }
+	case sqlite:
 		if b, ok := value.(bool); ok {
 			value = map[bool]int{false: 0, true: 1}[b]
 		}
-		return func(q *gorm.DB) *gorm.DB { return q.Where("json_extract(fields, ?) "+sqlOp+" ?", "$."+f.Key, value) }
-	case op == "":
-		doc := map[string]any{f.Key: value}
-		if f.Type == FieldMultiSelect {
-			doc[f.Key] = []any{value}
-		}
-		return func(q *gorm.DB) *gorm.DB { return q.Where("fields @> CAST(? AS jsonb)", jsonString(doc)) }
-	case numeric:
-		return func(q *gorm.DB) *gorm.DB {
-			return q.Where("CAST(fields ->> CAST(? AS text) AS numeric) "+rangeOps[op]+" ?", f.Key, value)
-		}
+		return func(q *gorm.DB) *gorm.DB { return q.Where("json_extract(fields, ?) = ?", "$."+f.Key, value) }
 	}
-	return func(q *gorm.DB) *gorm.DB {
-		return q.Where("fields ->> CAST(? AS text) "+rangeOps[op]+" ?", f.Key, value)
+	doc := map[string]any{f.Key: value}
+	if f.Type == FieldMultiSelect {
+		doc[f.Key] = []any{value}
 	}
+	return func(q *gorm.DB) *gorm.DB { return q.Where("fields @> CAST(? AS jsonb)", jsonString(doc)) }
 }

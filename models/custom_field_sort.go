@@ -79,18 +79,25 @@ func FieldSort(tx *gorm.DB, orgID, object, param string) (*FieldOrder, error) {
 	case FieldBool:
 		o.kind = sortBool
 	}
-	// The key is inlined: it is a defined field's, of [a-z0-9_] only.
-	if database.DialectFor(tx) == database.SQLite {
-		path := "'$." + key + "'"
-		types := map[int]string{sortText: "= 'text'", sortNumber: "IN ('integer', 'real')", sortBool: "IN ('true', 'false')"}[o.kind]
-		o.expr = "(CASE WHEN json_type(fields, " + path + ") " + types + " THEN json_extract(fields, " + path + ") END)"
-	} else {
-		value := map[int]string{sortText: "fields ->> '" + key + "'", sortNumber: "CAST(fields ->> '" + key + "' AS numeric)",
-			sortBool: "CAST(fields ->> '" + key + "' AS boolean)"}[o.kind]
-		jsonType := map[int]string{sortText: "string", sortNumber: "number", sortBool: "boolean"}[o.kind]
-		o.expr = "(CASE WHEN jsonb_typeof(fields -> '" + key + "') = '" + jsonType + "' THEN " + value + " END)"
-	}
+	o.expr = typedValue(key, o.kind, database.DialectFor(tx) == database.SQLite)
 	return o, nil
+}
+
+// typedValue is the SQL of the value of key, a defined field's (of
+// [a-z0-9_] only: it is inlined), when it is of kind's JSON type — a
+// string, a number or a bool — and NULL otherwise: a value a change of
+// the field's type has not converted yet sorts as none, matches no range,
+// and fails no cast.
+func typedValue(key string, kind int, sqlite bool) string {
+	if sqlite {
+		path := "'$." + key + "'"
+		types := map[int]string{sortText: "= 'text'", sortNumber: "IN ('integer', 'real')", sortBool: "IN ('true', 'false')"}[kind]
+		return "(CASE WHEN json_type(fields, " + path + ") " + types + " THEN json_extract(fields, " + path + ") END)"
+	}
+	value := map[int]string{sortText: "fields ->> '" + key + "'", sortNumber: "CAST(fields ->> '" + key + "' AS numeric)",
+		sortBool: "CAST(fields ->> '" + key + "' AS boolean)"}[kind]
+	jsonType := map[int]string{sortText: "string", sortNumber: "number", sortBool: "boolean"}[kind]
+	return "(CASE WHEN jsonb_typeof(fields -> '" + key + "') = '" + jsonType + "' THEN " + value + " END)"
 }
 
 // Value is the value an object with values v sorts by (nil: none), as
