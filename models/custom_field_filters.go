@@ -118,7 +118,9 @@ func fieldCondition(f *CustomField, op string, value any, sqlite bool) func(*gor
 		if numeric {
 			kind = sortNumber
 		}
-		return func(q *gorm.DB) *gorm.DB { return q.Where(typedValue(f.Key, kind, sqlite)+" "+rangeOps[op]+" ?", value) }
+		return func(q *gorm.DB) *gorm.DB {
+			return q.Where(typedValue(f.Key, kind, sqlite)+" "+rangeOps[op]+" ?", value)
+		}
 	case sqlite:
 		if b, ok := value.(bool); ok {
 			value = map[bool]int{false: 0, true: 1}[b]
