@@ -51,13 +51,14 @@ func storedImport(t *testing.T, db *gorm.DB, orgID, file string, mode, key strin
 func TestImportChunksWriteEachRowOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		orgID, _ := seedOrg(t, db, models.RoleOwner)
-		rows := 2*activities.ImportChunkRows + 123
+		const chunk = 500
+		rows := 2*chunk + 123
 		var file strings.Builder
 		file.WriteString("name,email,notes\n")
 		for i := range rows {
 			fmt.Fprintf(&file, "Person %d,p%d@example.com,\"line one\nline two\"\n", i, i)
 		}
-		a := &activities.Transfers{DB: db}
+		a := &activities.Transfers{DB: db, ChunkRows: chunk}
 		ctx := context.Background()
 		run := func(imp *models.Import) models.Import {
 			t.Helper()
