@@ -26,16 +26,24 @@ type exportRow struct {
 	cell func(column string) string
 }
 
+// readRows reads the next n rows of q, each made an exportRow by row
+// (which keeps a pointer to its row, into the slice read).
+func readRows[T any](q *gorm.DB, n int, row func(*T) exportRow) ([]exportRow, error) {
+	var rows []T
+	err := q.Limit(n).Find(&rows).Error
+	out := make([]exportRow, len(rows))
+	for i := range rows {
+		out[i] = row(&rows[i])
+	}
+	return out, err
+}
+
 // exporters read the next n rows of an object's export query as
 // exportRows.
 var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 	"contacts": func(q *gorm.DB, n int) ([]exportRow, error) {
-		var rows []models.Contact
-		err := q.Limit(n).Find(&rows).Error
-		out := make([]exportRow, len(rows))
-		for i := range rows {
-			ct := &rows[i]
-			out[i] = exportRow{at: ct.CreatedAt, id: ct.ID, view: func() any { return views.ToContact(ct) }, cell: func(col string) string {
+		return readRows(q, n, func(ct *models.Contact) exportRow {
+			return exportRow{at: ct.CreatedAt, id: ct.ID, view: func() any { return views.ToContact(ct) }, cell: func(col string) string {
 				switch col {
 				case "id":
 					return ct.ID
@@ -58,16 +66,11 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 				}
 				return commonCell(col, ct.Fields, ct.CreatedAt, ct.UpdatedAt)
 			}}
-		}
-		return out, err
+		})
 	},
 	"deals": func(q *gorm.DB, n int) ([]exportRow, error) {
-		var rows []models.Deal
-		err := q.Limit(n).Find(&rows).Error
-		out := make([]exportRow, len(rows))
-		for i := range rows {
-			d := &rows[i]
-			out[i] = exportRow{at: d.CreatedAt, id: d.ID, view: func() any { return views.ToDeal(d) }, cell: func(col string) string {
+		return readRows(q, n, func(d *models.Deal) exportRow {
+			return exportRow{at: d.CreatedAt, id: d.ID, view: func() any { return views.ToDeal(d) }, cell: func(col string) string {
 				switch col {
 				case "id":
 					return d.ID
@@ -94,16 +97,11 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 				}
 				return commonCell(col, d.Fields, d.CreatedAt, d.UpdatedAt)
 			}}
-		}
-		return out, err
+		})
 	},
 	"leads": func(q *gorm.DB, n int) ([]exportRow, error) {
-		var rows []models.Lead
-		err := q.Limit(n).Find(&rows).Error
-		out := make([]exportRow, len(rows))
-		for i := range rows {
-			l := &rows[i]
-			out[i] = exportRow{at: l.CreatedAt, id: l.ID, view: func() any { return views.ToLead(l) }, cell: func(col string) string {
+		return readRows(q, n, func(l *models.Lead) exportRow {
+			return exportRow{at: l.CreatedAt, id: l.ID, view: func() any { return views.ToLead(l) }, cell: func(col string) string {
 				switch col {
 				case "id":
 					return l.ID
@@ -132,16 +130,11 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 				}
 				return commonCell(col, l.Fields, l.CreatedAt, l.UpdatedAt)
 			}}
-		}
-		return out, err
+		})
 	},
 	"tasks": func(q *gorm.DB, n int) ([]exportRow, error) {
-		var rows []models.Task
-		err := q.Limit(n).Find(&rows).Error
-		out := make([]exportRow, len(rows))
-		for i := range rows {
-			t := &rows[i]
-			out[i] = exportRow{at: t.CreatedAt, id: t.ID, view: func() any { return views.ToTask(t) }, cell: func(col string) string {
+		return readRows(q, n, func(t *models.Task) exportRow {
+			return exportRow{at: t.CreatedAt, id: t.ID, view: func() any { return views.ToTask(t) }, cell: func(col string) string {
 				switch col {
 				case "id":
 					return t.ID
@@ -171,16 +164,11 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 				}
 				return commonCell(col, nil, t.CreatedAt, t.UpdatedAt)
 			}}
-		}
-		return out, err
+		})
 	},
 	"tickets": func(q *gorm.DB, n int) ([]exportRow, error) {
-		var rows []models.Ticket
-		err := q.Limit(n).Find(&rows).Error
-		out := make([]exportRow, len(rows))
-		for i := range rows {
-			t := &rows[i]
-			out[i] = exportRow{at: t.CreatedAt, id: t.ID, view: func() any { return views.ToTicket(t) }, cell: func(col string) string {
+		return readRows(q, n, func(t *models.Ticket) exportRow {
+			return exportRow{at: t.CreatedAt, id: t.ID, view: func() any { return views.ToTicket(t) }, cell: func(col string) string {
 				switch col {
 				case "id":
 					return t.ID
@@ -209,16 +197,11 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 				}
 				return commonCell(col, t.Fields, t.CreatedAt, t.UpdatedAt)
 			}}
-		}
-		return out, err
+		})
 	},
 	"articles": func(q *gorm.DB, n int) ([]exportRow, error) {
-		var rows []models.KBArticle
-		err := q.Limit(n).Find(&rows).Error
-		out := make([]exportRow, len(rows))
-		for i := range rows {
-			a := &rows[i]
-			out[i] = exportRow{at: a.CreatedAt, id: a.ID, view: func() any { return views.ToArticle(a) }, cell: func(col string) string {
+		return readRows(q, n, func(a *models.KBArticle) exportRow {
+			return exportRow{at: a.CreatedAt, id: a.ID, view: func() any { return views.ToArticle(a) }, cell: func(col string) string {
 				switch col {
 				case "id":
 					return a.ID
@@ -242,16 +225,11 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 				}
 				return commonCell(col, nil, a.CreatedAt, a.UpdatedAt)
 			}}
-		}
-		return out, err
+		})
 	},
 	"customers": func(q *gorm.DB, n int) ([]exportRow, error) {
-		var rows []models.Customer
-		err := q.Limit(n).Find(&rows).Error
-		out := make([]exportRow, len(rows))
-		for i := range rows {
-			c := &rows[i]
-			out[i] = exportRow{at: c.CreatedAt, id: c.ID, view: func() any { return views.ToCustomer(c) }, cell: func(col string) string {
+		return readRows(q, n, func(c *models.Customer) exportRow {
+			return exportRow{at: c.CreatedAt, id: c.ID, view: func() any { return views.ToCustomer(c) }, cell: func(col string) string {
 				switch col {
 				case "id":
 					return c.ID
@@ -270,8 +248,7 @@ var exporters = map[string]func(q *gorm.DB, n int) ([]exportRow, error){
 				}
 				return commonCell(col, c.Fields, c.CreatedAt, c.UpdatedAt)
 			}}
-		}
-		return out, err
+		})
 	},
 }
 

@@ -122,9 +122,7 @@ func fieldCondition(f *CustomField, op string, value any, sqlite bool) func(*gor
 			return q.Where(typedValue(f.Key, kind, sqlite)+" "+rangeOps[op]+" ?", value)
 		}
 	case sqlite:
-		if b, ok := value.(bool); ok {
-			value = map[bool]int{false: 0, true: 1}[b]
-		}
+		value = sqliteValue(value)
 		return func(q *gorm.DB) *gorm.DB { return q.Where("json_extract(fields, ?) = ?", "$."+f.Key, value) }
 	}
 	doc := map[string]any{f.Key: value}

@@ -145,8 +145,17 @@ func (o *FieldOrder) After(q *gorm.DB, value any, id string) *gorm.DB {
 	if value == nil {
 		return q.Where(o.expr+" IS NULL AND id "+cmp+" ?", id)
 	}
-	if b, ok := value.(bool); ok && database.DialectFor(q) == database.SQLite {
-		value = map[bool]int{false: 0, true: 1}[b]
+	if database.DialectFor(q) == database.SQLite {
+		value = sqliteValue(value)
 	}
 	return q.Where("("+o.expr+" "+cmp+" ? OR ("+o.expr+" = ? AND id "+cmp+" ?) OR "+o.expr+" IS NULL)", value, value, id)
+}
+
+// sqliteValue is v as SQLite's JSON functions give it back: a bool as 1
+// or 0, anything else as it is.
+func sqliteValue(v any) any {
+	if b, ok := v.(bool); ok {
+		return map[bool]int{false: 0, true: 1}[b]
+	}
+	return v
 }
