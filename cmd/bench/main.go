@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -37,7 +38,6 @@ type config struct {
 	intakeRate int
 	intakeFor  time.Duration
 	burst      int
-	floodBurst int
 	keep       bool
 	out        string
 	only       *regexp.Regexp
@@ -53,12 +53,11 @@ func main() {
 	flag.StringVar(&cfg.binary, "binary", "bin/suite", "the suite binary to start")
 	flag.StringVar(&cfg.pgURL, "postgres", harness.EnvOr("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"PostgreSQL server to create the bench database on")
-	flag.DurationVar(&cfg.duration, "duration", 5*time.Second, "length of each load run")
+	flag.DurationVar(&cfg.duration, "duration", 3*time.Second, "length of each load run")
 	flag.IntVar(&cfg.rounds, "rounds", 3, "alternating database/API rounds per load; the median ratio is reported")
 	flag.IntVar(&cfg.intakeRate, "intake-rate", 50, "steady web-form intake rate (leads/s)")
 	flag.DurationVar(&cfg.intakeFor, "intake-for", 30*time.Second, "length of the steady intake run")
-	flag.IntVar(&cfg.burst, "burst", 5000, "size of the intake burst")
-	flag.IntVar(&cfg.floodBurst, "flood-burst", 10_000, "size of one organization's burst beside another's intake (mixed load)")
+	flag.IntVar(&cfg.burst, "burst", 5000, "size of the intake burst (another organization's steady intake runs beside it: the mixed load)")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the bench database and data directory")
 	flag.StringVar(&cfg.out, "out", "", "also write the table (Markdown) to this file")
 	only := flag.String("only", "", "run only the loads whose name matches this regular expression (e.g. 'GET', 'intake')")
@@ -123,6 +122,7 @@ func run(cfg config) error {
 		defer os.RemoveAll(dataDir)
 	}
 
+	started := time.Now()
 	s, err := startSuite(cfg, dbURL, dataDir)
 	if err != nil {
 		return err
@@ -177,10 +177,15 @@ func run(cfg config) error {
 			return fmt.Errorf("the bench organization's hd_ key: %w", err)
 		}
 	}
+	var took []string
 	for _, l := range selected {
+		began := time.Now()
 		if err := l.run(r, l.name); err != nil {
 			return err
 		}
+		d := time.Since(began).Round(time.Second)
+		fmt.Printf("  (%s: %s)\n", l.name, d)
+		took = append(took, fmt.Sprintf("%s %s", l.name, d))
 	}
 	if err := b.heapProfile(); err != nil {
 		return err
@@ -190,6 +195,8 @@ func run(cfg config) error {
 	} else {
 		return err
 	}
+
+	r.note(stringer(fmt.Sprintf("the run took %s from the suite's start: %s", time.Since(started).Round(time.Second), strings.Join(took, "; "))))
 
 	table := renderTable(r.rows, r.notes, cfg)
 	fmt.Println()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +15,8 @@ import (
 const (
 	// readsLoad: a steady intake while GETs saturate the API.
 	readsLoad = "mixed load: web-form intake beside GETs at saturation"
-	// floodLoad: one organization's burst beside another's steady intake.
-	floodLoad = "mixed load: one organization's burst beside another's intake"
-	// quietRate is the other organization's intake rate during the burst.
+	// quietRate is the other organization's intake rate during the
+	// burst (burstIntake).
 	quietRate = 10
 	// readConns is how many connections the GETs keep busy.
 	readConns = 64
@@ -68,43 +66,6 @@ func (b *bencher) intakeBesideReads(ctx context.Context, db *sql.DB) (readsResul
 		return res, err
 	}
 	return res, b.awaitLeads(ctx, db, b.org, source, &res.intake)
-}
-
-// floodResult is the other organization's steady intake while the bench
-// organization's burst is accepted and drained, and the burst's own.
-type floodResult struct {
-	quiet, flood intakeResult
-}
-
-func (r floodResult) String() string { return r.quiet.String() + "\n" + r.flood.String() }
-
-// intakeBesideFlood sends a burst of cfg.floodBurst submissions for the
-// bench organization as fast as 16 connections go and, from the same
-// moment, quietRate a second for -mixed-for for another organization; it
-// measures accept → scored for both. The relay takes starts in turns
-// across organizations, so the burst's backlog does not delay the other.
-func (b *bencher) intakeBesideFlood(ctx context.Context, db *sql.DB, other tenant) (floodResult, error) {
-	stamp := time.Now().Unix()
-	floodSource, quietSource := fmt.Sprintf("flood%d", stamp), fmt.Sprintf("quiet%d", stamp)
-	res := floodResult{
-		quiet: intakeResult{label: fmt.Sprintf("other organization's intake, %d/s (%s)", quietRate, b.cfg.mixedFor)},
-		flood: intakeResult{label: fmt.Sprintf("beside a burst of %d", b.cfg.floodBurst), sent: b.cfg.floodBurst},
-	}
-	flooded := make(chan struct{})
-	go func() {
-		defer close(flooded)
-		client := &http.Client{Timeout: 10 * time.Second}
-		res.flood.accepted, res.flood.acceptTime = burst(b.cfg.floodBurst, 16, func(n int) bool { return b.sendIntake(client, b.tenant(), floodSource, n) })
-	}()
-	res.quiet.sent, res.quiet.accepted = b.sendSteadily(other, quietSource, quietRate, b.cfg.mixedFor)
-	<-flooded
-	if err := b.awaitLeads(ctx, db, other.org, quietSource, &res.quiet); err != nil {
-		return res, err
-	}
-	if err := b.awaitLeads(ctx, db, b.org, floodSource, &res.flood); err != nil {
-		return res, err
-	}
-	return res, nil
 }
 
 // stringer is a note that is already text.

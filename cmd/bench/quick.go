@@ -16,12 +16,11 @@ import (
 // compared with the README's table; the loads that cannot be quick
 // (load.slow) are skipped.
 var quickProfile = map[string]string{
-	"rounds":      "1",
-	"duration":    "3s",
-	"intake-for":  "10s",
-	"burst":       "500",
-	"flood-burst": "2000",
-	"mixed-for":   "10s",
+	"rounds":     "1",
+	"duration":   "3s",
+	"intake-for": "10s",
+	"burst":      "2000",
+	"mixed-for":  "10s",
 }
 
 // applyQuick gives the flags fs's command line left unset their quick

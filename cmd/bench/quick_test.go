@@ -11,7 +11,6 @@ func TestQuickLeavesTheFlagsGivenAlone(t *testing.T) {
 	rounds := fs.Int("rounds", 3, "")
 	duration := fs.Duration("duration", 10*time.Second, "")
 	fs.Int("burst", 5000, "")
-	fs.Int("flood-burst", 20_000, "")
 	fs.Duration("intake-for", time.Minute, "")
 	fs.Duration("mixed-for", 30*time.Second, "")
 	if err := fs.Parse([]string{"-rounds", "2"}); err != nil {

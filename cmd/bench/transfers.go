@@ -20,10 +20,14 @@ import (
 )
 
 // importLoad is issue 48's import and export of a million contacts.
-const importLoad = "import of 1M contacts (CSV), beside COPY of the same rows; export"
+const importLoad = "import of 1M contacts (CSV), beside COPY of its first 250k rows; export"
 
-// importContacts is how many rows the file has.
-const importContacts = 1_000_000
+// importContacts is how many rows the file has; copyRows how many of them
+// the COPY baseline copies (importRow).
+const (
+	importContacts = 1_000_000
+	copyRows       = importContacts / 4
+)
 
 // Issue 48's goals.
 const (
@@ -47,7 +51,7 @@ type importResult struct {
 
 func (r importResult) String() string {
 	rate := float64(importContacts) / r.imported.Seconds()
-	copyRate := float64(importContacts) / r.copied.Seconds()
+	copyRate := float64(copyRows) / r.copied.Seconds()
 	exportRate := float64(importContacts) / r.exported.Seconds()
 	return fmt.Sprintf("%-42s %d rows (%.0f MB, uploaded in %.1f s) imported in %.1f s: %.0f rows/s, %.2f× COPY's %.0f rows/s "+
 		"(goal ≥ %d rows/s and ≥ %.1f×: %s); created %d, failed %d; progress first shown %.2f s after the 202, longest unchanged %.1f s "+
@@ -69,12 +73,16 @@ func metIf(ok bool) string {
 }
 
 // importRow imports a file of a million contacts into a workspace of its
-// own through the API (POST /crm/imports, its progress polled every
-// 100 ms with the suite's resident memory), copies the same rows into a
+// own through the API
+// (POST /crm/imports, its progress polled every 100 ms with the suite's
+// resident memory), copies the file's first copyContacts rows into a
 // second workspace with COPY (the database's own bulk path: the rows are
 // the file's, with the columns the suite fills — id, organization, type,
-// times — added, since COPY fills none), exports the imported rows, and
-// deletes both workspaces' contacts.
+// times — added, since COPY fills none; a quarter of the file, since its
+// rate per row is what the import is compared with, and COPY of the whole
+// million took a minute of the bench's 15), and exports the imported rows.
+// The contacts stay: the bench's database is dropped at the end, and
+// deleting two million contacts took longer than a row's measurement.
 func (r *benchRun) importRow() error {
 	ws, err := r.workspace()
 	if err != nil {
@@ -87,9 +95,6 @@ func (r *benchRun) importRow() error {
 	if err := ws.toBusinessPlan(); err != nil {
 		return err
 	}
-	defer func() {
-		_, _ = ws.db.ExecContext(r.ctx, `DELETE FROM contacts WHERE org_id IN ($1, $2)`, ws.org, copyWS.org)
-	}()
 	file := filepath.Join(ws.dir, "contacts.csv")
 	if err := writeContactsCSV(file); err != nil {
 		return err
@@ -251,7 +256,7 @@ func copyContacts(ctx context.Context, db *sql.DB, org string) (time.Duration, e
 	go func() {
 		w := bufio.NewWriterSize(pw, 1<<20)
 		now := time.Now().UTC().Format(time.RFC3339Nano)
-		for i := range importContacts {
+		for i := range copyRows {
 			fmt.Fprintf(w, "%s,%s,Contact %d,c%d@import.example,Company %d,person,bench,{},%s,%s\n", uuid.NewString(), org, i, i, i%1000, now, now)
 		}
 		pw.CloseWithError(w.Flush())
