@@ -118,12 +118,13 @@ var loads = []load{
 	// and deleting two million took longer than a row). Before the rows
 	// that leave workflows open: after them, with 12,000 workflows open and
 	// suite dev at 983 MB resident, the import ran at 7,582 rows/s where
-	// it had run at 15,631 after the automation runs (2026-11-29; the
-	// soft memory limit, GOMEMLIMIT's 768 MiB, making the collector run
-	// more often is the likely cause, not yet measured).
+	// it had run at 15,631 after the automation runs (2026-11-29): the
+	// heap then holds 300–350 MB, and the soft memory limit (GOMEMLIMIT,
+	// 768 MiB) sets the next collection only 40–70 MB above it
+	// (docs/decisions.md, "make bench toward 15 minutes").
 	{name: importLoad, slow: true, run: func(r *benchRun, _ string) error { return r.importRow() }},
 	{name: fieldsLoad, slow: true, run: func(r *benchRun, name string) error { return r.fieldFilterRow(name) }},
-	// The SLA timers after everything: its workflows stay open.
+	// The SLA timers near the end: its workflows stay open.
 	{name: slaLoad, needs: needHelpdeskKey, slow: true, run: func(r *benchRun, _ string) error {
 		slas, err := r.b.slaTimers(r.ctx, r.db, r.b.hdKey)
 		if err != nil {
