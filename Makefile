@@ -27,7 +27,7 @@ TEST_FLAGS ?= -p 1
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-13s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-# `build` and `test` compile with -trimpath, so a compiled package does
+# `build`, `test`, `e2e` and `bench` compile with -trimpath, so a compiled package does
 # not depend on the directory of the checkout: a fresh clone (as CI makes)
 # or a second worktree reuses what the Go build cache holds instead of
 # compiling every package of the suite again, and `build` reuses what `go
@@ -99,11 +99,11 @@ lint: ## go vet, staticcheck and workflowcheck
 .PHONY: bench
 bench: build ## Load benchmark: the API next to pgbench on the same statements (needs PostgreSQL, pgbench, wrk)
 	@command -v wrk >/dev/null || { echo "installing wrk (Debian package)"; apt-get install -y -q wrk >/dev/null; }
-	$(GO) run ./cmd/bench -binary bin/suite $(BENCH_FLAGS)
+	$(GO) run -trimpath ./cmd/bench -binary bin/suite $(BENCH_FLAGS)
 
 .PHONY: e2e
 e2e: build ## Production topology test: suite temporal (or a 2-node cluster: E2E_FLAGS='-temporal postgres'), 2 api, 2 worker processes on PostgreSQL, with faults (needs PostgreSQL)
-	$(GO) run ./cmd/e2e -binary bin/suite $(E2E_FLAGS)
+	$(GO) run -trimpath ./cmd/e2e -binary bin/suite $(E2E_FLAGS)
 
 .PHONY: migrate
 migrate: build ## Apply database migrations (DATABASE_URL, or the dev SQLite file)
