@@ -257,7 +257,7 @@ func ingestTicket(tx *gorm.DB, m *InboundEmail, p ParsedEmail, follows *Ticket, 
 	if follows != nil {
 		t.FollowsTicketID = &follows.ID
 	}
-	cust, err := OpenTicket(tx, &org, t, p.Name, ActorEmail)
+	cust, err := OpenTicket(tx, &org, t, p.Name, ActorEmail, nil)
 	if err != nil {
 		return IngestOutcome{}, err
 	}

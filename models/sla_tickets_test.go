@@ -34,7 +34,7 @@ func openUrgent(t *testing.T, db *gorm.DB, org *models.Organization, at time.Tim
 	tk := &models.Ticket{ID: models.NewID(), OrgID: org.ID, Subject: "Down", Status: models.TicketNew, Priority: "urgent",
 		Channel: "web", RequesterEmail: "maria@acme.io", Tags: "[]", CreatedAt: at, UpdatedAt: at}
 	if err := db.Transaction(func(tx *gorm.DB) error {
-		_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem)
+		_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem, nil)
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -16,23 +16,27 @@ import (
 // request's, or an activity's own): they write several rows, which commit
 // or roll back together with the rest of the caller's change.
 
-// OpenTicket creates t (its number set here) in org: it takes the next
-// ticket number within the plan's seat and monthly ticket limits, finds or
+// OpenTicket creates t (its number set here) in org: it checks the plan's
+// seat and monthly ticket limits, takes the next ticket number, finds or
 // creates the requester's customer (named requesterName, or after the
 // e-mail's local part), and records both on the customer's history, by
-// actor. Two creations can never both take the last slot of a limited
-// plan (takeTicketSlot). It returns the customer
-// when it created one (nil when the requester was one already). A ticket
-// opened under an SLA policy has clocks (t.HasSLA): the caller wakes its
-// SLA workflow in tx (record.Tx.WakeTicketSLA). t's custom fields are the
-// caller's to set, defaults included (ApplyFields for the API,
-// headerFields for an e-mail).
-func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor) (*Customer, error) {
-	number, err := takeTicketSlot(tx, org, t.CreatedAt)
+// actor. record, when not nil, then records in tx what the opening sets
+// off (its SLA workflow's wake-up, its events and the automation runs they
+// start), and the month's allowance of a limited plan is counted last
+// (takeMonthlyTicket): two creations can never both take the last ticket
+// of the month. It returns the customer when it created one (nil when the
+// requester was one already). A ticket opened under an SLA policy has
+// clocks (t.HasSLA): record wakes its SLA workflow in tx
+// (record.Tx.WakeTicketSLA). t's custom fields are the caller's to set,
+// defaults included (ApplyFields for the API, headerFields for an e-mail).
+func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor, record func(newCustomer *Customer) error) (*Customer, error) {
+	plan, err := ticketPlan(tx, org, t.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
-	t.Number = number
+	if t.Number, err = nextTicketNumber(tx, org.ID, t.CreatedAt); err != nil {
+		return nil, err
+	}
 	cust, created, err := customerFor(tx, org.ID, t.RequesterEmail, requesterName)
 	if err != nil {
 		return nil, err
@@ -52,7 +56,20 @@ func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string,
 	}
 	history = append(history, NewCustomerEvent(org.ID, cust.ID, &t.ID, "ticket_created",
 		ticketOpened+Itoa(t.Number)+" opened: "+t.Subject, by))
-	return newCustomer, tx.Create(&history).Error
+	if err := tx.Create(&history).Error; err != nil {
+		return nil, err
+	}
+	if record != nil {
+		if err := record(newCustomer); err != nil {
+			return nil, err
+		}
+	}
+	if plan.TicketsPerMonth != nil {
+		if err := takeMonthlyTicket(tx, org, plan, t.CreatedAt); err != nil {
+			return nil, err
+		}
+	}
+	return newCustomer, nil
 }
 
 // The customer history's summaries of a ticket's opening, written by
@@ -259,41 +276,67 @@ func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
 
 func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
-// takeTicketSlot checks the plan's seat and monthly ticket limits and
-// returns the workspace's next ticket number.
+// ticketPlan is org's plan, once its seat limit and monthly ticket
+// allowance are checked.
 //
 // Only what a limit needs is serialized: the monthly allowance of a
 // limited plan is counted on the workspace's counter row, locked until
 // commit (takeMonthlyTicket), so two creations can never both take the
 // last ticket of the month; an unlimited plan's creations take no lock at
-// all. A limited workspace's creations therefore wait for each other's
-// commit (230–244 a second at 16 connections in `make bench`), which no
-// user can feel: the largest limited allowance, 10,000 a month, would last
-// 43 seconds at that rate (docs/decisions.md, "Helpdesk"). The month
-// counts the tickets opened on a limited plan: a workspace that moves to
-// one from an unlimited plan has the new plan's whole allowance for the
-// rest of the month.
-func takeTicketSlot(tx *gorm.DB, org *Organization, now time.Time) (int, error) {
+// all. The count is the creation's last statement (OpenTicket), so a
+// limited workspace's creations wait for each other only from it to their
+// commit, not through their customer, ticket, events and automation
+// rules: with the count first, 20 rules cost a business plan's creates
+// 15–27 % of their rate in `make bench` (docs/decisions.md, "The monthly
+// allowance counted last"). Checked here first, without the lock, so that
+// a workspace past its allowance is refused before it writes anything: a
+// creation that passes this check and is refused by the count rolls back,
+// leaving a gap in the ticket numbers, as any rollback does on PostgreSQL.
+// The month counts the tickets opened on a limited plan: a workspace that
+// moves to one from an unlimited plan has the new plan's whole allowance
+// for the rest of the month.
+func ticketPlan(tx *gorm.DB, org *Organization, now time.Time) (*Plan, error) {
 	plan, err := FindPlan(tx.Statement.Context, tx, org.Plan)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if plan.Seats != nil {
 		used, err := SeatsInUse(tx, org.ID)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if used > int64(*plan.Seats) {
-			return 0, Err(ErrLimit, "seat_limit_reached",
+			return nil, Err(ErrLimit, "seat_limit_reached",
 				"%d seats are in use but the %s plan has %d; remove members or upgrade to open tickets.", used, plan.Name, *plan.Seats)
 		}
 	}
 	if plan.TicketsPerMonth != nil {
-		if err := takeMonthlyTicket(tx, org, plan, now); err != nil {
-			return 0, err
+		var counter TicketCounter
+		err := tx.Take(&counter, "org_id = ?", org.ID).Error
+		switch {
+		case errors.Is(err, gorm.ErrRecordNotFound):
+		case err != nil:
+			return nil, err
+		case monthUsed(counter, org, now) >= *plan.TicketsPerMonth:
+			return nil, ticketLimitReached(plan)
 		}
 	}
-	return nextTicketNumber(tx, org.ID, now)
+	return plan, nil
+}
+
+// monthUsed is how many of the month's tickets counter counts: none when
+// it counts an earlier month (a month that has begun again).
+func monthUsed(counter TicketCounter, org *Organization, now time.Time) int {
+	if counter.Month != now.In(org.Location()).Format("2006-01") {
+		return 0
+	}
+	return counter.MonthCount
+}
+
+// ticketLimitReached refuses a ticket past plan's monthly allowance.
+func ticketLimitReached(plan *Plan) error {
+	return Err(ErrLimit, "ticket_limit_reached",
+		"The %s plan allows %d tickets a month and they are used; upgrade for more.", plan.Name, *plan.TicketsPerMonth)
 }
 
 // takeMonthlyTicket counts one more of the month's tickets on the
@@ -304,8 +347,8 @@ func takeTicketSlot(tx *gorm.DB, org *Organization, now time.Time) (int, error) 
 // it counts every limited ticket of the month.
 func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, now time.Time) error {
 	month := now.In(org.Location()).Format("2006-01")
-	// Made here when missing: PostgreSQL's numbering never makes it, and
-	// SQLite's makes it after this, at a workspace's first ticket.
+	// Made here when missing: PostgreSQL's numbering never makes it
+	// (SQLite's has, earlier in the creation).
 	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&TicketCounter{
 		OrgID: org.ID, LastNumber: FirstTicketNumber - 1, Month: month, UpdatedAt: now}).Error; err != nil {
 		return err
@@ -314,13 +357,9 @@ func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, now time.Time
 	if err := LockForUpdate(tx).Take(&counter, "org_id = ?", org.ID).Error; err != nil {
 		return err
 	}
-	used := counter.MonthCount
-	if counter.Month != month {
-		used = 0
-	}
+	used := monthUsed(counter, org, now)
 	if used >= *plan.TicketsPerMonth {
-		return Err(ErrLimit, "ticket_limit_reached",
-			"The %s plan allows %d tickets a month and they are used; upgrade for more.", plan.Name, *plan.TicketsPerMonth)
+		return ticketLimitReached(plan)
 	}
 	return tx.Model(&counter).Updates(map[string]any{"month": month, "month_count": used + 1, "updated_at": now}).Error
 }

@@ -210,7 +210,7 @@ func openTickets(t *testing.T, db *gorm.DB, org *models.Organization, n int) (nu
 		wg.Go(func() {
 			tk := newTicket(org.ID, fmt.Sprintf("c%d@acme.io", i))
 			err := db.Transaction(func(tx *gorm.DB) error {
-				_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem)
+				_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem, nil)
 				return err
 			})
 			mu.Lock()
@@ -258,7 +258,9 @@ func TestTicketNumbersAreUniqueAndContinue(t *testing.T) {
 // A limited plan's monthly allowance holds under concurrent creations; a
 // workspace that moves to it from an unlimited plan has its whole
 // allowance for the rest of the month (the month counts the tickets opened
-// on a limited plan).
+// on a limited plan). The count is a creation's last statement: on
+// PostgreSQL a creation refused there has taken its number, and leaves a
+// gap; one refused once the month is used takes none.
 func TestMonthlyTicketAllowance(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		three := 3
@@ -271,8 +273,54 @@ func TestMonthlyTicketAllowance(t *testing.T) {
 		}
 		org.Plan = "tiny"
 		numbers, refused := openTickets(t, db, org, 6)
-		if !slices.Equal(numbers, []int{1006, 1007, 1008}) || !slices.Equal(refused, []string{"ticket_limit_reached", "ticket_limit_reached", "ticket_limit_reached"}) {
-			t.Fatalf("on tiny: numbers %v, refused %v; want 1006…1008 and 3 × ticket_limit_reached", numbers, refused)
+		if len(numbers) != 3 || numbers[0] < 1006 || numbers[2] > 1011 || numbers[0] == numbers[1] || numbers[1] == numbers[2] ||
+			!slices.Equal(refused, []string{"ticket_limit_reached", "ticket_limit_reached", "ticket_limit_reached"}) {
+			t.Fatalf("on tiny: numbers %v, refused %v; want 3 of 1006…1011 and 3 × ticket_limit_reached", numbers, refused)
+		}
+		if _, refused := openTickets(t, db, org, 1); !slices.Equal(refused, []string{"ticket_limit_reached"}) {
+			t.Fatalf("on tiny with the month used: refused %v", refused)
+		}
+		// The next number: PostgreSQL's sequence gave out one to each of the
+		// six, and none to the seventh; SQLite's counter row takes back a
+		// refused creation's.
+		org.Plan = models.PlanEnterprise
+		want := 1012
+		if database.DialectFor(db) == database.SQLite {
+			want = 1009
+		}
+		if numbers, _ := openTickets(t, db, org, 1); !slices.Equal(numbers, []int{want}) {
+			t.Fatalf("the number after the refusals: %v, want %d", numbers, want)
+		}
+	})
+}
+
+// A creation records what its opening sets off before it counts the
+// month's ticket: the counter row is locked from the count to the commit,
+// and what record does (events, automation rules) is not done under it.
+func TestTicketCountedLast(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ten := 10
+		if err := db.Create(&models.Plan{Name: "ten", TicketsPerMonth: &ten, CreatedAt: models.Now(), UpdatedAt: models.Now()}).Error; err != nil {
+			t.Fatal(err)
+		}
+		org := newOrg(t, db, "ten", "UTC")
+		counted := func(tx *gorm.DB) int {
+			var c models.TicketCounter
+			if err := tx.Take(&c, "org_id = ?", org.ID).Error; err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+				t.Fatal(err)
+			}
+			return c.MonthCount
+		}
+		for want := range 2 {
+			var during int
+			err := db.Transaction(func(tx *gorm.DB) error {
+				_, err := models.OpenTicket(tx, org, newTicket(org.ID, fmt.Sprintf("r%d@acme.io", want)), "", models.ActorSystem,
+					func(*models.Customer) error { during = counted(tx); return nil })
+				return err
+			})
+			if err != nil || during != want || counted(db) != want+1 {
+				t.Fatalf("ticket %d: %v; counted %d while recording (want %d), %d after", want+1, err, during, want, counted(db))
+			}
 		}
 	})
 }
@@ -312,7 +360,7 @@ func TestMonthlyTicketAllowanceAcrossPlanChangesAndMonths(t *testing.T) {
 		// wrote: the month's count must survive it.
 		org.Plan = "small"
 		if err := db.Transaction(func(tx *gorm.DB) error {
-			if _, err := models.OpenTicket(tx, org, newTicket(org.ID, "late@acme.io"), "", models.ActorSystem); domainCode(err) != "ticket_limit_reached" {
+			if _, err := models.OpenTicket(tx, org, newTicket(org.ID, "late@acme.io"), "", models.ActorSystem, nil); domainCode(err) != "ticket_limit_reached" {
 				t.Errorf("on small after 64: %v, want ticket_limit_reached", err)
 			}
 			return nil
@@ -465,7 +513,7 @@ func TestOpenTicketAtOnce(t *testing.T) {
 		}
 		// OpenTicket tells the same story in the same words.
 		slow := fullTicket(org.ID, "omar@acme.io")
-		if _, err := models.OpenTicket(db, org, slow, "", models.Actor("key:k1")); err != nil {
+		if _, err := models.OpenTicket(db, org, slow, "", models.Actor("key:k1"), nil); err != nil {
 			t.Fatal(err)
 		}
 		want = []event{want[0], {"ticket_created", fmt.Sprintf("Ticket #%d opened: Printer on fire", slow.Number), "key:k1"}}
@@ -518,7 +566,7 @@ func TestOpenTicketAtOnceForOneNewRequesterAtATime(t *testing.T) {
 				opened, err := models.OpenTicketAtOnce(db, tk, "", models.ActorSystem)
 				if err == nil && !opened {
 					err = db.Transaction(func(tx *gorm.DB) error {
-						_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem)
+						_, err := models.OpenTicket(tx, org, tk, "", models.ActorSystem, nil)
 						return err
 					})
 				}
@@ -591,7 +639,7 @@ func TestOpenTicketAtOnceForOneNewRequesterAtATime(t *testing.T) {
 		if tickets != 0 {
 			t.Fatal("the statement that found no customer wrote its ticket")
 		}
-		if _, err := models.OpenTicket(db, org, tk, "", models.ActorSystem); err != nil || tk.CustomerID == nil {
+		if _, err := models.OpenTicket(db, org, tk, "", models.ActorSystem, nil); err != nil || tk.CustomerID == nil {
 			t.Fatalf("the transaction's way: %+v %v", tk, err)
 		}
 	})

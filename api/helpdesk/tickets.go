@@ -103,16 +103,15 @@ func (h *handlers) openTicket(c *fiber.Ctx, t *models.Ticket, requesterName stri
 		return err
 	}
 	tx := h.Starter.In(c, web.Tx(c))
-	newCustomer, err := models.OpenTicket(tx.DB, org, t, requesterName, p.Actor())
-	if err != nil {
-		return err
-	}
-	if t.HasSLA() {
-		if err := tx.WakeTicketSLA(t); err != nil {
-			return err
+	_, err = models.OpenTicket(tx.DB, org, t, requesterName, p.Actor(), func(newCustomer *models.Customer) error {
+		if t.HasSLA() {
+			if err := tx.WakeTicketSLA(t); err != nil {
+				return err
+			}
 		}
-	}
-	return tx.Emit(views.TicketOpenedEvents(t, newCustomer)...)
+		return tx.Emit(views.TicketOpenedEvents(t, newCustomer)...)
+	})
+	return err
 }
 
 func tagsJSON(tags []string) string { return models.TagsJSON(tags) }

@@ -242,13 +242,11 @@ BEGIN;
 SELECT * FROM custom_fields WHERE org_id = :org AND object = 'ticket' ORDER BY created_at, id;
 -- openTicket: models.FindOrg, on the pool.
 SELECT * FROM organizations WHERE id = :org LIMIT 1;
--- models.OpenTicket → takeTicketSlot: FindPlan, SeatsInUse (the plan has seats).
+-- models.OpenTicket → ticketPlan: FindPlan, SeatsInUse (the plan has seats),
+-- the month's allowance checked without a lock.
 SELECT * FROM plans WHERE name = 'business' LIMIT 1;
 SELECT count(*) FROM members WHERE org_id = :org AND status <> 'removed';
--- takeMonthlyTicket: the counter row, made if missing, locked, counted.
-INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (:org, 1000, '` + month + `', 0, now()) ON CONFLICT DO NOTHING;
-SELECT * FROM ticket_counters WHERE org_id = :org LIMIT 1 FOR UPDATE \gset counter_
-UPDATE ticket_counters SET month = '` + month + `', month_count = :counter_month_count + 1, updated_at = now() WHERE org_id = :org;
+SELECT * FROM ticket_counters WHERE org_id = :org LIMIT 1;
 -- nextTicketNumber: the workspace's sequence (the API's own numbers, so none collide).
 SELECT next_ticket_number(:org) AS number \gset
 -- customerFor: looked up, then created. (RETURNING id here, and on the
@@ -282,6 +280,13 @@ INSERT INTO webhook_deliveries (id, org_id, endpoint_id, event_id, status, attem
 -- record.Tx.WakeWebhook: the endpoint workflow's wake-up signal.
 ` + starts + `
   VALUES (gen_random_uuid(), 'webhook-endpoint/` + b.org + `/` + ws.receiving + `', '', 'suite', '', :org, 'webhook-endpoint', 'pending', 0, 'infinity', '', '', NULL, now(), now(), 'webhook-wake', 'null', '', 'bench');
+-- record.Tx.Emit → matchAutomations: the workspace's active rules (it has none).
+SELECT * FROM automations WHERE org_id = :org AND active ORDER BY position, created_at, id;
+-- OpenTicket, last: takeMonthlyTicket, the counter row made if missing,
+-- locked, counted (locked from here to the commit).
+INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (:org, 1000, '` + month + `', 0, now()) ON CONFLICT DO NOTHING;
+SELECT * FROM ticket_counters WHERE org_id = :org LIMIT 1 FOR UPDATE \gset counter_
+UPDATE ticket_counters SET month = '` + month + `', month_count = :counter_month_count + 1, updated_at = now() WHERE org_id = :org;
 COMMIT;
 `
 }
