@@ -102,11 +102,6 @@ const rulesLoad = "POST /helpdesk/tickets with 20 rules (1 matching) beside none
 // rulesGoal is issue 46's goal for it.
 const rulesGoal = 0.9
 
-// rulesRun is the least length of each of its runs: at about 100 creates
-// a second, the 3 s of the other rows' runs left a few hundred creates a
-// side, and a ratio whose goal is a tenth away needs more.
-const rulesRun = 5 * time.Second
-
 // rulesResult is the create's rate without rules and with them, over the
 // rounds (the median round's, and the range of the ratios).
 type rulesResult struct {
@@ -191,7 +186,7 @@ func (r *benchRun) ticketsWithRules() (rulesResult, error) {
 			if err := activate(side == &round.with); err != nil {
 				return res, fmt.Errorf("the rules: %w", err)
 			}
-			*side = row{name: rulesLoad, conns: 16, apiRun: max(r.b.cfg.duration, rulesRun)}
+			*side = row{name: rulesLoad, conns: 16, apiRun: r.b.cfg.duration}
 			ws.rounds++
 			profiled := func() error { return nil }
 			if side == &round.with && len(rounds) == 0 { // the first round's run with rules, with -profile
