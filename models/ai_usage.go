@@ -23,9 +23,9 @@ type AIUsage struct {
 // TableName is ai_usage.
 func (AIUsage) TableName() string { return "ai_usage" }
 
-// AIMonth is the usage month (YYYY-MM) of t for org: calendar months in the
-// organization's time zone, as for the ticket limit.
-func AIMonth(org *Organization, t time.Time) string { return t.In(org.Location()).Format("2006-01") }
+// AIMonth is the usage month (YYYY-MM) of t for org (Organization.Month,
+// as for the ticket limit).
+func AIMonth(org *Organization, t time.Time) string { return org.Month(t) }
 
 // AIUsageReport is an organization's token use in one month against its
 // plan's quota (nil: unlimited).

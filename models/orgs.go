@@ -125,3 +125,7 @@ func (o *Organization) Location() *time.Location {
 	}
 	return time.UTC
 }
+
+// Month is the calendar month (YYYY-MM) of t in the organization's time
+// zone: the month a limited plan's ticket allowance and the AI usage count.
+func (o *Organization) Month(t time.Time) string { return t.In(o.Location()).Format("2006-01") }

@@ -30,7 +30,7 @@ import (
 // (record.Tx.WakeTicketSLA). t's custom fields are the caller's to set,
 // defaults included (ApplyFields for the API, headerFields for an e-mail).
 func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor, record func(newCustomer *Customer) error) (*Customer, error) {
-	plan, err := ticketPlan(tx, org, t.CreatedAt)
+	plan, month, err := ticketPlan(tx, org, t.CreatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string,
 		}
 	}
 	if plan.TicketsPerMonth != nil {
-		if err := takeMonthlyTicket(tx, org, plan, t.CreatedAt); err != nil {
+		if err := takeMonthlyTicket(tx, org, plan, month, t.CreatedAt); err != nil {
 			return nil, err
 		}
 	}
@@ -277,7 +277,8 @@ func DeleteTicket(tx *gorm.DB, orgID, id string, by Actor) (*Ticket, error) {
 func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
 
 // ticketPlan is org's plan, once its seat limit and monthly ticket
-// allowance are checked.
+// allowance are checked, and the month the allowance counts (org.Month of
+// now; "" when the plan has none).
 //
 // Only what a limit needs is serialized: the monthly allowance of a
 // limited plan is counted on the workspace's counter row, locked until
@@ -295,39 +296,40 @@ func sameID(a, b *string) bool { return (a == nil && b == nil) || (a != nil && b
 // The month counts the tickets opened on a limited plan: a workspace that
 // moves to one from an unlimited plan has the new plan's whole allowance
 // for the rest of the month.
-func ticketPlan(tx *gorm.DB, org *Organization, now time.Time) (*Plan, error) {
-	plan, err := FindPlan(tx.Statement.Context, tx, org.Plan)
-	if err != nil {
-		return nil, err
+func ticketPlan(tx *gorm.DB, org *Organization, now time.Time) (plan *Plan, month string, err error) {
+	if plan, err = FindPlan(tx.Statement.Context, tx, org.Plan); err != nil {
+		return nil, "", err
 	}
 	if plan.Seats != nil {
 		used, err := SeatsInUse(tx, org.ID)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if used > int64(*plan.Seats) {
-			return nil, Err(ErrLimit, "seat_limit_reached",
+			return nil, "", Err(ErrLimit, "seat_limit_reached",
 				"%d seats are in use but the %s plan has %d; remove members or upgrade to open tickets.", used, plan.Name, *plan.Seats)
 		}
 	}
-	if plan.TicketsPerMonth != nil {
-		var counter TicketCounter
-		err := tx.Take(&counter, "org_id = ?", org.ID).Error
-		switch {
-		case errors.Is(err, gorm.ErrRecordNotFound):
-		case err != nil:
-			return nil, err
-		case monthUsed(counter, org, now) >= *plan.TicketsPerMonth:
-			return nil, ticketLimitReached(plan)
-		}
+	if plan.TicketsPerMonth == nil {
+		return plan, "", nil
 	}
-	return plan, nil
+	month = org.Month(now)
+	var counter TicketCounter
+	err = tx.Take(&counter, "org_id = ?", org.ID).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+	case err != nil:
+		return nil, "", err
+	case monthUsed(counter, month) >= *plan.TicketsPerMonth:
+		return nil, "", ticketLimitReached(plan)
+	}
+	return plan, month, nil
 }
 
-// monthUsed is how many of the month's tickets counter counts: none when
-// it counts an earlier month (a month that has begun again).
-func monthUsed(counter TicketCounter, org *Organization, now time.Time) int {
-	if counter.Month != now.In(org.Location()).Format("2006-01") {
+// monthUsed is how many of month's tickets counter counts: none when it
+// counts an earlier month (a month that has begun again).
+func monthUsed(counter TicketCounter, month string) int {
+	if counter.Month != month {
 		return 0
 	}
 	return counter.MonthCount
@@ -339,14 +341,13 @@ func ticketLimitReached(plan *Plan) error {
 		"The %s plan allows %d tickets a month and they are used; upgrade for more.", plan.Name, *plan.TicketsPerMonth)
 }
 
-// takeMonthlyTicket counts one more of the month's tickets on the
-// workspace's counter row, locked until commit, or refuses with
+// takeMonthlyTicket counts one more of month's tickets (ticketPlan's) on
+// the workspace's counter row, locked until commit, or refuses with
 // ticket_limit_reached. A count of an earlier month is a month that has
 // begun again; a refusal leaves the count as it is, so a month already
 // past a smaller plan's allowance stays past it, and a larger plan after
 // it counts every limited ticket of the month.
-func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, now time.Time) error {
-	month := now.In(org.Location()).Format("2006-01")
+func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, month string, now time.Time) error {
 	// Made here when missing: PostgreSQL's numbering never makes it
 	// (SQLite's has, earlier in the creation).
 	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&TicketCounter{
@@ -357,7 +358,7 @@ func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, now time.Time
 	if err := LockForUpdate(tx).Take(&counter, "org_id = ?", org.ID).Error; err != nil {
 		return err
 	}
-	used := monthUsed(counter, org, now)
+	used := monthUsed(counter, month)
 	if used >= *plan.TicketsPerMonth {
 		return ticketLimitReached(plan)
 	}

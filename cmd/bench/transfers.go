@@ -75,11 +75,12 @@ func metIf(ok bool) string {
 // importRow imports a file of a million contacts into a workspace of its
 // own through the API (POST /crm/imports, its progress polled every
 // 100 ms with the suite's resident memory), copies the file's first
-// copyRows rows into a second workspace with COPY (the database's own bulk path: the rows are
-// the file's, with the columns the suite fills — id, organization, type,
-// times — added, since COPY fills none; a quarter of the file, since its
-// rate per row is what the import is compared with, and COPY of the whole
-// million took a minute of the bench's 15), and exports the imported rows.
+// copyRows rows into a second workspace with COPY (the database's own
+// bulk path: the rows are the file's, with the columns the suite fills —
+// id, organization, type, times — added, since COPY fills none; a quarter
+// of the file, since its rate per row is what the import is compared
+// with, and COPY of the whole million took a minute of the bench's 15),
+// and exports the imported rows.
 // The contacts stay: the bench's database is dropped at the end, and
 // deleting two million contacts took longer than a row's measurement.
 func (r *benchRun) importRow() error {
