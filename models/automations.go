@@ -1,6 +1,7 @@
 package models
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -54,6 +55,19 @@ func ActiveAutomations(tx *gorm.DB, orgID string) ([]Automation, error) {
 	var rules []Automation
 	err := tx.Where("org_id = ? AND active", orgID).Order("position, created_at, id").Find(&rules).Error
 	return rules, err
+}
+
+// AutomationsRevision is orgID's automations revision
+// (Organization.AutomationsRevision): a value that changes, in the same
+// transaction, with any change of one of its rules; "" when it never had
+// a rule, or does not exist.
+func AutomationsRevision(tx *gorm.DB, orgID string) (string, error) {
+	var revision sql.NullString
+	err := tx.Raw("SELECT automations_revision FROM organizations WHERE id = ?", orgID).Row().Scan(&revision)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return revision.String, err
 }
 
 // Automation limits: rules an organization may have and steps a rule may

@@ -38,6 +38,11 @@ type Organization struct {
 	CreatedBy     string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// AutomationsRevision names the state of the organization's automation
+	// rules: a database trigger sets a new one with every change of a rule
+	// (migration 00038), and nil means it never had one. The program only
+	// reads it (AutomationsRevision).
+	AutomationsRevision *string `gorm:"->"`
 }
 
 // NormalizeEmail lowercases and trims an e-mail address for storage and lookup.

@@ -280,8 +280,9 @@ INSERT INTO webhook_deliveries (id, org_id, endpoint_id, event_id, status, attem
 -- record.Tx.WakeWebhook: the endpoint workflow's wake-up signal.
 ` + starts + `
   VALUES (gen_random_uuid(), 'webhook-endpoint/` + b.org + `/` + ws.receiving + `', '', 'suite', '', :org, 'webhook-endpoint', 'pending', 0, 'infinity', '', '', NULL, now(), now(), 'webhook-wake', 'null', '', 'bench');
--- record.Tx.Emit → matchAutomations: the workspace's active rules (it has none).
-SELECT * FROM automations WHERE org_id = :org AND active ORDER BY position, created_at, id;
+-- record.Tx.Emit → matchAutomations: the workspace's automations revision
+-- (it never had a rule, so no rule is read).
+SELECT automations_revision FROM organizations WHERE id = :org;
 -- OpenTicket, last: takeMonthlyTicket, the counter row made if missing,
 -- locked, counted (locked from here to the commit).
 INSERT INTO ticket_counters (org_id, last_number, month, month_count, updated_at) VALUES (:org, 1000, '` + month + `', 0, now()) ON CONFLICT DO NOTHING;

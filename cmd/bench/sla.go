@@ -40,7 +40,7 @@ type slaResult struct {
 	// neither solved nor closed). Its idle CPU with them open is measured
 	// by the automation runs waiting in a delay, after this load, with
 	// 10,000 more workflows open (until issue 44, also here: 15 s more).
-	rssMB float64
+	rssMB    float64
 	breached int
 	// p50 and p99 run from a due time to its breach recorded (the
 	// notification's time); rate is the breaches a second.

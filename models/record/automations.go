@@ -1,10 +1,11 @@
 package record
 
 import (
-	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
+	"sync"
 
 	"gorm.io/gorm"
 
@@ -17,7 +18,9 @@ import (
 // whose object and trigger fit and whose conditions hold gets a run — a
 // row and the start of its AutomationRun workflow, both committed with
 // the change or not at all — and a run waiting for such a change is
-// signalled. An organization without rules pays one indexed read a change.
+// signalled. A change reads its organization's automations revision, one
+// value; the rules themselves are read again only when it has moved
+// (activeRules).
 
 // As is tx making its changes as a step of a rule (cause): its events do
 // not match that rule again, the runs they start are one deeper in the
@@ -31,7 +34,7 @@ func (tx *Tx) As(cause models.AutomationCause) *Tx {
 // matchAutomations starts the runs events set off and signals the runs
 // waiting for them.
 func (tx *Tx) matchAutomations(events []models.Event) error {
-	rulesOf := map[string][]models.Automation{}
+	rulesOf := map[string][]activeRule{}
 	for _, ev := range events {
 		object, trigger, ok := models.AutomationTrigger(ev.Type)
 		if !ok {
@@ -40,7 +43,7 @@ func (tx *Tx) matchAutomations(events []models.Event) error {
 		rules, read := rulesOf[ev.OrgID]
 		if !read {
 			var err error
-			if rules, err = models.ActiveAutomations(tx.DB, ev.OrgID); err != nil {
+			if rules, err = activeRules.of(tx.DB, ev.OrgID); err != nil {
 				return err
 			}
 			rulesOf[ev.OrgID] = rules
@@ -55,11 +58,79 @@ func (tx *Tx) matchAutomations(events []models.Event) error {
 	return nil
 }
 
+// activeRules keeps each organization's active rules, decoded, under the
+// automations revision they were read at (models.AutomationsRevision): a
+// change in a workspace with rules reads that one value, and reads and
+// decodes the rules only when it has moved. A trigger gives the
+// organization a new, random revision in the transaction of any change of
+// its rules, so an entry is never stale, and never another database's.
+var activeRules = ruleCache{byOrg: map[string]ruleSet{}}
+
+// ruleCacheMax bounds the organizations whose rules are kept; past it,
+// the cache starts over.
+const ruleCacheMax = 10_000
+
+// ruleCache is activeRules' type.
+type ruleCache struct {
+	mu    sync.Mutex
+	byOrg map[string]ruleSet
+}
+
+// ruleSet is one organization's active rules at a revision, shared by
+// every transaction that reads them: never changed once cached.
+type ruleSet struct {
+	revision string
+	rules    []activeRule
+}
+
+// activeRule is a rule with its definition decoded.
+type activeRule struct {
+	models.Automation
+	def models.AutomationDefinition
+}
+
+// of returns orgID's active rules as tx sees them; none, without a read,
+// when the organization never had a rule.
+func (c *ruleCache) of(tx *gorm.DB, orgID string) ([]activeRule, error) {
+	revision, err := models.AutomationsRevision(tx, orgID)
+	if err != nil || revision == "" {
+		return nil, err
+	}
+	c.mu.Lock()
+	set, ok := c.byOrg[orgID]
+	c.mu.Unlock()
+	if ok && set.revision == revision {
+		return set.rules, nil
+	}
+	// The rules are read after the revision: rules newer than it may be
+	// kept under it (the next reader sees the newer revision, and reads
+	// them again), never older ones under a newer revision.
+	rows, err := models.ActiveAutomations(tx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	rules := make([]activeRule, len(rows))
+	for i := range rows {
+		def, err := rows[i].Definition()
+		if err != nil {
+			return nil, err
+		}
+		rules[i] = activeRule{Automation: rows[i], def: def}
+	}
+	c.mu.Lock()
+	if len(c.byOrg) >= ruleCacheMax {
+		clear(c.byOrg)
+	}
+	c.byOrg[orgID] = ruleSet{revision: revision, rules: rules}
+	c.mu.Unlock()
+	return rules, nil
+}
+
 // anyNames tells whether one of rules about object names text in its
 // conditions or its steps (a wait's where): the requester is read for
 // the rules that test it. (A run waiting under an earlier version of its
 // rule sees what the rule's current version reads.)
-func anyNames(rules []models.Automation, object, text string) bool {
+func anyNames(rules []activeRule, object, text string) bool {
 	for i := range rules {
 		if rules[i].Object == object && (strings.Contains(rules[i].Conditions, text) || strings.Contains(rules[i].Steps, text)) {
 			return true
@@ -69,7 +140,7 @@ func anyNames(rules []models.Automation, object, text string) bool {
 }
 
 // anyAbout tells whether one of rules is about object.
-func anyAbout(rules []models.Automation, object string) bool {
+func anyAbout(rules []activeRule, object string) bool {
 	for i := range rules {
 		if rules[i].Object == object {
 			return true
@@ -79,7 +150,7 @@ func anyAbout(rules []models.Automation, object string) bool {
 }
 
 // match matches one event of object (trigger) against the rules.
-func (tx *Tx) match(ev models.Event, object, trigger string, rules []models.Automation) error {
+func (tx *Tx) match(ev models.Event, object, trigger string, rules []activeRule) error {
 	subject, err := eventSubject(ev)
 	if err == nil && object == models.AutomationTicket && anyNames(rules, object, `"requester.`) {
 		subject, err = WithRequester(tx.DB, ev.OrgID, subject)
@@ -118,23 +189,13 @@ func (tx *Tx) match(ev models.Event, object, trigger string, rules []models.Auto
 	now := models.Now()
 	for i := range rules {
 		rule := &rules[i]
-		if rule.Object != object || !strings.Contains(rule.OnEvents, `"`+trigger+`"`) || tx.causedBy(rule.ID) {
+		if rule.Object != object || !slices.Contains(rule.def.On, trigger) || tx.causedBy(rule.ID) {
 			continue
 		}
-		// The conditions alone first: most rules do not hold for most
-		// changes, and their steps need not be read.
-		var conditions models.Conditions
-		if err := json.Unmarshal([]byte(rule.Conditions), &conditions); err != nil {
-			return err
-		}
-		if holds, _ := conditions.Evaluate(subject, previous, now); !holds {
+		if holds, _ := rule.def.Conditions.Evaluate(subject, previous, now); !holds {
 			continue
 		}
-		def, err := rule.Definition()
-		if err != nil {
-			return err
-		}
-		if err := tx.startRun(rule, def, objectID, ev.Type, open, told); err != nil {
+		if err := tx.startRun(&rule.Automation, rule.def, objectID, ev.Type, open, told); err != nil {
 			return err
 		}
 	}
