@@ -71,8 +71,9 @@ func AutomationsRevision(tx *gorm.DB, orgID string) (string, error) {
 }
 
 // Automation limits: rules an organization may have and steps a rule may
-// take, by plan. A rule costs a read of every change and a workflow per
-// match; the free plan gets enough to try them.
+// take, by plan. A rule costs an evaluation of every change (its read, once
+// per change of the rules: record's activeRules) and a workflow per match;
+// the free plan gets enough to try them.
 var automationLimits = map[string][2]int{
 	PlanFree: {5, 10}, PlanStarter: {20, 20}, PlanBusiness: {100, 30}, PlanEnterprise: {500, 50},
 }
