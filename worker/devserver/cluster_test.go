@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +46,7 @@ func clusterStore(t *testing.T) *devserver.PostgresStore {
 }
 
 // Two nodes on one PostgreSQL store are one cluster: the first installs
-// the schema and the namespace, the second joins; workflows started through
+// the schema and the namespace and serves, the second joins; workflows started through
 // either node's frontend run, and keep running on the second node once the
 // first is gone (its history shards move over). A node started again on
 // the same databases finds the schema current and its state there.
@@ -51,9 +54,14 @@ func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 	store := clusterStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	logs := t.TempDir()
+	started := 0
 	start := func() (*node, string) {
 		addr := freeAddr(t)
-		srv, err := devserver.Start(devserver.Options{FrontendAddr: addr, Postgres: store})
+		started++
+		log := filepath.Join(logs, fmt.Sprintf("node-%d.log", started))
+		t.Cleanup(func() { showLogOnFailure(t, log) })
+		srv, err := devserver.Start(devserver.Options{FrontendAddr: addr, Postgres: store, LogFile: log})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,13 +73,20 @@ func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 		})
 		return n, addr
 	}
-	first, firstAddr := start()
-	_, secondAddr := start()
-	awaitMembers(ctx, t, firstAddr, 2)
-
 	// greetOn runs one greet through the frontend at addr, with a worker
 	// polling there.
 	greetOn := func(addr, id string) { greetWithin(t, addr, id, time.Minute) }
+	// The first node serves alone before the second starts, as a cluster
+	// grows: its matching service creates the task queue. Two matching
+	// services that both create a task queue while they still disagree
+	// about who owns it collide (Temporal 1.32.1: "duplicate key …
+	// task_queues_pkey" in AddWorkflowTask), and the first workflow task
+	// then waited over a minute (CI, 2026-11-30; 1 start in 5 under load).
+	first, firstAddr := start()
+	greetOn(firstAddr, "greet-alone")
+	_, secondAddr := start()
+	awaitMembers(ctx, t, firstAddr, 2)
+	awaitMembers(ctx, t, secondAddr, 2)
 	for i := range 8 { // spread over the four shards, through both frontends
 		greetOn([]string{firstAddr, secondAddr}[i%2], fmt.Sprintf("greet-%d", i))
 	}
@@ -91,6 +106,21 @@ func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 		t.Fatalf("greet-0 through the node started again: %v", err)
 	}
 	again.stop(t)
+}
+
+// showLogOnFailure prints the last lines of a node's own log (warnings and
+// errors) when the test failed: what the cluster did is in there.
+func showLogOnFailure(t *testing.T, path string) {
+	if !t.Failed() {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	t.Logf("the last lines of %s:\n%s", filepath.Base(path), strings.Join(lines[max(0, len(lines)-60):], "\n"))
 }
 
 // node is a started cluster node, stopped once: in the test, or at its
