@@ -125,8 +125,9 @@ func (a *Automations) FailRun(ctx context.Context, in models.AutomationFailure) 
 }
 
 // ApplyStep carries out one step of a run (not a delay or a wait), with
-// its outcome recorded in the same transaction: a step already recorded
-// in this pass, or a run no longer open (cancelled), does nothing.
+// its outcome recorded in the same transaction — and, with in.Finish, the
+// run completed: a step already recorded in this pass, or a run no longer
+// open (cancelled), does nothing.
 func (a *Automations) ApplyStep(ctx context.Context, in models.AutomationStepInput) error {
 	step := in.Run.Steps[in.Index]
 	cause := models.AutomationCause{AutomationID: in.Run.AutomationID, Depth: in.Run.Depth}
@@ -141,8 +142,11 @@ func (a *Automations) ApplyStep(ctx context.Context, in models.AutomationStepInp
 		if err != nil {
 			return err
 		}
-		_, err = models.RecordStepOutcome(tx.DB, in.Run.OrgID, in.Run.RunID, models.AutomationStepOutcome{Index: in.Index, Pass: in.Pass,
-			Action: step.Action, At: now, Outcome: outcome, Detail: detail}, now)
+		if _, err = models.RecordStepOutcome(tx.DB, in.Run.OrgID, in.Run.RunID, models.AutomationStepOutcome{Index: in.Index, Pass: in.Pass,
+			Action: step.Action, At: now, Outcome: outcome, Detail: detail}, now); err != nil || !in.Finish {
+			return err
+		}
+		_, err = models.SetRunState(tx.DB, in.Run.OrgID, in.Run.RunID, models.RunCompleted, "", "", now)
 		return err
 	})
 	return stepError(err)

@@ -166,14 +166,21 @@ type AutomationRunInput struct {
 	Depth        int              `json:"depth"`
 	Conditions   Conditions       `json:"conditions"`
 	Steps        []AutomationStep `json:"steps"`
+	// FinishWithLastStep: the run is recorded completed in its last
+	// step's transaction (AutomationStepInput.Finish), not in one more.
+	// Every run started since 2026-11-30 has it; a run started before
+	// replays its history without it, finishing as it did then.
+	FinishWithLastStep bool `json:"finishWithLastStep,omitempty"`
 }
 
 // AutomationStepInput names step Index of a run, in its pass (the
-// AutomationRun workflow's ApplyStep).
+// AutomationRun workflow's ApplyStep). Finish, on the run's last step,
+// records the run completed in the step's own transaction.
 type AutomationStepInput struct {
-	Run   AutomationRunInput `json:"run"`
-	Index int                `json:"index"`
-	Pass  int                `json:"pass"`
+	Run    AutomationRunInput `json:"run"`
+	Index  int                `json:"index"`
+	Pass   int                `json:"pass"`
+	Finish bool               `json:"finish,omitempty"`
 }
 
 // AutomationOutcomeInput is a delay's or a wait's outcome to record on

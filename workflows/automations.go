@@ -39,11 +39,13 @@ type automationRun struct {
 	pass      int
 	restarted bool
 	cancelled bool
-	restart   workflow.ReceiveChannel
-	cancel    workflow.ReceiveChannel
-	events    workflow.ReceiveChannel
-	a         *activities.Automations
-	actx      workflow.Context
+	// finished: the last step's transaction recorded the run completed.
+	finished bool
+	restart  workflow.ReceiveChannel
+	cancel   workflow.ReceiveChannel
+	events   workflow.ReceiveChannel
+	a        *activities.Automations
+	actx     workflow.Context
 }
 
 // AutomationRun carries out one match of an automation rule: its steps in
@@ -55,7 +57,8 @@ type automationRun struct {
 // every_match rule that matches the object again while its run is going
 // makes the run start over; an administrator's cancel (or the rule's
 // disabling or deletion) ends it where it stands. It returns the run's
-// final status.
+// final status, recorded with the last step when that is an action
+// (FinishWithLastStep), else by one more local activity.
 func AutomationRun(ctx workflow.Context, in models.AutomationRunInput) (string, error) {
 	r := &automationRun{in: in,
 		restart: workflow.GetSignalChannel(ctx, names.SignalAutomationRestart),
@@ -72,6 +75,9 @@ func AutomationRun(ctx workflow.Context, in models.AutomationRunInput) (string, 
 	}
 	if status == models.RunCancelled {
 		return status, nil // recorded by whoever cancelled it
+	}
+	if r.finished {
+		return status, nil // recorded with the last step
 	}
 	return status, r.setState(ctx, status, "", reason)
 }
@@ -101,8 +107,11 @@ func (r *automationRun) steps(ctx workflow.Context) (status, reason string, err 
 		case models.StepSummarize:
 			err = r.summarize(ctx, i)
 		default:
+			in := models.AutomationStepInput{Run: r.in, Index: i, Pass: r.pass, Finish: r.in.FinishWithLastStep && i == len(r.in.Steps)-1}
 			sctx := workflow.WithLocalActivityOptions(ctx, stepOptions)
-			err = workflow.ExecuteLocalActivity(sctx, r.a.ApplyStep, models.AutomationStepInput{Run: r.in, Index: i, Pass: r.pass}).Get(ctx, nil)
+			if err = workflow.ExecuteLocalActivity(sctx, r.a.ApplyStep, in).Get(ctx, nil); err == nil {
+				r.finished = in.Finish
+			}
 		}
 		if err != nil {
 			return "", "", err

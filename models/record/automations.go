@@ -248,7 +248,8 @@ func (tx *Tx) startRun(rule *models.Automation, def models.AutomationDefinition,
 	}
 	return tx.Start(Start{WorkflowID: run.WorkflowID, Workflow: names.AutomationRunWorkflow,
 		Input: models.AutomationRunInput{RunID: run.ID, OrgID: run.OrgID, AutomationID: rule.ID, Version: rule.Version, Name: rule.Name,
-			Object: rule.Object, ObjectID: objectID, Depth: depth, Conditions: def.Conditions, Steps: def.Steps},
+			Object: rule.Object, ObjectID: objectID, Depth: depth, Conditions: def.Conditions, Steps: def.Steps,
+			FinishWithLastStep: true},
 		OrgID: run.OrgID, Kind: names.KindAutomationRun})
 }
 
