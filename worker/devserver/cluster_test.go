@@ -46,10 +46,11 @@ func clusterStore(t *testing.T) *devserver.PostgresStore {
 }
 
 // Two nodes on one PostgreSQL store are one cluster: the first installs
-// the schema and the namespace and serves, the second joins; workflows started through
-// either node's frontend run, and keep running on the second node once the
-// first is gone (its history shards move over). A node started again on
-// the same databases finds the schema current and its state there.
+// the schema and the namespace and serves, the second joins; workflows
+// started through either node's frontend run, and keep running on the
+// second node once the first is gone (its history shards move over). A
+// node started again on the same databases finds the schema current and
+// its state there.
 func TestTwoNodesOnPostgresAreOneCluster(t *testing.T) {
 	store := clusterStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
