@@ -178,17 +178,19 @@ func (s *Starter) DispatchDue(ctx context.Context) (int, error) {
 		}
 		rows := byWorkflow[id]
 		g.Go(func() error {
-			for _, row := range rows {
-				if !s.mayDispatch(row) {
+			for len(rows) > 0 {
+				group := rows[:sameSignal(rows)]
+				rows = rows[len(group):]
+				if !s.mayDispatch(group[0]) {
 					s.heldBack.Store(true)
 					return nil // the rows stay pending for a later pass
 				}
-				status, err := s.dispatch(ctx, row)
+				status, err := s.dispatch(ctx, group)
 				if err != nil {
 					return err
 				}
 				if status == models.StartStarted || status == models.SignalDelivered {
-					started.Add(1)
+					started.Add(int64(len(group)))
 				}
 				if status == "" {
 					return nil // still pending (or another relay has it): the rest wait
@@ -201,14 +203,47 @@ func (s *Starter) DispatchDue(ctx context.Context) (int, error) {
 	return int(started.Load()), err
 }
 
-// dispatch claims one row and calls Temporal; it reports the row's final
-// status (started, delivered, skipped, rejected), or "" when the row is
+// sameSignal is how many of a workflow's due rows, from the first, are
+// one plain signal recorded again and again — a webhook endpoint's wake-up,
+// which every request that records a delivery for it sends: the same name
+// and input to the same running workflow. They are delivered as one
+// signal: a receiver handles a repeated signal as a no-op (signals are
+// at-least-once, deliverSignal), and each of them committed before the
+// pass read it, so the one delivery comes after every change they stand
+// for, in their place in the workflow's order.
+func sameSignal(rows []*models.WorkflowStart) int {
+	first := rows[0]
+	if first.SignalName == "" || first.WorkflowType != "" {
+		return 1
+	}
+	n := 1
+	for n < len(rows) && rows[n].WorkflowType == "" && rows[n].SignalName == first.SignalName && rows[n].SignalInput == first.SignalInput {
+		n++
+	}
+	return n
+}
+
+// dispatch claims a group of rows — one row, or one plain signal recorded
+// several times (sameSignal) — and calls Temporal once; it reports their
+// final status (started, delivered, skipped, rejected), or "" when they are
 // still pending — deferred with back-off, or claimed by another relay.
-func (s *Starter) dispatch(ctx context.Context, row *models.WorkflowStart) (string, error) {
+func (s *Starter) dispatch(ctx context.Context, group []*models.WorkflowStart) (string, error) {
+	row := group[0]
+	ids := make([]string, len(group))
+	for i, r := range group {
+		ids[i] = r.ID
+	}
 	now := models.Now()
-	claim := s.db.WithContext(ctx).Model(&models.WorkflowStart{}).
-		Where("id = ? AND status = ? AND attempts = ?", row.ID, models.StartPending, row.Attempts).
-		Updates(map[string]any{"next_attempt_at": now.Add(s.Lease), "attempts": gorm.Expr("attempts + 1"), "updated_at": now})
+	claim := s.db.WithContext(ctx).Model(&models.WorkflowStart{})
+	if len(group) == 1 {
+		claim = claim.Where("id = ? AND status = ? AND attempts = ?", row.ID, models.StartPending, row.Attempts)
+	} else {
+		// A row another relay claimed since the pass read it has its lease
+		// ahead of now; this claim takes the others. Delivering the signal
+		// once more for a row the other relay delivers too is harmless.
+		claim = claim.Where("id IN ? AND status = ? AND next_attempt_at <= ?", ids, models.StartPending, now)
+	}
+	claim = claim.Updates(map[string]any{"next_attempt_at": now.Add(s.Lease), "attempts": gorm.Expr("attempts + 1"), "updated_at": now})
 	if claim.Error != nil || claim.RowsAffected == 0 {
 		return "", claim.Error // another relay owns it
 	}
@@ -223,12 +258,23 @@ func (s *Starter) dispatch(ctx context.Context, row *models.WorkflowStart) (stri
 		update = s.start(callCtx, row)
 	}
 	update["updated_at"] = models.Now()
-	// Write the outcome even when ctx was cancelled mid-call.
-	res := s.db.WithContext(context.WithoutCancel(ctx)).Model(&models.WorkflowStart{}).Where("id = ?", row.ID).Updates(update)
+	// Write the outcome even when ctx was cancelled mid-call; a group's
+	// rows that another relay has finished meanwhile keep their outcome.
+	outcome := s.db.WithContext(context.WithoutCancel(ctx)).Model(&models.WorkflowStart{})
+	if len(group) == 1 {
+		outcome = outcome.Where("id = ?", row.ID)
+	} else {
+		outcome = outcome.Where("id IN ? AND status = ?", ids, models.StartPending)
+	}
+	res := outcome.Updates(update)
 	if res.Error != nil {
 		return "", res.Error
 	}
 	status, _ := update["status"].(string)
+	if len(group) > 1 && status == models.SignalDelivered {
+		// The rows delivered by this one signal besides the first.
+		s.results.WithLabelValues("coalesced").Add(float64(len(group) - 1))
+	}
 	return status, nil
 }
 

@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -577,6 +578,73 @@ func TestRelayGivesWayToFloodsWhileTheProcessIsBusy(t *testing.T) {
 		_, calls = gate.snapshot()
 		if called := len(slices.Compact(slices.Sorted(slices.Values(calls)))); called != outbox.FloodRate+20+3 {
 			t.Fatalf("idle again: %d workflows called, want all %d", called, outbox.FloodRate+20+3)
+		}
+	})
+}
+
+// signalLog stands in for a Temporal that takes every signal: it records
+// each call, in order.
+type signalLog struct {
+	client.Client
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *signalLog) SignalWorkflow(_ context.Context, id, _, name string, arg any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	input, _ := arg.(json.RawMessage)
+	l.calls = append(l.calls, id+" "+name+" "+string(input))
+	return nil
+}
+
+// TestRelayDeliversARepeatedSignalOnce: the same plain signal recorded by
+// one request after another (a webhook endpoint's wake-up) reaches its
+// workflow once per run of them, in its place among the workflow's other
+// signals, and every row it stands for is marked delivered; a signal with
+// another input is its own.
+func TestRelayDeliversARepeatedSignalOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		ctx := t.Context()
+		log := &signalLog{}
+		starter := outbox.New(db, log, quiet, nil)
+		signal := func(id, name string, input any) {
+			err := starter.Transact(ctx, func(tx *record.Tx) error {
+				return tx.Signal(record.Signal{WorkflowID: id, Name: name, Input: input, OrgID: "org-1", Kind: "probe"})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 5 {
+			signal("endpoint/1", "wake", nil)
+		}
+		signal("endpoint/1", "event", "one")
+		signal("endpoint/1", "event", "two")
+		for range 3 {
+			signal("endpoint/1", "wake", nil)
+		}
+		signal("endpoint/2", "wake", nil)
+		n, err := starter.DispatchDue(ctx)
+		if err != nil || n != 11 {
+			t.Fatalf("dispatched %d rows (%v), want all 11", n, err)
+		}
+		var endpoint1, endpoint2 []string
+		for _, c := range log.calls {
+			if strings.HasPrefix(c, "endpoint/1 ") {
+				endpoint1 = append(endpoint1, c)
+			} else {
+				endpoint2 = append(endpoint2, c)
+			}
+		}
+		want := []string{"endpoint/1 wake null", `endpoint/1 event "one"`, `endpoint/1 event "two"`, "endpoint/1 wake null"}
+		if !slices.Equal(endpoint1, want) || len(endpoint2) != 1 {
+			t.Fatalf("signals sent: %q and %q, want %q and one to endpoint/2", endpoint1, endpoint2, want)
+		}
+		var delivered int64
+		db.Model(&models.WorkflowStart{}).Where("status = ? AND attempts = 1", models.SignalDelivered).Count(&delivered)
+		if pending, _ := starter.Pending(ctx); delivered != 11 || pending != 0 {
+			t.Fatalf("%d rows delivered and %d pending, want 11 and 0", delivered, pending)
 		}
 	})
 }
