@@ -107,6 +107,12 @@ const rulesGoal = 0.9
 type rulesResult struct {
 	none, with         row
 	ratioMin, ratioMax float64
+	// cpuNone and cpuWith are the suite's CPU a ticket on each side over
+	// every round, the work each create queued included: the CPU from a
+	// side's start to the end of its drain, over the side's tickets. Unlike
+	// the rate of a 3-second side, which moves with how much of that work
+	// lands inside the side, it says what a matching rule costs.
+	cpuNone, cpuWith time.Duration
 }
 
 func (r rulesResult) ratio() float64 { return r.with.apiRPS / r.none.apiRPS }
@@ -116,8 +122,10 @@ func (r rulesResult) String() string {
 	if r.ratio() < rulesGoal {
 		met = "NOT met"
 	}
-	return fmt.Sprintf("%-42s c%d: no rules %.0f req/s (p99 %.1f ms), 20 rules %.0f req/s (p99 %.1f ms); ratio %.2f (%.2f–%.2f), goal ≥ %.1f: %s",
-		rulesLoad, r.with.conns, r.none.apiRPS, ms(r.none.apiP99), r.with.apiRPS, ms(r.with.apiP99), r.ratio(), r.ratioMin, r.ratioMax, rulesGoal, met)
+	return fmt.Sprintf("%-42s c%d: no rules %.0f req/s (p99 %.1f ms), 20 rules %.0f req/s (p99 %.1f ms); ratio %.2f (%.2f–%.2f), goal ≥ %.1f: %s; "+
+		"suite CPU a ticket with its queued work: no rules %.2f ms, 20 rules %.2f ms",
+		rulesLoad, r.with.conns, r.none.apiRPS, ms(r.none.apiP99), r.with.apiRPS, ms(r.with.apiP99), r.ratio(), r.ratioMin, r.ratioMax, rulesGoal, met,
+		ms(r.cpuNone), ms(r.cpuWith))
 }
 
 // ticketsWithRules measures POST /helpdesk/tickets in a workspace of its
@@ -189,27 +197,48 @@ func (r *benchRun) ticketsWithRules() (rulesResult, error) {
 			*side = row{name: rulesLoad, conns: 16, apiRun: r.b.cfg.duration}
 			ws.rounds++
 			profiled := func() error { return nil }
-			if side == &round.with && len(rounds) == 0 { // the first round's run with rules, with -profile
-				profiled = r.b.profile(rulesLoad, side.apiRun-time.Second)
+			if side == &round.with && len(rounds) == 0 {
+				// With -profile, the first round's side with rules and most
+				// of its drain: where the runs' work is done.
+				profiled = r.b.profile(rulesLoad, side.apiRun+10*time.Second)
 			}
+			cpuBefore, _ := harness.ProcessCPU(ws.pid)
 			if err := ws.load(side, w, threads); err != nil {
-				return res, err
-			}
-			if err := profiled(); err != nil {
 				return res, err
 			}
 			if err := ws.drain(w.backlog, "the round's tickets, deliveries and runs"); err != nil {
 				return res, err
 			}
+			if err := profiled(); err != nil {
+				return res, err
+			}
+			cpuAfter, _ := harness.ProcessCPU(ws.pid)
+			side.suiteCPU = cpuAfter - cpuBefore
 		}
 		rounds = append(rounds, round)
 	}
 	r.b.rounds = ws.rounds
+	var cpuNone, cpuWith cpuTally
+	for _, round := range rounds {
+		cpuNone.add(round.none)
+		cpuWith.add(round.with)
+	}
 	slices.SortFunc(rounds, func(a, b rulesResult) int { return cmp.Compare(a.ratio(), b.ratio()) })
 	res = rounds[len(rounds)/2]
 	res.ratioMin, res.ratioMax = rounds[0].ratio(), rounds[len(rounds)-1].ratio()
+	res.cpuNone, res.cpuWith = cpuNone.perRequest(), cpuWith.perRequest()
 	return res, activate(false)
 }
+
+// cpuTally sums the suite's CPU and the requests of several rounds.
+type cpuTally struct {
+	cpu      time.Duration
+	requests int
+}
+
+func (t *cpuTally) add(r row) { t.cpu, t.requests = t.cpu+r.suiteCPU, t.requests+r.requests }
+
+func (t cpuTally) perRequest() time.Duration { return row{suiteCPU: t.cpu, requests: t.requests}.cpuPerRequest() }
 
 // waitingLoad is the runs waiting in a delay (-only matches it).
 const waitingLoad = "automation runs waiting in a delay"
