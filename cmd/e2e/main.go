@@ -251,6 +251,17 @@ func (t *e2e) setUp(ctx context.Context) error {
 		}
 		t.step("suite temporal as %s (pid %d) serves on %s after %s", p.name, p.pid(), t.temporalAddrs[i], time.Since(begun).Round(time.Millisecond))
 	}
+	// A cluster's nodes agree on who owns each task queue only once each
+	// counts them all; before that, two matching services may create the
+	// same task queue at once (deploy/README, "Start the first node
+	// alone"), so no worker polls until both count both.
+	if len(t.temporals) > 1 {
+		for _, frontend := range t.temporalAddrs {
+			if t.awaitMembers(ctx, frontend, len(t.temporals)) == 0 {
+				return fmt.Errorf("the Temporal node at %s does not count %d nodes", frontend, len(t.temporals))
+			}
+		}
+	}
 
 	migrate := exec.CommandContext(ctx, t.o.binary, "migrate")
 	migrate.Env = append(os.Environ(), t.suiteEnv()...)
