@@ -238,7 +238,9 @@ type cpuTally struct {
 
 func (t *cpuTally) add(r row) { t.cpu, t.requests = t.cpu+r.suiteCPU, t.requests+r.requests }
 
-func (t cpuTally) perRequest() time.Duration { return row{suiteCPU: t.cpu, requests: t.requests}.cpuPerRequest() }
+func (t cpuTally) perRequest() time.Duration {
+	return row{suiteCPU: t.cpu, requests: t.requests}.cpuPerRequest()
+}
 
 // waitingLoad is the runs waiting in a delay (-only matches it).
 const waitingLoad = "automation runs waiting in a delay"
