@@ -261,7 +261,7 @@ func ingestTicket(tx *gorm.DB, m *InboundEmail, p ParsedEmail, follows *Ticket, 
 	if err != nil {
 		return IngestOutcome{}, err
 	}
-	return IngestOutcome{TicketID: t.ID, NewTicket: true, NewCustomer: cust, Change: TicketChange{SLAMoved: t.HasSLA()}}, nil
+	return IngestOutcome{TicketID: t.ID, NewTicket: true, NewCustomer: cust, Change: TicketChange{SLAMoved: t.HasSLATimer()}}, nil
 }
 
 // commentText is a message's text as a comment's body: never empty, never

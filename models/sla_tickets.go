@@ -76,9 +76,15 @@ func (s *TicketSLA) Paused() bool {
 	return len(s.Clocks) > 0 && !slices.ContainsFunc(s.Clocks, func(k SLAClock) bool { return k.Since != nil })
 }
 
-// HasSLA tells whether t has SLA clocks: whether an SLA workflow holds
-// its timers.
+// HasSLA tells whether t runs under an SLA policy (it has an SLA state,
+// with or without clocks).
 func (t *Ticket) HasSLA() bool { return t.SLAState != nil }
+
+// HasSLATimer tells whether t has a timer to wait for: a clock that runs
+// and has not breached (its next due time is set). Only such a ticket
+// needs an SLA workflow: a ticket opened without one gets none, and the
+// change that first sets one starts it (record.Tx.WakeTicketSLA).
+func (t *Ticket) HasSLATimer() bool { return t.SLANextDueAt != nil }
 
 // SLAOf reads a ticket's SLA state (nil: none applies).
 func SLAOf(t *Ticket) (*TicketSLA, error) {

@@ -185,6 +185,66 @@ func TestSLABreachIsRecordedToldAndEscalated(t *testing.T) {
 	}, apitest.WithWebhookReceivers(), apitest.WithTicketAutoClose(time.Second))
 }
 
+// Only a ticket with a timer has an SLA workflow. One opened at a
+// priority the policy sets no target for records no wake-up; solved and
+// closed by its auto-close, it is never given a workflow (its close's
+// plain signal finds none). The policy applied with a target for that
+// priority starts the other ticket's workflow with its first timer;
+// solving that ticket (no timer left) wakes the workflow with a plain
+// signal, and the auto-close ends it.
+func TestSLAWorkflowOnlyWithATimer(t *testing.T) {
+	apitest.EachDialect(t, func(t *testing.T, e *apitest.Env) {
+		d := newDesk(t, e)
+		path := "/helpdesk/sla-policy"
+		e.Do(apitest.Request{Method: "PUT", Path: path, Headers: d.headers, Body: map[string]any{
+			"businessHours": "24x7", "targets": map[string]any{"urgent": map[string]any{"firstResponse": 60}}}}).Expect(200)
+		never := d.create(e, map[string]any{"subject": "A question", "email": apitest.UniqueEmail("never")})
+		later := d.create(e, map[string]any{"subject": "Another", "email": apitest.UniqueEmail("later")})
+		wakes := func(id string) []models.WorkflowStart {
+			var rows []models.WorkflowStart
+			if err := e.DB.Order("created_at, id").Find(&rows, "workflow_id = ?", names.TicketSLAID(id)).Error; err != nil {
+				t.Fatal(err)
+			}
+			return rows
+		}
+		if rows := wakes(never.ID); len(rows) != 0 {
+			t.Fatalf("a ticket without a timer recorded SLA wake-ups %+v", rows)
+		}
+		solve := map[string]any{"status": "solved", "agentId": d.agentID}
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + never.ID, Headers: d.headers, Body: solve}).Expect(200)
+		e.Eventually(func() bool {
+			rows := wakes(never.ID)
+			return len(rows) == 1 && rows[0].Status == models.SignalSkipped
+		}, "the auto-close's wake-up of a ticket that never had a workflow, skipped")
+		if rows := wakes(never.ID); rows[0].WorkflowType != "" {
+			t.Fatalf("the close of a ticket without a timer would start its SLA workflow: %+v", rows[0])
+		}
+		if _, err := e.Temporal.DescribeWorkflowExecution(t.Context(), names.TicketSLAID(never.ID), ""); err == nil {
+			t.Fatal("a ticket that never had a timer has an SLA workflow")
+		}
+
+		e.Do(apitest.Request{Method: "PUT", Path: path, Headers: d.headers, Body: map[string]any{
+			"businessHours": "24x7", "targets": map[string]any{"normal": map[string]any{"firstResponse": 60}}}}).Expect(200)
+		e.Do(apitest.Request{Method: "POST", Path: path + "/apply", Headers: d.headers}).Expect(200)
+		if rows := wakes(later.ID); len(rows) != 1 || rows[0].WorkflowType != names.TicketSLAWorkflow {
+			t.Fatalf("the first timer's wake-up %+v, want a signal-with-start", rows)
+		}
+		e.Eventually(func() bool {
+			rows := wakes(later.ID)
+			return rows[0].Status == models.SignalDelivered
+		}, "the SLA workflow started with the ticket's first timer")
+		e.Do(apitest.Request{Method: "PUT", Path: "/helpdesk/tickets/" + later.ID, Headers: d.headers, Body: solve}).Expect(200)
+		if rows := wakes(later.ID); len(rows) != 2 || rows[1].WorkflowType != "" {
+			t.Fatalf("the solve's wake-up %+v, want a plain signal", rows)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := e.Temporal.GetWorkflow(ctx, names.TicketSLAID(later.ID), "").Get(ctx, nil); err != nil {
+			t.Fatalf("the ticket's SLA workflow after the auto-close: %v", err)
+		}
+	}, apitest.WithTicketAutoClose(time.Second))
+}
+
 // backdateFirstResponse moves the start of the ticket's first-response
 // clock back by d, in its stored state.
 func backdateFirstResponse(t *testing.T, e *apitest.Env, ticketID string, d time.Duration) {

@@ -104,7 +104,7 @@ func (h *handlers) openTicket(c *fiber.Ctx, t *models.Ticket, requesterName stri
 	}
 	tx := h.Starter.In(c, web.Tx(c))
 	_, err = models.OpenTicket(tx.DB, org, t, requesterName, p.Actor(), func(newCustomer *models.Customer) error {
-		if t.HasSLA() {
+		if t.HasSLATimer() { // else it needs no SLA workflow yet
 			if err := tx.WakeTicketSLA(t); err != nil {
 				return err
 			}

@@ -80,9 +80,9 @@ func (r *benchRun) workspace() (*bencher, error) {
 type fullWorkspace struct{ receiving, parked string }
 
 // fullTicketWorkspace gives b's workspace an SLA policy (targets for
-// urgent tickets only: the row's tickets are normal, so their SLA
-// workflows read no clock and end at once, where open ones would stay
-// for every later load), the business plan with its allowance raised past
+// urgent tickets only: the row's tickets are normal, with no running
+// clock, so they get no SLA workflow, where workflows waiting on timers
+// would stay for every later load), the business plan with its allowance raised past
 // what the rounds open, and two endpoints (fullWorkspace).
 func (b *bencher) fullTicketWorkspace(sink string) (fullWorkspace, error) {
 	var ws fullWorkspace
@@ -196,8 +196,7 @@ var benchActor = pgText("key:01a2248c-715d-7598-8ff7-6821782b4488")
 func pgText(s string) string { return "E'" + strings.ReplaceAll(s, ":", `\x3a`) + "'" }
 
 // fullTicketBacklog is what a round of the full ticket row leaves queued
-// in its workspace: the SLA workflows' starts and the endpoints' wake-ups
-// in the outbox, and the deliveries to the receiving endpoint. The
+// in its workspace: the endpoints' wake-ups in the outbox, and the deliveries to the receiving endpoint. The
 // baseline's own rows wait at next_attempt_at 'infinity' for the parked
 // endpoint, and are not counted.
 // (The outbox's org_id is text, the deliveries' a uuid.)
@@ -269,9 +268,7 @@ INSERT INTO tickets (id, org_id, number, subject, description, status, priority,
 INSERT INTO customer_events (id, org_id, customer_id, ticket_id, type, summary, actor, created_at) VALUES
   (gen_random_uuid(), :org, :customer_id, NULL, 'customer_created', 'Customer created from a ticket', ` + benchActor + `, now()),
   (gen_random_uuid(), :org, :customer_id, :ticket_id, 'ticket_created', 'Ticket #' || CAST(:number AS text) || ' opened: Printer on fire', ` + benchActor + `, now());
--- record.Tx.WakeTicketSLA: the SLA workflow's signal-with-start.
-` + starts + `
-  VALUES (gen_random_uuid(), 'ticket-sla/' || CAST(:ticket_id AS text), 'TicketSLA', 'suite', '{"ticketId":"' || CAST(:ticket_id AS text) || '","orgId":"` + b.org + `"}', :org, 'ticket-sla', 'pending', 0, 'infinity', '', '', NULL, now(), now(), 'sla-wake', 'null', '', 'bench');
+-- (No SLA wake-up: the ticket has no running clock, so no SLA workflow.)
 -- record.Tx.Emit → models.RecordEvents: the receiving endpoints, the event, its delivery.
 SELECT id, events FROM webhook_endpoints WHERE org_id = :org AND (status = 'enabled' OR disabled_by = 'delivery');
 INSERT INTO webhook_events (id, org_id, type, payload, created_at) VALUES (gen_random_uuid(), :org, 'ticket.created', ` + pgText(payload) + `, now()) RETURNING id \gset event_

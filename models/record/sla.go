@@ -8,15 +8,22 @@ import (
 	"github.com/business-suite/suite/workflows/names"
 )
 
-// WakeTicketSLA records the signal-with-start that tells t's SLA workflow
-// to read its timers again: with every change that moves its clocks
-// (models.TicketChange.SLAMoved, a ticket opened with clocks, those
-// ApplySLAPolicy moved) and when the ticket is closed or deleted (the
-// workflow ends). A ticket without a running workflow gets one.
+// WakeTicketSLA records the signal that tells t's SLA workflow to read
+// its timers again: with every change that moves its clocks
+// (models.TicketChange.SLAMoved, those ApplySLAPolicy moved) and when the
+// ticket is closed or deleted (the workflow ends). While t has a timer to
+// wait for it is a signal-with-start: a ticket without a running workflow
+// gets one. Without a timer it is a plain signal: a running workflow
+// drops its timers, or ends; with none running there is nothing to wait
+// for, and the row is skipped. A ticket opened without a timer records
+// no wake-up at all: no workflow can be running for it yet.
 func (tx *Tx) WakeTicketSLA(t *models.Ticket) error {
-	return tx.Signal(Signal{WorkflowID: names.TicketSLAID(t.ID), Name: names.SignalTicketSLAWake,
-		Start: &Start{Workflow: names.TicketSLAWorkflow, Input: models.TicketSLAInput{TicketID: t.ID, OrgID: t.OrgID},
-			OrgID: t.OrgID, Kind: names.KindTicketSLA}})
+	sig := Signal{WorkflowID: names.TicketSLAID(t.ID), Name: names.SignalTicketSLAWake, OrgID: t.OrgID, Kind: names.KindTicketSLA}
+	if t.HasSLATimer() {
+		sig.Start = &Start{Workflow: names.TicketSLAWorkflow, Input: models.TicketSLAInput{TicketID: t.ID, OrgID: t.OrgID},
+			OrgID: t.OrgID, Kind: names.KindTicketSLA}
+	}
+	return tx.Signal(sig)
 }
 
 // FollowTicketStatus records the timers a ticket's change asks for: its
