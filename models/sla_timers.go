@@ -15,6 +15,12 @@ import (
 type TicketSLAInput struct {
 	TicketID string `json:"ticketId"`
 	OrgID    string `json:"orgId"`
+	// LocalSteps: the workflow reads and fires its timers as local
+	// activities, inside its workflow task, rather than through the
+	// server's activity queue. Every run started since 2026-11-30 has it
+	// (and every run continued as new); a run started before replays its
+	// history without it, with the activities it ran then.
+	LocalSteps bool `json:"localSteps,omitempty"`
 }
 
 // SLA timer kinds: a warning before a due time, and the breach at it.

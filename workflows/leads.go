@@ -52,7 +52,14 @@ const intakeLocalSteps = "intake-local-db-steps"
 // dbSteps returns how this execution runs a database step: as a local
 // activity from version 1 on, as a regular activity before.
 func dbSteps(ctx workflow.Context) func(activity any, args ...any) workflow.Future {
-	if workflow.GetVersion(ctx, intakeLocalSteps, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	return databaseSteps(ctx, workflow.GetVersion(ctx, intakeLocalSteps, workflow.DefaultVersion, 1) != workflow.DefaultVersion)
+}
+
+// databaseSteps returns how an execution runs its database steps: as
+// local activities (localDBOptions), or, for an execution whose history
+// holds them as regular activities, as those (dbOptions).
+func databaseSteps(ctx workflow.Context, local bool) func(activity any, args ...any) workflow.Future {
+	if !local {
 		actx := workflow.WithActivityOptions(ctx, dbOptions)
 		return func(activity any, args ...any) workflow.Future {
 			return workflow.ExecuteActivity(actx, activity, args...)

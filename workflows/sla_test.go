@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -26,12 +28,18 @@ type slaEnv struct {
 	fired  []models.SLATimer
 	at     []time.Time
 	pushed []string
+	// local says how the run takes its steps (TicketSLAInput.LocalSteps);
+	// steps counts them by kind: "local" and "activity".
+	local bool
+	steps map[string]int
 }
 
-func newSLAEnv(t *testing.T) *slaEnv {
+func newSLAEnv(t *testing.T, local bool) *slaEnv {
 	var s testsuite.WorkflowTestSuite
-	e := &slaEnv{env: s.NewTestWorkflowEnvironment()}
+	e := &slaEnv{env: s.NewTestWorkflowEnvironment(), local: local, steps: map[string]int{}}
 	e.start = e.env.Now()
+	e.env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) { e.steps["activity"]++ })
+	e.env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { e.steps["local"]++ })
 	e.env.RegisterActivity(&activities.SLA{})
 	e.env.RegisterWorkflowWithOptions(func(_ workflow.Context, in models.NotificationDeliveryInput) (activities.DeliveryResult, error) {
 		e.pushed = append(e.pushed, in.NotificationID)
@@ -63,9 +71,25 @@ func newSLAEnv(t *testing.T) *slaEnv {
 
 func (e *slaEnv) run(t *testing.T) {
 	t.Helper()
-	e.env.ExecuteWorkflow(workflows.TicketSLA, models.TicketSLAInput{TicketID: "t-1", OrgID: "o-1"})
+	e.env.ExecuteWorkflow(workflows.TicketSLA, models.TicketSLAInput{TicketID: "t-1", OrgID: "o-1", LocalSteps: e.local})
 	if !e.env.IsWorkflowCompleted() || e.env.GetWorkflowError() != nil {
 		t.Fatalf("completed %v, error %v", e.env.IsWorkflowCompleted(), e.env.GetWorkflowError())
+	}
+	want, not := "local", "activity"
+	if !e.local {
+		want, not = not, want
+	}
+	if e.steps[want] == 0 || e.steps[not] != 0 {
+		t.Fatalf("LocalSteps %v: steps taken %v", e.local, e.steps)
+	}
+}
+
+// eachWay runs test with the steps as local activities, as every run
+// since TicketSLAInput.LocalSteps takes them, and as activities, as the
+// runs started before do.
+func eachWay(t *testing.T, test func(t *testing.T, local bool)) {
+	for _, local := range []bool{true, false} {
+		t.Run(map[bool]string{true: "local", false: "activities"}[local], func(t *testing.T) { test(t, local) })
 	}
 }
 
@@ -76,8 +100,10 @@ func timer(kind, fire string, at time.Time) models.SLATimer {
 // The timers fire at their times, in order — the warning, then the
 // breach, whose notification is pushed by its own workflow — and the
 // workflow ends when the ticket has no clock left.
-func TestTicketSLAFiresItsTimersInOrder(t *testing.T) {
-	e := newSLAEnv(t)
+func TestTicketSLAFiresItsTimersInOrder(t *testing.T) { eachWay(t, ticketSLAFiresItsTimersInOrder) }
+
+func ticketSLAFiresItsTimersInOrder(t *testing.T, local bool) {
+	e := newSLAEnv(t, local)
 	warn, breach := e.start.Add(45*time.Minute), e.start.Add(time.Hour)
 	e.plans = []activities.SLAPlan{
 		{Live: true, Timers: []models.SLATimer{timer(models.SLAFirstResponse, models.SLAWarningTimer, warn),
@@ -102,7 +128,11 @@ func TestTicketSLAFiresItsTimersInOrder(t *testing.T) {
 // A change while it waits is read at once: the due time moved earlier (a
 // higher priority) fires at the new time, and the old time fires nothing.
 func TestTicketSLAReadsItsTimersAgainWhenWoken(t *testing.T) {
-	e := newSLAEnv(t)
+	eachWay(t, ticketSLAReadsItsTimersAgainWhenWoken)
+}
+
+func ticketSLAReadsItsTimersAgainWhenWoken(t *testing.T, local bool) {
+	e := newSLAEnv(t, local)
 	late, early := e.start.Add(4*time.Hour), e.start.Add(90*time.Minute)
 	e.plans = []activities.SLAPlan{
 		{Live: true, Timers: []models.SLATimer{timer(models.SLAResolution, models.SLABreachTimer, late)}},

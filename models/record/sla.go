@@ -20,7 +20,7 @@ import (
 func (tx *Tx) WakeTicketSLA(t *models.Ticket) error {
 	sig := Signal{WorkflowID: names.TicketSLAID(t.ID), Name: names.SignalTicketSLAWake, OrgID: t.OrgID, Kind: names.KindTicketSLA}
 	if t.HasSLATimer() {
-		sig.Start = &Start{Workflow: names.TicketSLAWorkflow, Input: models.TicketSLAInput{TicketID: t.ID, OrgID: t.OrgID},
+		sig.Start = &Start{Workflow: names.TicketSLAWorkflow, Input: models.TicketSLAInput{TicketID: t.ID, OrgID: t.OrgID, LocalSteps: true},
 			OrgID: t.OrgID, Kind: names.KindTicketSLA}
 	}
 	return tx.Signal(sig)
