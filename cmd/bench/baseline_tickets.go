@@ -248,6 +248,9 @@ SELECT count(*) FROM members WHERE org_id = :org AND status <> 'removed';
 SELECT * FROM ticket_counters WHERE org_id = :org LIMIT 1;
 -- nextTicketNumber: the workspace's sequence (the API's own numbers, so none collide).
 SELECT next_ticket_number(:org) AS number \gset
+-- customerFor → models.RefuseErased: the address not erased on request (by
+-- its hash, as models.EmailHash makes it; one that matches no row, as the API's).
+SELECT blocked_until FROM erasures WHERE org_id = :org AND email_hash = '` + strings.Repeat("0f", 32) + `' AND blocked_until > now() ORDER BY blocked_until DESC LIMIT 1;
 -- customerFor: looked up, then created. (RETURNING id here, and on the
 -- ticket and the event below, hands pgbench the ids the API makes itself.)
 SELECT * FROM customers WHERE org_id = :org AND email = ` + email + ` LIMIT 1;
