@@ -27,8 +27,9 @@ import (
 // of the month. It returns the customer when it created one (nil when the
 // requester was one already). A ticket opened under an SLA policy has
 // its SLA state (t.HasSLA); one with a running clock (t.HasSLATimer) has
-// record start its SLA workflow in tx (record.Tx.WakeTicketSLA). t's custom fields are the caller's to set,
-// defaults included (ApplyFields for the API, headerFields for an e-mail).
+// record start its SLA workflow in tx (record.Tx.WakeTicketSLA). t's
+// custom fields are the caller's to set, defaults included (ApplyFields
+// for the API, headerFields for an e-mail).
 func OpenTicket(tx *gorm.DB, org *Organization, t *Ticket, requesterName string, by Actor, record func(newCustomer *Customer) error) (*Customer, error) {
 	plan, month, err := ticketPlan(tx, org, t.CreatedAt)
 	if err != nil {
