@@ -80,8 +80,8 @@ func TestTicketSLAClocks(t *testing.T) {
 		if tk.SLANextDueAt == nil || !tk.SLANextDueAt.Equal(min(60)) || tk.SLANextWarnAt == nil || !tk.SLANextWarnAt.Equal(min(50)) {
 			t.Fatalf("opened: next due %v, next warning %v", tk.SLANextDueAt, tk.SLANextWarnAt)
 		}
-		if !tk.HasSLA() {
-			t.Fatal("opened under a policy without clocks")
+		if !tk.HasSLA() || !tk.HasSLATimer() {
+			t.Fatalf("opened under a policy: SLA %v, a timer %v", tk.HasSLA(), tk.HasSLATimer())
 		}
 		moves := 1 // the opening's
 
@@ -126,6 +126,9 @@ func TestTicketSLAClocks(t *testing.T) {
 		if !s.Paused() || !due(s, models.SLAResolution).IsZero() || tk.SLANextDueAt != nil || s.Clock(models.SLAResolution).Used != 40*time.Minute {
 			t.Fatalf("pending: %+v", s)
 		}
+		if tk.HasSLATimer() { // paused clocks: nothing for a workflow to wait for
+			t.Fatal("a pending ticket has a timer")
+		}
 		// A customer's reply reopens it: 200 minutes of resolution left,
 		// 20 of the next response.
 		tk = comment(models.AuthorCustomer, min(100))
@@ -133,12 +136,18 @@ func TestTicketSLAClocks(t *testing.T) {
 		if s.Paused() || !due(s, models.SLAResolution).Equal(min(300)) || !due(s, models.SLANextResponse).Equal(min(120)) {
 			t.Fatalf("resumed: %+v", s)
 		}
+		if !tk.HasSLATimer() {
+			t.Fatal("a resumed ticket has no timer")
+		}
 		if moves != 5 {
 			t.Fatalf("%d moves told, want 5", moves)
 		}
 		tk = update(models.TicketUpdate{Priority: ptr("low")}, min(110))
 		if s = slaState(t, tk); len(s.Clocks) != 0 || tk.SLANextDueAt != nil {
 			t.Fatalf("low has no targets: %+v", s)
+		}
+		if !tk.HasSLA() || tk.HasSLATimer() {
+			t.Fatalf("low: SLA %v, a timer %v; want the state and no timer", tk.HasSLA(), tk.HasSLATimer())
 		}
 		// A change that moves no clock wakes nothing.
 		update(models.TicketUpdate{Subject: ptr("Still down")}, min(120))
