@@ -33,8 +33,9 @@ const slaRoundsPerRun = 200
 // Its two database steps, reading the timers and firing one, are local
 // activities (in.LocalSteps): each runs inside the workflow task that
 // needs it, recorded as a marker, where an activity would take a round
-// trip through the server's activity queue and a second workflow task —
-// about half of what a ticket's SLA workflow costs the embedded server.
+// trip through the server's activity queue and a second workflow task:
+// a ticket with a timer costs a third less CPU from its create to its
+// breach (`make bench`, the SLA timers row; docs/decisions.md).
 func TicketSLA(ctx workflow.Context, in models.TicketSLAInput) error {
 	var a *activities.SLA
 	step := databaseSteps(ctx, in.LocalSteps)

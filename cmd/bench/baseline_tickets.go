@@ -82,8 +82,9 @@ type fullWorkspace struct{ receiving, parked string }
 // fullTicketWorkspace gives b's workspace an SLA policy (targets for
 // urgent tickets only: the row's tickets are normal, with no running
 // clock, so they get no SLA workflow, where workflows waiting on timers
-// would stay for every later load), the business plan with its allowance raised past
-// what the rounds open, and two endpoints (fullWorkspace).
+// would stay for every later load), the business plan with its
+// allowance raised past what the rounds open, and two endpoints
+// (fullWorkspace).
 func (b *bencher) fullTicketWorkspace(sink string) (fullWorkspace, error) {
 	var ws fullWorkspace
 	policy := `{"businessHours":"24x7","targets":{"urgent":{"firstResponse":240}}}`
@@ -196,9 +197,9 @@ var benchActor = pgText("key:01a2248c-715d-7598-8ff7-6821782b4488")
 func pgText(s string) string { return "E'" + strings.ReplaceAll(s, ":", `\x3a`) + "'" }
 
 // fullTicketBacklog is what a round of the full ticket row leaves queued
-// in its workspace: the endpoints' wake-ups in the outbox, and the deliveries to the receiving endpoint. The
-// baseline's own rows wait at next_attempt_at 'infinity' for the parked
-// endpoint, and are not counted.
+// in its workspace: the endpoints' wake-ups in the outbox, and the
+// deliveries to the receiving endpoint. The baseline's own rows wait at
+// next_attempt_at 'infinity' for the parked endpoint, and are not counted.
 // (The outbox's org_id is text, the deliveries' a uuid.)
 const fullTicketBacklog = `SELECT (SELECT count(*) FROM workflow_starts WHERE org_id = CAST($1 AS text) AND status = 'pending' AND next_attempt_at < 'infinity')
 	+ (SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
