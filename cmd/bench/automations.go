@@ -133,8 +133,8 @@ func (r rulesResult) String() string {
 // the create's transaction, fullTicketWorkspace), in alternating rounds
 // without rules and with 20 active ones, of which one matches every ticket
 // and tags it (each create starts a run) and nineteen look at every ticket
-// and match none. Each round waits for what the last one queued — SLA
-// starts, deliveries, runs — before it starts.
+// and match none. Each round waits for what the last one queued — the
+// endpoint's wake-ups, deliveries, runs — before it starts.
 func (r *benchRun) ticketsWithRules() (rulesResult, error) {
 	var res rulesResult
 	ws, err := r.workspace()
