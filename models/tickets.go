@@ -348,22 +348,35 @@ func ticketLimitReached(plan *Plan) error {
 // begun again; a refusal leaves the count as it is, so a month already
 // past a smaller plan's allowance stays past it, and a larger plan after
 // it counts every limited ticket of the month.
+//
+// The count is one conditional UPDATE, which takes the row's lock itself:
+// the creations of a limited workspace wait for each other from it to
+// their commit, and a round trip more in that window is one more for every
+// creation of the workspace (docs/decisions.md, "The count in one
+// UPDATE"). PostgreSQL re-checks the condition on the row as the creation
+// before it committed it, so two creations never both take the last
+// ticket. No row matched: the month is used, or the workspace has no
+// counter row yet — made here then (PostgreSQL's numbering never makes it;
+// SQLite's has, earlier in the creation), and counted on.
 func takeMonthlyTicket(tx *gorm.DB, org *Organization, plan *Plan, month string, now time.Time) error {
-	// Made here when missing: PostgreSQL's numbering never makes it
-	// (SQLite's has, earlier in the creation).
-	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&TicketCounter{
-		OrgID: org.ID, LastNumber: FirstTicketNumber - 1, Month: month, UpdatedAt: now}).Error; err != nil {
-		return err
+	for made := false; ; made = true {
+		res := tx.Model(&TicketCounter{}).
+			Where("org_id = ? AND (month <> ? OR month_count < ?)", org.ID, month, *plan.TicketsPerMonth).
+			Updates(map[string]any{"month": month, "updated_at": now,
+				"month_count": gorm.Expr("CASE WHEN month = ? THEN month_count + 1 ELSE 1 END", month)})
+		switch {
+		case res.Error != nil:
+			return res.Error
+		case res.RowsAffected > 0:
+			return nil
+		case made:
+			return ticketLimitReached(plan)
+		}
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&TicketCounter{
+			OrgID: org.ID, LastNumber: FirstTicketNumber - 1, Month: month, UpdatedAt: now}).Error; err != nil {
+			return err
+		}
 	}
-	var counter TicketCounter
-	if err := LockForUpdate(tx).Take(&counter, "org_id = ?", org.ID).Error; err != nil {
-		return err
-	}
-	used := monthUsed(counter, month)
-	if used >= *plan.TicketsPerMonth {
-		return ticketLimitReached(plan)
-	}
-	return tx.Model(&counter).Updates(map[string]any{"month": month, "month_count": used + 1, "updated_at": now}).Error
 }
 
 // nextTicketNumber takes the workspace's next ticket number. On PostgreSQL
