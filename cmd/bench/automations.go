@@ -202,6 +202,9 @@ func (r *benchRun) ticketsWithRules() (rulesResult, error) {
 				// of its drain: where the runs' work is done.
 				profiled = r.b.profile(rulesLoad, side.apiRun+10*time.Second)
 			}
+			if err := ws.analyze(); err != nil {
+				return res, err
+			}
 			cpuBefore, _ := harness.ProcessCPU(ws.pid)
 			if err := ws.load(side, w, threads); err != nil {
 				return res, err

@@ -180,6 +180,11 @@ func run(cfg config) error {
 	var took []string
 	for _, l := range selected {
 		began := time.Now()
+		// Every load starts on analyzed tables (analyze; a paired row
+		// analyzes again before each of its rounds).
+		if err := b.analyze(); err != nil {
+			return err
+		}
 		if err := l.run(r, l.name); err != nil {
 			return err
 		}

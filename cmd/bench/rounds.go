@@ -205,13 +205,32 @@ func (b *bencher) load(r *row, w workload, threads string) error {
 // into a lead and every inbound message into a ticket (or nothing has moved
 // for 30 s). The webhook's and the SMTP listener's API rounds accept faster
 // than their pipelines drain, and the drain would otherwise go on through
-// the next database round and slow pgbench down with it.
+// the next database round and slow pgbench down with it. Then it analyzes
+// the database (analyze).
 func (b *bencher) settle() error {
 	backlog := `SELECT count(*) FROM lead_intakes WHERE org_id = $1 AND status = 'received'`
 	if b.mailbox != "" { // the mail load runs (a binary from before it has no such table)
 		backlog = `SELECT (` + backlog + `) + (SELECT count(*) FROM inbound_emails WHERE org_id = $1 AND status = 'received')`
 	}
-	return b.drain(backlog, "the intake and mail pipelines")
+	if err := b.drain(backlog, "the intake and mail pipelines"); err != nil {
+		return err
+	}
+	return b.analyze()
+}
+
+// analyze brings the planner's statistics up to date, as autovacuum does on
+// a production database once a tenth of a table has changed. The CI
+// machine's PostgreSQL runs with autovacuum off (conf.d/90-ci.conf), and
+// without statistics the suite's pooled connections keep the generic plans
+// they made while the tables were small — sequential scans of customers,
+// grown by the loads before to tens of thousands of rows — while pgbench's
+// new connections plan afresh from the tables' size: the full ticket create
+// ran at 187–367 req/s after the business plan's row, 478 with the tables
+// analyzed (docs/decisions.md, "The bench analyzes as autovacuum would").
+// An ANALYZE invalidates the plans of every connection.
+func (b *bencher) analyze() error {
+	_, err := b.db.Exec("ANALYZE")
+	return err
 }
 
 // pollCount runs query, a count, until done accepts the count or the count
