@@ -221,13 +221,14 @@ func (b *bencher) settle() error {
 // analyze brings the planner's statistics up to date, as autovacuum does on
 // a production database once a tenth of a table has changed. The CI
 // machine's PostgreSQL runs with autovacuum off (conf.d/90-ci.conf), and
-// without statistics the suite's pooled connections keep the generic plans
-// they made while the tables were small — sequential scans of customers,
-// grown by the loads before to tens of thousands of rows — while pgbench's
-// new connections plan afresh from the tables' size: the full ticket create
-// ran at 187–367 req/s after the business plan's row, 478 with the tables
-// analyzed (docs/decisions.md, "The bench analyzes as autovacuum would").
-// An ANALYZE invalidates the plans of every connection.
+// without it the suite's pooled connections keep the generic plans they
+// made while customers and tickets held a few rows, long after the loads
+// before grew them to tens of thousands, while pgbench's new connections
+// plan afresh from the tables' size: the full ticket create ran at 187–367
+// req/s after the business plan's row, 453–478 with the tables analyzed
+// (docs/decisions.md, "The count in one UPDATE; the bench analyzes as
+// autovacuum would"). An ANALYZE invalidates every connection's plans of
+// the tables it analyzed.
 func (b *bencher) analyze() error {
 	_, err := b.db.Exec("ANALYZE")
 	return err
