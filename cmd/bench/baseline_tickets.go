@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -295,9 +296,9 @@ SELECT automations_revision FROM organizations WHERE id = :org;
 -- OpenTicket, last: takeMonthlyTicket, the month's ticket counted in one
 -- conditional UPDATE, which locks the counter row from here to the commit
 -- (the row exists: fullTicketWorkspace's first ticket made it; the
--- allowance is the business plan's, as toBusinessPlan raised it).
+-- allowance is the business plan's, businessAllowance).
 UPDATE ticket_counters SET month = '` + month + `', month_count = CASE WHEN month = '` + month + `' THEN month_count + 1 ELSE 1 END, updated_at = now()
-  WHERE org_id = :org AND (month <> '` + month + `' OR month_count < 100000000);
+  WHERE org_id = :org AND (month <> '` + month + `' OR month_count < ` + strconv.Itoa(businessAllowance) + `);
 COMMIT;
 `
 }

@@ -152,11 +152,15 @@ func (b *bencher) onLimitedPlan(load func() error) error {
 	return err
 }
 
+// businessAllowance is the business plan's monthly ticket allowance in the
+// bench's database (toBusinessPlan), past what the rounds open.
+const businessAllowance = 100_000_000
+
 // toBusinessPlan moves the bench organization to the business plan, whose
-// monthly ticket allowance it first raises in the bench's database past
-// what the rounds open.
+// monthly ticket allowance it first raises in the bench's database to
+// businessAllowance.
 func (b *bencher) toBusinessPlan() error {
-	if _, err := b.db.Exec(`UPDATE plans SET tickets_per_month = 100000000 WHERE name = 'business'`); err != nil {
+	if _, err := b.db.Exec(`UPDATE plans SET tickets_per_month = $1 WHERE name = 'business'`, businessAllowance); err != nil {
 		return err
 	}
 	return setPlan(b.cfg.binary, b.dbURL, b.dataDir, b.org, "business")
