@@ -48,6 +48,12 @@ func (v *FieldValues) Scan(src any) error {
 	default:
 		return fmt.Errorf("FieldValues: cannot scan %T", src)
 	}
+	// Most objects have no custom fields: their stored {} needs no
+	// decoding (encoding/json's was 8 % of a list page's CPU, 25 rows).
+	if string(raw) == "{}" {
+		*v = FieldValues{}
+		return nil
+	}
 	m := map[string]any{}
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return err
