@@ -31,7 +31,8 @@ type suite struct {
 // `suite dev`'s line for every request, which is a developer's view at a
 // terminal. The loads measure the request path as production serves it:
 // a line for every GET was 0.019 ms of the suite's CPU, a seventh of a
-// list page's (docs/decisions.md, "The bench logs as production does").
+// list page's (docs/decisions.md, "A list page's empty custom fields, the
+// bench's access log, and a floor for the GET").
 const accessLog = "sample:10"
 
 // freePort is a port for the suite under test (see ports.Addr for
