@@ -196,14 +196,14 @@ func (r *benchRun) ticketsWithRules() (rulesResult, error) {
 			}
 			*side = row{name: rulesLoad, conns: 16, apiRun: r.b.cfg.duration}
 			ws.rounds++
+			if err := ws.analyze(); err != nil {
+				return res, err
+			}
 			profiled := func() error { return nil }
 			if side == &round.with && len(rounds) == 0 {
 				// With -profile, the first round's side with rules and most
 				// of its drain: where the runs' work is done.
 				profiled = r.b.profile(rulesLoad, side.apiRun+10*time.Second)
-			}
-			if err := ws.analyze(); err != nil {
-				return res, err
 			}
 			cpuBefore, _ := harness.ProcessCPU(ws.pid)
 			if err := ws.load(side, w, threads); err != nil {
