@@ -161,6 +161,9 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 		fillFromQuery(c, l.Filter)
 		err = MergeInvalid(err, Validate(l.Filter))
 	}
+	// One session of the request's context serves every query below
+	// (each chain from it starts a statement of its own).
+	db = db.WithContext(c.UserContext())
 	var order *models.FieldOrder
 	if l.FieldsOf != "" {
 		var orderErr error
@@ -170,12 +173,12 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 	if err != nil {
 		return err
 	}
-	q := s.Narrow(db.WithContext(c.UserContext()).Model(new(T)))
+	q := s.Narrow(db.Model(new(T)))
 	if l.Narrow != nil {
 		q = l.Narrow(q)
 	}
 	if l.FieldsOf != "" {
-		filter, err := models.FieldFilters(db.WithContext(c.UserContext()), s.OrgID, l.FieldsOf, fieldParams(c))
+		filter, err := models.FieldFilters(db, s.OrgID, l.FieldsOf, fieldParams(c))
 		if err != nil {
 			return err
 		}
@@ -200,10 +203,10 @@ func List[T, R any](c *fiber.Ctx, db *gorm.DB, scope Scoper, l Listing[T, R]) er
 }
 
 // listOrder is a list's order by one of object's custom fields
-// (?sort=fields.<key>, models.FieldSort), nil for the default (newest
-// first); a cursor of another order is a 422 naming it.
+// (?sort=fields.<key>, models.FieldSort, read with db), nil for the
+// default (newest first); a cursor of another order is a 422 naming it.
 func listOrder(c *fiber.Ctx, db *gorm.DB, orgID, object string, after *Cursor) (*models.FieldOrder, error) {
-	order, err := models.FieldSort(db.WithContext(c.UserContext()), orgID, object, c.Query("sort"))
+	order, err := models.FieldSort(db, orgID, object, c.Query("sort"))
 	if err != nil {
 		return nil, err
 	}
