@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/business-suite/suite/cmd/internal/harness"
 )
 
 // automationLoad is the automations' load name (-only matches it).
@@ -205,7 +203,7 @@ func (r *benchRun) ticketsWithRules() (rulesResult, error) {
 				// of its drain: where the runs' work is done.
 				profiled = r.b.profile(rulesLoad, side.apiRun+10*time.Second)
 			}
-			cpuBefore, _ := harness.ProcessCPU(ws.pid)
+			cpuBefore, _ := ws.procs.cpu()
 			if err := ws.load(side, w, threads); err != nil {
 				return res, err
 			}
@@ -215,7 +213,7 @@ func (r *benchRun) ticketsWithRules() (rulesResult, error) {
 			if err := profiled(); err != nil {
 				return res, err
 			}
-			cpuAfter, _ := harness.ProcessCPU(ws.pid)
+			cpuAfter, _ := ws.procs.cpu()
 			side.suiteCPU = cpuAfter - cpuBefore
 		}
 		rounds = append(rounds, round)
@@ -310,22 +308,22 @@ func (b *bencher) runsWaiting(ctx context.Context, db *sql.DB) (waitingResult, e
 	}
 	res.armed = time.Since(began)
 	time.Sleep(5 * time.Second) // the last runs' workflow tasks
-	cpuBefore, err := harness.ProcessCPU(b.pid)
+	cpuBefore, err := b.procs.cpu()
 	if err != nil {
 		return res, err
 	}
 	const idle = 10 * time.Second
 	time.Sleep(idle)
-	cpuAfter, err := harness.ProcessCPU(b.pid)
+	cpuAfter, err := b.procs.cpu()
 	if err != nil {
 		return res, err
 	}
 	res.idleCPU = (cpuAfter - cpuBefore).Seconds() / idle.Seconds()
-	rss, err := harness.ResidentMiB(b.pid)
+	rss, err := b.procs.residentMiB()
 	if err != nil {
 		return res, err
 	}
-	peak, err := harness.PeakRSS(b.pid)
+	peak, err := b.procs.peakMiB()
 	res.rssMB, res.peakMB = float64(rss), float64(peak)
 	return res, err
 }

@@ -3,7 +3,8 @@
 // machine, and prints a table of ratios (API ÷ database).
 //
 // It creates its own PostgreSQL database, starts the built `bin/suite dev`
-// on it (embedded Temporal on SQLite, the suite's data on PostgreSQL), seeds
+// on it (embedded Temporal on SQLite, the suite's data on PostgreSQL; with
+// -topology split, `suite api`, `suite worker` and `suite temporal`), seeds
 // an organization, and for each workload runs pgbench with the equivalent
 // statement and then wrk (for inbound mail: SMTP senders) against the API at
 // the same concurrency. It also drives the web-form intake at a steady rate
@@ -46,6 +47,9 @@ type config struct {
 	mixedFor time.Duration
 	// quick is -quick's banner ("" for a full run): see quickProfile.
 	quick string
+	// topology is the processes the bench starts (topologyDev,
+	// topologySplit).
+	topology string
 }
 
 func main() {
@@ -62,6 +66,8 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "", "also write the table (Markdown) to this file")
 	only := flag.String("only", "", "run only the loads whose name matches this regular expression (e.g. 'GET', 'intake')")
 	flag.StringVar(&cfg.profileDir, "profile", "", "write a CPU profile of the suite during each API load to this directory (go tool pprof FILE)")
+	flag.StringVar(&cfg.topology, "topology", topologyDev, "the suite's processes: dev (suite dev, the README's figures) or split "+
+		"(suite api, suite worker and suite temporal, as deployed; the figures of CPU and memory are their sums, and -profile profiles suite api)")
 	flag.DurationVar(&cfg.mixedFor, "mixed-for", 20*time.Second, "length of the mixed loads' steady intakes")
 	quick := flag.Bool("quick", false, "the quick profile, a check before each submission (about 5 minutes): 1 short round per row, small intakes, "+
 		"slow loads skipped; flags given beside it win. Its figures are not the README's")
@@ -73,6 +79,10 @@ func main() {
 			os.Exit(2)
 		}
 		cfg.quick = quickBanner(chosen)
+	}
+	if cfg.topology != topologyDev && cfg.topology != topologySplit {
+		fmt.Fprintf(os.Stderr, "bench: -topology: %q is not %s or %s\n", cfg.topology, topologyDev, topologySplit)
+		os.Exit(2)
 	}
 	if cfg.profileDir != "" {
 		if err := os.MkdirAll(cfg.profileDir, 0o755); err != nil {
@@ -128,7 +138,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer s.stop()
-	fmt.Printf("suite dev on %s (PostgreSQL database %s), data in %s\n", s.base, dbName, dataDir)
+	fmt.Printf("%s on %s (PostgreSQL database %s), data in %s\n", describeTopology(cfg.topology), s.base, dbName, dataDir)
 
 	db, err := sql.Open("pgx", dbURL)
 	if err != nil {
@@ -169,7 +179,7 @@ func run(cfg config) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	b := &bencher{cfg: cfg, dir: dir, dataDir: dataDir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, pid: s.cmd.Process.Pid, pprof: s.pprof,
+	b := &bencher{cfg: cfg, dir: dir, dataDir: dataDir, dbURL: dbURL, db: db, base: s.base, org: org, key: key, procs: s.processes(), pprof: s.pprof,
 		smtp: s.smtp, mailbox: mailbox, token: token, email: bench.email}
 	r := &benchRun{b: b, ctx: ctx, db: db, suite: s}
 	if needs&needHelpdeskKey != 0 {
@@ -195,11 +205,11 @@ func run(cfg config) error {
 	if err := b.heapProfile(); err != nil {
 		return err
 	}
-	if rss, err := harness.PeakRSS(s.cmd.Process.Pid); err == nil {
-		r.note(stringer(fmt.Sprintf("suite dev's peak resident memory over the run: %d MiB", rss)))
-	} else {
+	peaks, err := s.peakMemory()
+	if err != nil {
 		return err
 	}
+	r.note(stringer("peak resident memory over the run: " + peaks))
 
 	r.note(stringer(fmt.Sprintf("the run took %s from the suite's start: %s", time.Since(started).Round(time.Second), strings.Join(took, "; "))))
 

@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/business-suite/suite/cmd/internal/harness"
 )
 
 type bencher struct {
@@ -31,8 +29,8 @@ type bencher struct {
 	base    string
 	org     string
 	key     string
-	pid     int
-	pprof   string // the suite's SUITE_PPROF_ADDR, with -profile
+	procs   processes
+	pprof   string // the API process's SUITE_PPROF_ADDR, with -profile
 	// smtp is the suite's SMTP listener, mailbox the organization's
 	// e-mail address.
 	smtp, mailbox string
@@ -171,9 +169,9 @@ func (b *bencher) round(r *row, w workload, profile bool) error {
 	if profile {
 		profiled = b.profile(fmt.Sprintf("%s c%d", r.name, r.conns), r.apiRun-time.Second)
 	}
-	cpuBefore, _ := harness.ProcessCPU(b.pid)
+	cpuBefore, _ := b.procs.cpu()
 	err = b.load(r, w, threads)
-	cpuAfter, _ := harness.ProcessCPU(b.pid)
+	cpuAfter, _ := b.procs.cpu()
 	if perr := profiled(); err == nil {
 		err = perr
 	}
@@ -361,12 +359,12 @@ func (b *bencher) quiet(what string) error {
 	)
 	start := time.Now()
 	for {
-		before, err := harness.ProcessCPU(b.pid)
+		before, err := b.procs.cpu()
 		if err != nil {
 			return err
 		}
 		time.Sleep(window)
-		after, err := harness.ProcessCPU(b.pid)
+		after, err := b.procs.cpu()
 		if err != nil {
 			return err
 		}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/business-suite/suite/cmd/internal/harness"
 )
 
 // slaLoad is the SLA timers' name (-only matches it).
@@ -81,7 +79,7 @@ func (b *bencher) slaTimers(ctx context.Context, db *sql.DB, hdKey string) (slaR
 	if status, err := send("PUT", "/helpdesk/sla-policy", policy); err != nil || status != http.StatusOK {
 		return res, fmt.Errorf("set the SLA policy: %d %v", status, err)
 	}
-	cpuBefore, err := harness.ProcessCPU(b.pid)
+	cpuBefore, err := b.procs.cpu()
 	if err != nil {
 		return res, err
 	}
@@ -147,7 +145,7 @@ func (b *bencher) slaTimers(ctx context.Context, db *sql.DB, hdKey string) (slaR
 	if err := rows.Err(); err != nil {
 		return res, err
 	}
-	cpuAfter, err := harness.ProcessCPU(b.pid)
+	cpuAfter, err := b.procs.cpu()
 	if err != nil {
 		return res, err
 	}
@@ -159,7 +157,7 @@ func (b *bencher) slaTimers(ctx context.Context, db *sql.DB, hdKey string) (slaR
 		res.rate = float64(len(lat)-1) / span.Seconds()
 	}
 
-	mib, err := harness.ResidentMiB(b.pid)
+	mib, err := b.procs.residentMiB()
 	res.rssMB = float64(mib)
 	return res, err
 }

@@ -3,27 +3,59 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/business-suite/suite/cmd/internal/harness"
 	"github.com/business-suite/suite/worker/ports"
 )
 
-// suite is the running `suite dev` process.
+// suite is the suite under test: `suite dev`, or production's processes
+// (-topology split).
 type suite struct {
-	cmd   *exec.Cmd
+	procs []*suiteProc // in the order they started
 	base  string
-	pprof string
+	pprof string // the API process's SUITE_PPROF_ADDR, with -profile
 	smtp  string
-	log   *os.File
+}
+
+// suiteProc is one process of the suite under test.
+type suiteProc struct {
+	role string // its command: dev, temporal, worker or api
+	cmd  *exec.Cmd
+	log  *os.File
+}
+
+// The topologies the bench starts (-topology).
+const (
+	// topologyDev is `suite dev`: the API, the worker and an embedded
+	// Temporal server on SQLite in one process — what `make run` starts
+	// and the README's table measures.
+	topologyDev = "dev"
+	// topologySplit is production's processes, one of each: `suite
+	// temporal` (on its SQLite file), `suite worker` and `suite api`
+	// (deploy/README).
+	topologySplit = "split"
+)
+
+// describeTopology names the processes of topology for the table.
+func describeTopology(topology string) string {
+	if topology == topologySplit {
+		return "suite api, suite worker and suite temporal"
+	}
+	return "suite dev"
 }
 
 // accessLog is the access-log policy the suite runs with: `suite api`'s
@@ -39,37 +71,35 @@ const accessLog = "sample:10"
 // why not port 0).
 func freePort() (int, error) { return ports.Port("127.0.0.1") }
 
+// freeAddr is an address on a free port of 127.0.0.1.
+func freeAddr() (string, error) {
+	port, err := freePort()
+	return fmt.Sprintf("127.0.0.1:%d", port), err
+}
+
+// startSuite starts cfg.topology's processes on the database dbURL with
+// the data directory dataDir, and waits until the API is ready.
 func startSuite(cfg config, dbURL, dataDir string) (*suite, error) {
-	httpPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	temporalPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	smtpPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(filepath.Join(dataDir, "suite.log"))
-	if err != nil {
-		return nil, err
-	}
-	var pprofAddr string
-	if cfg.profileDir != "" {
-		port, err := freePort()
-		if err != nil {
+	var httpAddr, temporalAddr, smtpAddr, pprofAddr string
+	for _, addr := range []*string{&httpAddr, &temporalAddr, &smtpAddr} {
+		var err error
+		if *addr, err = freeAddr(); err != nil {
 			return nil, err
 		}
-		pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	cmd := exec.Command(cfg.binary, "dev")
-	cmd.Env = append(os.Environ(),
-		"DATABASE_URL="+dbURL,
-		"SUITE_DATA_DIR="+dataDir,
-		fmt.Sprintf("SUITE_HTTP_ADDR=127.0.0.1:%d", httpPort),
-		fmt.Sprintf("TEMPORAL_ADDRESS=127.0.0.1:%d", temporalPort),
+	if cfg.profileDir != "" {
+		var err error
+		if pprofAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	s := &suite{base: "http://" + httpAddr, pprof: pprofAddr, smtp: smtpAddr}
+	// What the API process is given, in either topology.
+	api := []string{
+		"DATABASE_URL=" + dbURL,
+		"SUITE_DATA_DIR=" + dataDir,
+		"SUITE_HTTP_ADDR=" + httpAddr,
+		"TEMPORAL_ADDRESS=" + temporalAddr,
 		"SUITE_TEMPORAL_UI_ADDR=",
 		"SUITE_DEMO=false",
 		// The load runs send the intake with one crm_ key far above its
@@ -79,44 +109,157 @@ func startSuite(cfg config, dbURL, dataDir string) (*suite, error) {
 		"SUITE_WEBHOOK_KEY_RATE=100000000",
 		// The same for the SMTP listener's per-client limit: every
 		// message comes from 127.0.0.1, as from one relaying provider.
-		fmt.Sprintf("SUITE_SMTP_ADDR=127.0.0.1:%d", smtpPort),
+		"SUITE_SMTP_ADDR=" + smtpAddr,
 		"SUITE_SMTP_CLIENT_RATE=100000000",
-		"SUITE_PPROF_ADDR="+pprofAddr,
-		"SUITE_ACCESS_LOG="+accessLog,
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+		"SUITE_PPROF_ADDR=" + pprofAddr,
+		"SUITE_ACCESS_LOG=" + accessLog,
+	}
+	var err error
+	if cfg.topology == topologySplit {
+		err = s.startSplit(cfg.binary, dbURL, dataDir, temporalAddr, api)
+	} else {
+		err = s.start(cfg.binary, dataDir, "dev", api...)
+	}
+	if err != nil {
+		s.stop()
 		return nil, err
 	}
-	s := &suite{cmd: cmd, base: fmt.Sprintf("http://127.0.0.1:%d", httpPort), pprof: pprofAddr,
-		smtp: fmt.Sprintf("127.0.0.1:%d", smtpPort), log: logFile}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := http.Get(s.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s, nil
-			}
+	if err := s.awaitReady(); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// startSplit starts production's processes: `suite temporal` on
+// temporalAddr, then (once
+// the schema is migrated, as a deployment does first) `suite worker` and
+// `suite api`, which api's environment configures. They share what `suite
+// dev` settles alone: the identity service's address and token (the API
+// serves it, the worker registers organizations with it), the mail domain,
+// and webhooks to this machine (the webhook rows' receivers).
+func (s *suite) startSplit(binary, dbURL, dataDir, temporalAddr string, api []string) error {
+	if err := s.start(binary, dataDir, "temporal", "SUITE_DATA_DIR="+filepath.Join(dataDir, "temporal"),
+		"TEMPORAL_ADDRESS="+temporalAddr, "SUITE_TEMPORAL_UI_ADDR="); err != nil {
+		return err
+	}
+	if err := s.awaitListening(temporalAddr); err != nil {
+		return err
+	}
+	migrate := exec.Command(binary, "migrate")
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "SUITE_DATA_DIR="+dataDir)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		return fmt.Errorf("suite migrate: %v: %s", err, out)
+	}
+	token := make([]byte, 24)
+	_, _ = rand.Read(token)
+	healthAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	shared := []string{
+		"IDENTITY_URL=" + s.base + "/identity",
+		"IDENTITY_SERVICE_TOKEN=" + hex.EncodeToString(token),
+		"SUITE_MAIL_DOMAIN=suite.localhost",
+		"SUITE_WEBHOOK_ALLOW_HOSTS=127.0.0.1,::1",
+	}
+	if err := s.start(binary, dataDir, "worker", append([]string{"DATABASE_URL=" + dbURL, "SUITE_DATA_DIR=" + dataDir,
+		"TEMPORAL_ADDRESS=" + temporalAddr, "SUITE_WORKER_HEALTH_ADDR=" + healthAddr}, shared...)...); err != nil {
+		return err
+	}
+	return s.start(binary, dataDir, "api", append(api, shared...)...)
+}
+
+// start starts `binary role` with env added to the bench's own, its
+// output in dataDir/suite-<role>.log.
+func (s *suite) start(binary, dataDir, role string, env ...string) error {
+	logFile, err := os.Create(filepath.Join(dataDir, "suite-"+role+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(binary, role)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("start suite %s: %w", role, err)
+	}
+	s.procs = append(s.procs, &suiteProc{role: role, cmd: cmd, log: logFile})
+	return nil
+}
+
+// awaitListening waits until the last process started accepts
+// connections on addr.
+func (s *suite) awaitListening(addr string) error {
+	p := s.procs[len(s.procs)-1]
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			return c.Close()
 		}
 		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("suite dev did not become ready (log: %s)", logFile.Name())
+			return fmt.Errorf("suite %s does not listen on %s (log: %s)", p.role, addr, p.log.Name())
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-func (s *suite) stop() {
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
+// awaitReady waits until the API answers /readyz with 200: its database,
+// Temporal and a worker polling.
+func (s *suite) awaitReady() error {
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get(s.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			var logs []string
+			for _, p := range s.procs {
+				logs = append(logs, p.log.Name())
+			}
+			return fmt.Errorf("the suite did not become ready (logs: %s)", strings.Join(logs, ", "))
+		}
 	}
-	_ = s.log.Close()
+}
+
+// processes are the suite's process ids, whose CPU and memory the bench
+// reads.
+func (s *suite) processes() processes {
+	pids := make(processes, len(s.procs))
+	for i, p := range s.procs {
+		pids[i] = p.cmd.Process.Pid
+	}
+	return pids
+}
+
+// stop interrupts the processes, the last started first (the API before
+// the worker, the worker before Temporal), each given 30 s to finish.
+func (s *suite) stop() {
+	for _, p := range slices.Backward(s.procs) {
+		_ = p.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+		}
+		_ = p.log.Close()
+	}
+}
+
+// peakMemory is each process's peak resident memory over the run.
+func (s *suite) peakMemory() (string, error) {
+	var parts []string
+	for _, p := range s.procs {
+		mib, err := harness.PeakRSS(p.cmd.Process.Pid)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, fmt.Sprintf("suite %s %d MiB", p.role, mib))
+	}
+	return strings.Join(parts, ", "), nil
 }
 
 // setupOrg signs up an owner, creates an enterprise organization (no plan
@@ -261,4 +404,40 @@ func seedContacts(ctx context.Context, db *sql.DB, org string, n int) error {
 		_, err = db.ExecContext(ctx, "ANALYZE contacts")
 	}
 	return err
+}
+
+// processes are the ids of the suite's processes: the bench's CPU and
+// memory figures are their sums.
+type processes []int
+
+// cpu is the user and system CPU time the processes have used.
+func (ps processes) cpu() (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range ps {
+		d, err := harness.ProcessCPU(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+// residentMiB is the processes' resident memory now.
+func (ps processes) residentMiB() (int, error) { return ps.sumMiB(harness.ResidentMiB) }
+
+// peakMiB is the sum of the processes' peaks of resident memory (which
+// need not have come at once).
+func (ps processes) peakMiB() (int, error) { return ps.sumMiB(harness.PeakRSS) }
+
+func (ps processes) sumMiB(read func(pid int) (int, error)) (int, error) {
+	sum := 0
+	for _, pid := range ps {
+		mib, err := read(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += mib
+	}
+	return sum, nil
 }

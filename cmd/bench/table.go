@@ -15,9 +15,9 @@ func renderTable(rows []row, notes []string, cfg config) string {
 		b.WriteString(cfg.quick + "\n\n")
 	}
 	host, _ := os.Hostname()
-	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), suite dev on PostgreSQL (access log: %s); wrk and pgbench at the same concurrency, "+
+	fmt.Fprintf(&b, "Measured %s on %s (%d CPUs, %s), %s on PostgreSQL (access log: %s); wrk and pgbench at the same concurrency, "+
 		"%d alternating rounds of %s each; each row is the round with the median ratio (the range of all rounds in brackets).\n\n",
-		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpuModel(), accessLog, max(1, cfg.rounds), cfg.duration)
+		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpuModel(), describeTopology(cfg.topology), accessLog, max(1, cfg.rounds), cfg.duration)
 	b.WriteString("| work | conns | API req/s | API p50 | API p99 | non-2xx | suite CPU/req | PostgreSQL tps (same statement) | ratio |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {

@@ -15,8 +15,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/stdlib"
-
-	"github.com/business-suite/suite/cmd/internal/harness"
 )
 
 // importLoad is issue 48's import and export of a million contacts.
@@ -104,7 +102,7 @@ func (r *benchRun) importRow() error {
 	if info, err := os.Stat(file); err == nil {
 		res.size = info.Size()
 	}
-	rss, err := harness.ResidentMiB(ws.pid)
+	rss, err := ws.procs.residentMiB()
 	if err != nil {
 		return err
 	}
@@ -131,7 +129,7 @@ func (r *benchRun) importRow() error {
 			lastChange = now
 		}
 		last = s
-		if mib, err := harness.ResidentMiB(ws.pid); err == nil {
+		if mib, err := ws.procs.residentMiB(); err == nil {
 			res.rssPeak = max(res.rssPeak, float64(mib))
 		}
 	})
