@@ -27,6 +27,12 @@ func runTemporal(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("create SUITE_DATA_DIR: %w", err)
 	}
 	opts := embeddedTemporal(cfg)
+	// Against `suite temporal` each API's relay has 16 starts in flight and
+	// one organization's burst queues inside Temporal: with fairness the
+	// other organizations' tasks are dispatched in turns beside it, not
+	// behind it (docs/decisions.md, "Fairness in `suite temporal`").
+	// `suite dev` starts workflows at its worker's pace and leaves it off.
+	opts.Fairness = true
 	if cfg.TemporalDBURL != "" {
 		opts.DBPath = ""
 		opts.Postgres = &devserver.PostgresStore{URL: cfg.TemporalDBURL, HistoryShards: cfg.TemporalHistoryShards, MaxConns: cfg.TemporalDBMaxConns}

@@ -45,6 +45,10 @@ type Options struct {
 	// Postgres, when set, keeps the state in PostgreSQL instead of the
 	// SQLite file DBPath: the server is then a node of a cluster.
 	Postgres *PostgresStore
+	// Fairness dispatches each task queue's tasks in turns across their
+	// fairness keys (the organization: names.Priority) instead of first
+	// come, first served (matching.enableFairness).
+	Fairness bool
 }
 
 // HistoryCacheSize is how many workflows' mutable state the embedded
@@ -136,6 +140,7 @@ func Start(opts Options) (*Server, error) {
 			// state in memory (128,000 by default, sized for a host of its
 			// own): a backlog of 20,000 intakes took suite dev to 2 GB.
 			dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): []dynamicconfig.ConstrainedValue{{Value: HistoryCacheSize}},
+			dynamicconfig.MatchingEnableFairness.Key():       []dynamicconfig.ConstrainedValue{{Value: opts.Fairness}},
 		}),
 	}
 	if opts.Postgres == nil {

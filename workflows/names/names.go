@@ -44,8 +44,8 @@ func SearchAttributes(orgID, kind string) temporal.SearchAttributes {
 
 // Priority is the Temporal priority of a workflow started for org: the
 // organization is its fairness key. Where the task queue has fairness on
-// (matching.enableFairness: the embedded server of `suite dev` and `suite
-// temporal` turn it on), the tasks of the workflow and of its activities
+// (matching.enableFairness: `suite temporal` turns it on, `suite dev`'s
+// embedded server leaves it off), the tasks of the workflow and of its activities
 // and children (which inherit its priority) are dispatched in turns across
 // organizations instead of first come, first served: one organization's
 // backlog of thousands of workflows does not queue another's behind it.
