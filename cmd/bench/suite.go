@@ -67,15 +67,9 @@ func describeTopology(topology string) string {
 // bench's access log, and a floor for the GET").
 const accessLog = "sample:10"
 
-// freePort is a port for the suite under test (see ports.Addr for
-// why not port 0).
-func freePort() (int, error) { return ports.Port("127.0.0.1") }
-
-// freeAddr is an address on a free port of 127.0.0.1.
-func freeAddr() (string, error) {
-	port, err := freePort()
-	return fmt.Sprintf("127.0.0.1:%d", port), err
-}
+// freeAddr is an address on a free port of 127.0.0.1 for the suite under
+// test (see ports.Addr for why not port 0).
+func freeAddr() (string, error) { return ports.Addr("127.0.0.1") }
 
 // startSuite starts cfg.topology's processes on the database dbURL with
 // the data directory dataDir, and waits until the API is ready.
@@ -132,10 +126,9 @@ func startSuite(cfg config, dbURL, dataDir string) (*suite, error) {
 }
 
 // startSplit starts production's processes: `suite temporal` on
-// temporalAddr, then (once
-// the schema is migrated, as a deployment does first) `suite worker` and
-// `suite api`, which api's environment configures. They share what `suite
-// dev` settles alone: the identity service's address and token (the API
+// temporalAddr, then (once the schema is migrated, as a deployment does
+// first) `suite worker` and `suite api`, which api's environment
+// configures. They share what `suite dev` settles alone: the identity service's address and token (the API
 // serves it, the worker registers organizations with it), the mail domain,
 // and webhooks to this machine (the webhook rows' receivers).
 func (s *suite) startSplit(binary, dbURL, dataDir, temporalAddr string, api []string) error {
@@ -411,33 +404,24 @@ func seedContacts(ctx context.Context, db *sql.DB, org string, n int) error {
 type processes []int
 
 // cpu is the user and system CPU time the processes have used.
-func (ps processes) cpu() (time.Duration, error) {
-	var sum time.Duration
-	for _, pid := range ps {
-		d, err := harness.ProcessCPU(pid)
-		if err != nil {
-			return 0, err
-		}
-		sum += d
-	}
-	return sum, nil
-}
+func (ps processes) cpu() (time.Duration, error) { return sumOf(ps, harness.ProcessCPU) }
 
 // residentMiB is the processes' resident memory now.
-func (ps processes) residentMiB() (int, error) { return ps.sumMiB(harness.ResidentMiB) }
+func (ps processes) residentMiB() (int, error) { return sumOf(ps, harness.ResidentMiB) }
 
 // peakMiB is the sum of the processes' peaks of resident memory (which
 // need not have come at once).
-func (ps processes) peakMiB() (int, error) { return ps.sumMiB(harness.PeakRSS) }
+func (ps processes) peakMiB() (int, error) { return sumOf(ps, harness.PeakRSS) }
 
-func (ps processes) sumMiB(read func(pid int) (int, error)) (int, error) {
-	sum := 0
+// sumOf is the sum of what read gives for each of the processes.
+func sumOf[T int | time.Duration](ps processes, read func(pid int) (T, error)) (T, error) {
+	var sum T
 	for _, pid := range ps {
-		mib, err := read(pid)
+		v, err := read(pid)
 		if err != nil {
 			return 0, err
 		}
-		sum += mib
+		sum += v
 	}
 	return sum, nil
 }
