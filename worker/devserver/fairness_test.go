@@ -24,8 +24,8 @@ import (
 // another organization's task in turns beside it, not behind it. Forty
 // workflows of a busy organization are queued before one of a quiet
 // organization, with no worker polling; then one worker takes them two at
-// a time, and the quiet organization's must be among the first it runs
-// (first come, first served runs it last).
+// a time, and the quiet organization's must be among the first ten it
+// runs (first come, first served ran it 23rd to 40th).
 func TestFairnessDispatchesInTurns(t *testing.T) {
 	addr := freeAddr(t)
 	srv, err := devserver.Start(devserver.Options{FrontendAddr: addr, Fairness: true})

@@ -45,10 +45,11 @@ func SearchAttributes(orgID, kind string) temporal.SearchAttributes {
 // Priority is the Temporal priority of a workflow started for org: the
 // organization is its fairness key. Where the task queue has fairness on
 // (matching.enableFairness: `suite temporal` turns it on, `suite dev`'s
-// embedded server leaves it off), the tasks of the workflow and of its activities
-// and children (which inherit its priority) are dispatched in turns across
-// organizations instead of first come, first served: one organization's
-// backlog of thousands of workflows does not queue another's behind it.
+// embedded server leaves it off), the tasks of the workflow and of its
+// activities and children (which inherit its priority) are dispatched in
+// turns across organizations instead of first come, first served: one
+// organization's backlog of thousands of workflows does not queue
+// another's behind it.
 func Priority(orgID string) temporal.Priority {
 	return temporal.Priority{FairnessKey: orgID}
 }
