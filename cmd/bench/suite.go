@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,9 +32,21 @@ type suite struct {
 
 // suiteProc is one process of the suite under test.
 type suiteProc struct {
-	role string // its command: dev, temporal, worker or api
-	cmd  *exec.Cmd
-	log  *os.File
+	role    string // its command: dev, temporal, worker or api
+	cmd     *exec.Cmd
+	log     *os.File
+	done    chan struct{} // closed once it has exited
+	waitErr error         // how it exited, once done is closed
+}
+
+// exited is nil while p runs, and once it has gone, how it ended.
+func (p *suiteProc) exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("suite %s exited (%v); its log ends:\n%s", p.role, p.waitErr, harness.LogTail(p.log.Name(), 20))
+	default:
+		return nil
+	}
 }
 
 // The topologies the bench starts (-topology).
@@ -136,7 +147,7 @@ func (s *suite) startSplit(binary, dbURL, dataDir, temporalAddr string, api []st
 		"TEMPORAL_ADDRESS="+temporalAddr, "SUITE_TEMPORAL_UI_ADDR="); err != nil {
 		return err
 	}
-	if err := s.awaitListening(temporalAddr); err != nil {
+	if err := harness.AwaitListening(context.Background(), temporalAddr, 2*time.Minute, s.exited); err != nil {
 		return err
 	}
 	migrate := exec.Command(binary, "migrate")
@@ -177,28 +188,30 @@ func (s *suite) start(binary, dataDir, role string, env ...string) error {
 		_ = logFile.Close()
 		return fmt.Errorf("start suite %s: %w", role, err)
 	}
-	s.procs = append(s.procs, &suiteProc{role: role, cmd: cmd, log: logFile})
+	p := &suiteProc{role: role, cmd: cmd, log: logFile, done: make(chan struct{})}
+	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
+	s.procs = append(s.procs, p)
 	return nil
 }
 
-// awaitListening waits until the last process started accepts
-// connections on addr.
-func (s *suite) awaitListening(addr string) error {
-	p := s.procs[len(s.procs)-1]
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			return c.Close()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("suite %s does not listen on %s (log: %s)", p.role, addr, p.log.Name())
+// exited is the first of the suite's processes that has gone, nil while
+// all of them run.
+func (s *suite) exited() error {
+	for _, p := range s.procs {
+		if err := p.exited(); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // awaitReady waits until the API answers /readyz with 200: its database,
-// Temporal and a worker polling.
+// Temporal and a worker polling; or until one of its processes exits.
 func (s *suite) awaitReady() error {
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if err := s.exited(); err != nil {
+			return fmt.Errorf("the suite did not become ready: %w", err)
+		}
 		resp, err := http.Get(s.base + "/readyz")
 		if err == nil {
 			resp.Body.Close()
@@ -231,12 +244,11 @@ func (s *suite) processes() processes {
 func (s *suite) stop() {
 	for _, p := range slices.Backward(s.procs) {
 		_ = p.cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = p.cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(30 * time.Second):
 			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 		_ = p.log.Close()
 	}

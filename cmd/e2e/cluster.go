@@ -98,7 +98,7 @@ func (t *e2e) faultTemporalNodeKill(ctx context.Context) error {
 	if err == nil {
 		if err = victim.start(); err == nil {
 			restarted := time.Now()
-			if err = awaitListening(ctx, victim, t.temporalAddrs[0], 2*time.Minute); err == nil && t.awaitMembers(ctx, survivor, 2) > 0 {
+			if err = victim.awaitListening(ctx, t.temporalAddrs[0], 2*time.Minute); err == nil && t.awaitMembers(ctx, survivor, 2) > 0 {
 				rejoined = time.Since(restarted)
 			}
 		}

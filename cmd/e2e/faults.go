@@ -139,7 +139,7 @@ func (t *e2e) faultTemporalDown(ctx context.Context) error {
 		if err := p.start(); err != nil {
 			return err
 		}
-		if err := awaitListening(ctx, p, t.temporalAddrs[i], time.Minute); err != nil {
+		if err := p.awaitListening(ctx, t.temporalAddrs[i], time.Minute); err != nil {
 			return err
 		}
 	}

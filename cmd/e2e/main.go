@@ -237,7 +237,7 @@ func (t *e2e) setUp(ctx context.Context) error {
 	if err := t.stripe.start(); err != nil {
 		return err
 	}
-	if err := awaitListening(ctx, t.stripe, t.stripeAddr, time.Minute); err != nil {
+	if err := t.stripe.awaitListening(ctx, t.stripeAddr, time.Minute); err != nil {
 		return err
 	}
 	// The nodes one after another: the first installs the cluster's
@@ -246,7 +246,7 @@ func (t *e2e) setUp(ctx context.Context) error {
 		if err := p.start(); err != nil {
 			return err
 		}
-		if err := awaitListening(ctx, p, t.temporalAddrs[i], 2*time.Minute); err != nil {
+		if err := p.awaitListening(ctx, t.temporalAddrs[i], 2*time.Minute); err != nil {
 			return err
 		}
 		t.step("suite temporal as %s (pid %d) serves on %s after %s", p.name, p.pid(), t.temporalAddrs[i], time.Since(begun).Round(time.Millisecond))
@@ -322,29 +322,6 @@ func (t *e2e) newProc(name, readyz, role string, env ...string) *proc {
 		logPath: filepath.Join(t.dir, name+".log"), readyz: readyz}
 	t.procs = append(t.procs, p)
 	return p
-}
-
-// awaitListening waits until p accepts connections on addr.
-func awaitListening(ctx context.Context, p *proc, addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		if !p.alive() {
-			return fmt.Errorf("%s exited (%s); its log ends:\n%s", p.name, p.exitText, p.logTail(20))
-		}
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s does not listen on %s after %s", p.name, addr, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // tearDown stops every process (workers, then APIs, then Temporal) and

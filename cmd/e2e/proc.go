@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/business-suite/suite/cmd/internal/harness"
 )
 
 // proc is one process of the suite under test, started from the built
@@ -82,6 +84,23 @@ func (p *proc) alive() bool {
 	}
 }
 
+// exited is nil while the process runs, and once it has gone, how it
+// ended and the end of its log.
+func (p *proc) exited() error {
+	if p.alive() {
+		return nil
+	}
+	return fmt.Errorf("exited (%s); its log ends:\n%s", p.exitText, p.logTail(20))
+}
+
+// awaitListening waits until p accepts connections on addr.
+func (p *proc) awaitListening(ctx context.Context, addr string, timeout time.Duration) error {
+	if err := harness.AwaitListening(ctx, addr, timeout, p.exited); err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	return nil
+}
+
 // wait waits up to timeout for the process to exit.
 func (p *proc) wait(timeout time.Duration) bool {
 	if p.done == nil {
@@ -124,8 +143,8 @@ func (p *proc) awaitReady(ctx context.Context, client *http.Client, timeout time
 	deadline := started.Add(timeout)
 	last := ""
 	for {
-		if !p.alive() {
-			return 0, fmt.Errorf("%s exited (%s) before it was ready; its log ends:\n%s", p.name, p.exitText, p.logTail(20))
+		if err := p.exited(); err != nil {
+			return 0, fmt.Errorf("%s, before it was ready: %w", p.name, err)
 		}
 		status, body, err := get(ctx, client, p.readyz)
 		if err == nil && status == http.StatusOK {
@@ -148,14 +167,4 @@ func (p *proc) awaitReady(ctx context.Context, client *http.Client, timeout time
 }
 
 // logTail is the end of the process's log, for failure messages.
-func (p *proc) logTail(lines int) string {
-	b, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return "    " + strings.Join(all, "\n    ")
-}
+func (p *proc) logTail(lines int) string { return harness.LogTail(p.logPath, lines) }

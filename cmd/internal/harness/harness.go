@@ -5,8 +5,10 @@ package harness
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
@@ -69,4 +71,43 @@ func statusMiB(pid int, field string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// AwaitListening waits up to timeout until something accepts connections
+// on addr. exited tells whether the process that is to listen there has
+// gone (its error then, nil while it runs), so that a process that fails
+// at start is named at once instead of after the timeout.
+func AwaitListening(ctx context.Context, addr string, timeout time.Duration, exited func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := exited(); err != nil {
+			return err
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return c.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on %s after %s", addr, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// LogTail is the last lines of the log file at path, indented, to quote in
+// an error.
+func LogTail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return "    " + strings.Join(all, "\n    ")
 }
