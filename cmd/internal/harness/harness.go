@@ -85,7 +85,8 @@ func AwaitListening(ctx context.Context, addr string, timeout time.Duration, exi
 		}
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
-			return c.Close()
+			_ = c.Close() // it listens; how the probe's close went does not matter
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("nothing listens on %s after %s", addr, timeout)
