@@ -139,9 +139,10 @@ func startSuite(cfg config, dbURL, dataDir string) (*suite, error) {
 // startSplit starts production's processes: `suite temporal` on
 // temporalAddr, then (once the schema is migrated, as a deployment does
 // first) `suite worker` and `suite api`, which api's environment
-// configures. They share what `suite dev` settles alone: the identity service's address and token (the API
-// serves it, the worker registers organizations with it), the mail domain,
-// and webhooks to this machine (the webhook rows' receivers).
+// configures. They share what `suite dev` settles alone: the identity
+// service's address and token (the API serves it, the worker registers
+// organizations with it), the mail domain, and webhooks to this machine
+// (the webhook rows' receivers).
 func (s *suite) startSplit(binary, dbURL, dataDir, temporalAddr string, api []string) error {
 	if err := s.start(binary, dataDir, "temporal", "SUITE_DATA_DIR="+filepath.Join(dataDir, "temporal"),
 		"TEMPORAL_ADDRESS="+temporalAddr, "SUITE_TEMPORAL_UI_ADDR="); err != nil {
