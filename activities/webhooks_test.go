@@ -1,15 +1,20 @@
 package activities_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/business-suite/suite/activities"
 	"github.com/business-suite/suite/internal/netguard"
@@ -133,4 +138,92 @@ suite_webhook_attempts_total{outcome="succeeded"} 1
 			t.Fatalf("loopback without the allow-list: %v", err)
 		}
 	})
+}
+
+// A batch reads its deliveries, their events and its endpoint once, and
+// then costs one statement a delivery, the one that records it; the
+// endpoint is read again once endpointRecheck (a second) has passed on the
+// activity's clock, so an endpoint disabled during a long batch stops it
+// there, its other deliveries waiting.
+func TestDeliverWebhooksReadsABatchOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
+		orgID, _ := seedOrg(t, db, models.RoleOwner)
+		var clock atomic.Int64 // the activity's clock, moved by the receiver
+		clock.Store(models.Now().UnixNano())
+		var received []string
+		var disableAfter atomic.Int32
+		var e models.WebhookEndpoint
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			received = append(received, r.Header.Get("webhook-id"))
+			if int(disableAfter.Load()) == len(received) {
+				if err := db.Model(&models.WebhookEndpoint{}).Where("id = ?", e.ID).Update("status", models.WebhookDisabled).Error; err != nil {
+					t.Error(err)
+				}
+				clock.Add(int64(2 * time.Second))
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		defer srv.Close()
+		now := models.Now()
+		e = models.WebhookEndpoint{ID: models.NewID(), OrgID: orgID, URL: srv.URL, Events: `["*"]`, Secret: models.NewWebhookSecret(),
+			Status: models.WebhookEnabled, CreatedAt: now, UpdatedAt: now}
+		if err := db.Create(&e).Error; err != nil {
+			t.Fatal(err)
+		}
+		queue := func(n int) (ids, events []string) {
+			t.Helper()
+			for range n {
+				d, err := models.RecordTestEvent(db, &e, models.Now())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids, events = append(ids, d.ID), append(events, d.EventID)
+			}
+			return ids, events
+		}
+		statements := &statementCounter{Interface: db.Logger}
+		local := netguard.Policy{PlainHTTP: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+		a := &activities.Webhooks{DB: db.Session(&gorm.Session{Logger: statements}), Egress: local,
+			Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }}
+
+		ids, events := queue(5)
+		if out, err := a.DeliverWebhooks(t.Context(), ids); err != nil || out != activities.DeliveryDone {
+			t.Fatalf("a batch of 5: %s, %v", out, err)
+		}
+		if !slices.Equal(received, events) {
+			t.Fatalf("received %q, want the events in order %q", received, events)
+		}
+		if n := statements.n.Load(); n != 3+5 {
+			t.Fatalf("a batch of 5 sent %d statements, want 8: three reads and a record for each delivery", n)
+		}
+
+		// Disabled while its first delivery is made, a second before the
+		// next: the batch stops there.
+		received = nil
+		disableAfter.Store(1)
+		ids, events = queue(3)
+		if out, err := a.DeliverWebhooks(t.Context(), ids); err != nil || out != activities.DeliverySkipped {
+			t.Fatalf("disabled mid-batch: %s, %v", out, err)
+		}
+		if !slices.Equal(received, events[:1]) {
+			t.Fatalf("received %q after the endpoint was disabled, want only %q", received, events[:1])
+		}
+		var pending int64
+		db.Model(&models.WebhookDelivery{}).Where("id IN ? AND status = ?", ids, models.DeliveryPending).Count(&pending)
+		if pending != 2 {
+			t.Fatalf("%d deliveries wait for the endpoint, want 2", pending)
+		}
+	})
+}
+
+// statementCounter counts the statements a *gorm.DB sends (its logger is
+// told of each).
+type statementCounter struct {
+	logger.Interface
+	n atomic.Int64
+}
+
+func (c *statementCounter) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	c.n.Add(1)
+	c.Interface.Trace(ctx, begin, fc, err)
 }
