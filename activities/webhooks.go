@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"gorm.io/gorm"
 
+	"github.com/business-suite/suite/internal/database"
 	"github.com/business-suite/suite/internal/netguard"
 	"github.com/business-suite/suite/models"
 	"github.com/business-suite/suite/models/record"
@@ -107,13 +108,13 @@ const (
 // delivery already made is not sent again — and a disabled or gone
 // endpoint its outcome. One activity serves a whole batch: an activity per
 // delivery held an endpoint to a few deliveries a second. The batch's
-// deliveries and events are read in two statements, and its endpoint once
-// a second (endpointReader), so a delivery costs its request and the one
-// statement that records it.
+// deliveries and events are read in two statements (their id lists padded,
+// database.InList), and its endpoint once a second (endpointReader), so a
+// delivery costs its request and the one statement that records it.
 func (a *Webhooks) DeliverWebhooks(ctx context.Context, ids []string) (DeliveryOutcome, error) {
 	db := a.DB.WithContext(ctx)
 	var ds []models.WebhookDelivery
-	if err := db.Where("id IN ?", ids).Find(&ds).Error; err != nil {
+	if err := db.Where("id IN ?", database.InList(ids)).Find(&ds).Error; err != nil {
 		return "", err
 	}
 	deliveries := make(map[string]*models.WebhookDelivery, len(ds))
@@ -122,7 +123,7 @@ func (a *Webhooks) DeliverWebhooks(ctx context.Context, ids []string) (DeliveryO
 		deliveries[ds[i].ID], eventIDs[i] = &ds[i], ds[i].EventID
 	}
 	var evs []models.WebhookEvent
-	if err := db.Where("id IN ?", eventIDs).Find(&evs).Error; err != nil {
+	if err := db.Where("id IN ?", database.InList(eventIDs)).Find(&evs).Error; err != nil {
 		return "", err
 	}
 	events := make(map[string]*models.WebhookEvent, len(evs))

@@ -1,6 +1,7 @@
 package database
 
 import (
+	"math/bits"
 	"strconv"
 
 	"gorm.io/gorm"
@@ -44,4 +45,24 @@ func (n literalLimit) Build(builder clause.Builder) {
 func (n literalLimit) MergeClause(c *clause.Clause) {
 	c.Name = ""
 	c.Expression = n
+}
+
+// InList is values for an "IN ?" of a statement that runs often with lists
+// of any length up to hundreds (a webhook batch's deliveries): padded to
+// the next power of two by repeating the last value, which changes no
+// result of IN. GORM writes one placeholder a value, and pgx prepares and
+// keeps every statement text it sees (512 a connection); unpadded, each
+// length would be a statement of its own, pushing the API's out of the
+// cache, where padded a list of up to 512 has ten shapes.
+func InList[T any](values []T) []T {
+	n := len(values)
+	if n == 0 || n&(n-1) == 0 {
+		return values
+	}
+	padded := make([]T, 1<<bits.Len(uint(n)), 1<<bits.Len(uint(n)))
+	copy(padded, values)
+	for i := n; i < len(padded); i++ {
+		padded[i] = values[n-1]
+	}
+	return padded
 }

@@ -94,3 +94,31 @@ func TestPageLimitIsANumber(t *testing.T) {
 		})
 	}
 }
+
+// InList pads a list to the next power of two with its last value, so the
+// statements of lists of 1 to 512 values have ten shapes.
+func TestInListHasFewShapes(t *testing.T) {
+	shapes := map[int]bool{}
+	for n := 1; n <= 512; n++ {
+		values := make([]int, n)
+		for i := range values {
+			values[i] = i
+		}
+		padded := database.InList(values)
+		shapes[len(padded)] = true
+		if len(padded) < n || len(padded)&(len(padded)-1) != 0 || len(padded) >= 2*n {
+			t.Fatalf("%d values padded to %d, want the next power of two", n, len(padded))
+		}
+		for i, v := range padded {
+			if want := min(i, n-1); v != want {
+				t.Fatalf("%d values: padded[%d] = %d, want %d", n, i, v, want)
+			}
+		}
+	}
+	if len(shapes) != 10 {
+		t.Fatalf("%d shapes for lists of 1 to 512, want 10", len(shapes))
+	}
+	if got := database.InList([]string(nil)); got != nil {
+		t.Fatalf("no values: %q", got)
+	}
+}
