@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -209,25 +210,18 @@ func (s *suite) exited() error {
 // awaitReady waits until the API answers /readyz with 200: its database,
 // Temporal and a worker polling; or until one of its processes exits.
 func (s *suite) awaitReady() error {
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if err := s.exited(); err != nil {
-			return fmt.Errorf("the suite did not become ready: %w", err)
+	_, err := harness.AwaitReady(context.Background(), http.DefaultClient, s.base+"/readyz", 2*time.Minute, s.exited)
+	if errors.Is(err, harness.ErrNotReady) {
+		var logs []string
+		for _, p := range s.procs {
+			logs = append(logs, p.log.Name())
 		}
-		resp, err := http.Get(s.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			var logs []string
-			for _, p := range s.procs {
-				logs = append(logs, p.log.Name())
-			}
-			return fmt.Errorf("the suite did not become ready (logs: %s)", strings.Join(logs, ", "))
-		}
+		return fmt.Errorf("the suite %w (logs: %s)", err, strings.Join(logs, ", "))
 	}
+	if err != nil {
+		return fmt.Errorf("the suite did not become ready: %w", err) // exited: its log is quoted
+	}
+	return nil
 }
 
 // processes are the suite's process ids, whose CPU and memory the bench

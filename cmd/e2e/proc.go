@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"time"
 
@@ -137,33 +137,16 @@ func (p *proc) kill() {
 }
 
 // awaitReady polls readyz until it answers 200, the process exits, or the
-// timeout passes.
+// timeout passes, and quotes the end of the process's log when it fails.
 func (p *proc) awaitReady(ctx context.Context, client *http.Client, timeout time.Duration) (time.Duration, error) {
-	started := time.Now()
-	deadline := started.Add(timeout)
-	last := ""
-	for {
-		if err := p.exited(); err != nil {
-			return 0, fmt.Errorf("%s, before it was ready: %w", p.name, err)
-		}
-		status, body, err := get(ctx, client, p.readyz)
-		if err == nil && status == http.StatusOK {
-			return time.Since(started), nil
-		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = fmt.Sprintf("%d %s", status, strings.TrimSpace(body))
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%s was not ready after %s (last /readyz: %s); its log ends:\n%s", p.name, timeout, last, p.logTail(20))
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	took, err := harness.AwaitReady(ctx, client, p.readyz, timeout, p.exited)
+	switch {
+	case errors.Is(err, harness.ErrNotReady):
+		return 0, fmt.Errorf("%s %w; its log ends:\n%s", p.name, err, p.logTail(20))
+	case err != nil && ctx.Err() == nil:
+		return 0, fmt.Errorf("%s, before it was ready: %w", p.name, err) // exited: its log is quoted
 	}
+	return took, err
 }
 
 // logTail is the end of the process's log, for failure messages.

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strconv"
@@ -97,6 +99,55 @@ func AwaitListening(ctx context.Context, addr string, timeout time.Duration, exi
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// ErrNotReady is AwaitReady's error past its timeout.
+var ErrNotReady = errors.New("was not ready")
+
+// AwaitReady polls readyz (a process's /readyz) every 100 ms until it
+// answers 200, and reports how long that took. Past timeout its error is
+// ErrNotReady with the last answer (it reads after the process's name);
+// once exited reports an error, that error.
+func AwaitReady(ctx context.Context, client *http.Client, readyz string, timeout time.Duration, exited func() error) (time.Duration, error) {
+	started := time.Now()
+	last := "no answer"
+	for {
+		if err := exited(); err != nil {
+			return 0, err
+		}
+		status, body, err := getStatus(ctx, client, readyz)
+		switch {
+		case err == nil && status == http.StatusOK:
+			return time.Since(started), nil
+		case err != nil:
+			last = err.Error()
+		default:
+			last = fmt.Sprintf("%d %s", status, strings.TrimSpace(body))
+		}
+		if time.Since(started) > timeout {
+			return 0, fmt.Errorf("%w after %s (last /readyz: %s)", ErrNotReady, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// getStatus is a GET's status and the start of its body.
+func getStatus(ctx context.Context, client *http.Client, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	return resp.StatusCode, string(body), err
 }
 
 // LogTail is the last lines of the log file at path, indented, to quote in
