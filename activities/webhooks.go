@@ -100,43 +100,42 @@ const (
 	DeliverySkipped DeliveryOutcome = "skipped"
 	// DeliveryGone: the endpoint answered 410 Gone and is now disabled.
 	DeliveryGone DeliveryOutcome = "gone"
+	// DeliveryProgress: a delivery failed (its attempt recorded) after
+	// others of the batch went out. The workflow reads the queue again and
+	// starts a batch there, whose retries back off afresh: the backoff and
+	// the three days belong to a delivery that keeps failing, not to a
+	// batch of 500 with a few failures among them.
+	DeliveryProgress DeliveryOutcome = "progress"
 )
 
 // DeliverWebhooks delivers an endpoint's deliveries ids, in order, one at
 // a time, and stops at the first that is not done: a failure is its error
-// — the workflow's retry policy runs it again, and it resumes there, as a
-// delivery already made is not sent again — and a disabled or gone
-// endpoint its outcome. One activity serves a whole batch: an activity per
-// delivery held an endpoint to a few deliveries a second. The batch's
-// deliveries and events are read in two statements (their id lists padded,
-// database.InList), and its endpoint once a second (endpointReader), so a
-// delivery costs its request and the one statement that records it.
+// when it is the first delivery this attempt tried — the workflow's retry
+// policy runs it again, and it resumes there, as a delivery already made
+// is not sent again — and DeliveryProgress after others went out; a
+// disabled or gone endpoint is its outcome. One activity serves a whole
+// batch: an activity per delivery held an endpoint to a few deliveries a
+// second. The batch is read once and again once a second (webhookBatch),
+// so a delivery costs its request and the one statement that records it.
 func (a *Webhooks) DeliverWebhooks(ctx context.Context, ids []string) (DeliveryOutcome, error) {
-	db := a.DB.WithContext(ctx)
-	var ds []models.WebhookDelivery
-	if err := db.Where("id IN ?", database.InList(ids)).Find(&ds).Error; err != nil {
+	b := webhookBatch{db: a.DB.WithContext(ctx), now: a.now}
+	if err := b.read(ids); err != nil {
 		return "", err
 	}
-	deliveries := make(map[string]*models.WebhookDelivery, len(ds))
-	eventIDs := make([]string, len(ds))
-	for i := range ds {
-		deliveries[ds[i].ID], eventIDs[i] = &ds[i], ds[i].EventID
-	}
-	var evs []models.WebhookEvent
-	if err := db.Where("id IN ?", database.InList(eventIDs)).Find(&evs).Error; err != nil {
-		return "", err
-	}
-	events := make(map[string]*models.WebhookEvent, len(evs))
-	for i := range evs {
-		events[evs[i].ID] = &evs[i]
-	}
-	endpoints := endpointReader{db: db, now: a.now}
+	sent := false
 	for i, id := range ids {
-		d := deliveries[id]
-		if d == nil || d.Status != models.DeliveryPending {
-			continue // deleted with its endpoint, or no longer pending
+		if err := b.refresh(ids[i:]); err != nil {
+			return "", err
 		}
-		e, err := endpoints.read(d.EndpointID)
+		d := b.deliveries[id]
+		if d == nil {
+			continue // no longer pending, or deleted (with its endpoint, or its event by an erasure)
+		}
+		ev := b.events[d.EventID]
+		if ev == nil {
+			continue // its event was deleted (an erasure) between the batch's two reads
+		}
+		e, err := b.endpoint(d.EndpointID)
 		if err != nil {
 			return "", err
 		}
@@ -146,14 +145,14 @@ func (a *Webhooks) DeliverWebhooks(ctx context.Context, ids []string) (DeliveryO
 		if e.Status != models.WebhookEnabled {
 			return DeliverySkipped, nil
 		}
-		ev := events[d.EventID]
-		if ev == nil {
-			return "", fmt.Errorf("delivery %s: its event %s is missing", d.ID, d.EventID)
-		}
 		out, err := a.deliver(ctx, d, e, ev)
+		if err != nil && sent {
+			return DeliveryProgress, nil
+		}
 		if err != nil || out != DeliveryDone {
 			return out, err
 		}
+		sent = true
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, i)
 		}
@@ -161,38 +160,88 @@ func (a *Webhooks) DeliverWebhooks(ctx context.Context, ids []string) (DeliveryO
 	return DeliveryDone, nil
 }
 
-// endpointRecheck is how long a batch goes on with the endpoint it read:
-// a change to the endpoint (disabled, deleted, a new URL or secret)
-// applies to the deliveries that start at most this long after it, even
-// in a batch that takes minutes against a slow receiver.
-const endpointRecheck = time.Second
+// webhookRecheck is how long a batch goes on with what it read: a change
+// to the endpoint (disabled, deleted, a new URL or secret) or to a
+// delivery still to make (deleted with its event by an erasure, or made
+// by another attempt) applies to the deliveries that start at most this
+// long after it, even in a batch that takes minutes against a slow
+// receiver.
+const webhookRecheck = time.Second
 
-// endpointReader reads a batch's endpoint, and again once endpointRecheck
-// has passed since it last did (by the activity's clock).
-type endpointReader struct {
-	db     *gorm.DB
-	now    func() time.Time
-	e      *models.WebhookEndpoint // nil: deleted
-	id     string
-	readAt time.Time
+// webhookBatch is a DeliverWebhooks batch as last read, by the activity's
+// clock: its pending deliveries, their events and its endpoint.
+type webhookBatch struct {
+	db         *gorm.DB
+	now        func() time.Time
+	deliveries map[string]*models.WebhookDelivery // pending
+	events     map[string]*models.WebhookEvent
+	endpoints  map[string]*models.WebhookEndpoint // nil: deleted
+	readAt     time.Time
 }
 
-func (r *endpointReader) read(id string) (*models.WebhookEndpoint, error) {
-	if id == r.id && r.now().Sub(r.readAt) < endpointRecheck {
-		return r.e, nil
+// read reads the deliveries ids and their events, in two statements (the
+// id lists padded, database.InList).
+func (b *webhookBatch) read(ids []string) error {
+	var ds []models.WebhookDelivery
+	if err := b.db.Where("id IN ? AND status = ?", database.InList(ids), models.DeliveryPending).Find(&ds).Error; err != nil {
+		return err
+	}
+	b.deliveries = make(map[string]*models.WebhookDelivery, len(ds))
+	eventIDs := make([]string, len(ds))
+	for i := range ds {
+		b.deliveries[ds[i].ID], eventIDs[i] = &ds[i], ds[i].EventID
+	}
+	var evs []models.WebhookEvent
+	if err := b.db.Where("id IN ?", database.InList(eventIDs)).Find(&evs).Error; err != nil {
+		return err
+	}
+	b.events = make(map[string]*models.WebhookEvent, len(evs))
+	for i := range evs {
+		b.events[evs[i].ID] = &evs[i]
+	}
+	b.endpoints, b.readAt = map[string]*models.WebhookEndpoint{}, b.now()
+	return nil
+}
+
+// refresh, once webhookRecheck has passed since the batch was read (or
+// the clock went back), forgets the deliveries of rest that are no longer
+// pending and the endpoint read.
+func (b *webhookBatch) refresh(rest []string) error {
+	if age := b.now().Sub(b.readAt); age >= 0 && age < webhookRecheck {
+		return nil
+	}
+	var pending []string
+	if err := b.db.Model(&models.WebhookDelivery{}).Where("id IN ? AND status = ?", database.InList(rest), models.DeliveryPending).
+		Pluck("id", &pending).Error; err != nil {
+		return err
+	}
+	still := make(map[string]*models.WebhookDelivery, len(pending))
+	for _, id := range pending {
+		if d := b.deliveries[id]; d != nil {
+			still[id] = d
+		}
+	}
+	b.deliveries, b.endpoints, b.readAt = still, map[string]*models.WebhookEndpoint{}, b.now()
+	return nil
+}
+
+// endpoint is the endpoint id, read once until the batch is refreshed;
+// nil when it was deleted.
+func (b *webhookBatch) endpoint(id string) (*models.WebhookEndpoint, error) {
+	if e, ok := b.endpoints[id]; ok {
+		return e, nil
 	}
 	var e models.WebhookEndpoint
-	err := r.db.Take(&e, "id = ?", id).Error
+	err := b.db.Take(&e, "id = ?", id).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
-		r.e = nil
+		b.endpoints[id] = nil
 	case err != nil:
 		return nil, err
 	default:
-		r.e = &e
+		b.endpoints[id] = &e
 	}
-	r.id, r.readAt = id, r.now()
-	return r.e, nil
+	return b.endpoints[id], nil
 }
 
 // deliver POSTs delivery d's event ev to its endpoint e, signed with its

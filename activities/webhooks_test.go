@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -141,31 +142,42 @@ suite_webhook_attempts_total{outcome="succeeded"} 1
 }
 
 // A batch reads its deliveries, their events and its endpoint once, and
-// then costs one statement a delivery, the one that records it; the
-// endpoint is read again once endpointRecheck (a second) has passed on the
-// activity's clock, so an endpoint disabled during a long batch stops it
-// there, its other deliveries waiting.
+// then costs one statement a delivery, the one that records it. It reads
+// the endpoint and the deliveries still to make again once webhookRecheck
+// (a second) has passed on the activity's clock: an endpoint disabled
+// during a long batch stops it there, its other deliveries waiting, and a
+// delivery deleted meanwhile (its event erased) is not sent. A failure
+// after others went out ends the batch as DeliveryProgress, so that the
+// workflow's next batch backs off afresh.
 func TestDeliverWebhooksReadsABatchOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *gorm.DB) {
 		orgID, _ := seedOrg(t, db, models.RoleOwner)
 		var clock atomic.Int64 // the activity's clock, moved by the receiver
 		clock.Store(models.Now().UnixNano())
-		var received []string
-		var disableAfter atomic.Int32
-		var e models.WebhookEndpoint
+		var (
+			mu        sync.Mutex
+			received  []string
+			onReceive func(n int) int // the answer to the n-th delivery of the batch
+		)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
 			received = append(received, r.Header.Get("webhook-id"))
-			if int(disableAfter.Load()) == len(received) {
-				if err := db.Model(&models.WebhookEndpoint{}).Where("id = ?", e.ID).Update("status", models.WebhookDisabled).Error; err != nil {
-					t.Error(err)
-				}
-				clock.Add(int64(2 * time.Second))
-			}
-			w.WriteHeader(http.StatusNoContent)
+			w.WriteHeader(onReceive(len(received)))
 		}))
 		defer srv.Close()
+		expect := func(answer func(n int) int) {
+			mu.Lock()
+			defer mu.Unlock()
+			received, onReceive = nil, answer
+		}
+		sent := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(received)
+		}
 		now := models.Now()
-		e = models.WebhookEndpoint{ID: models.NewID(), OrgID: orgID, URL: srv.URL, Events: `["*"]`, Secret: models.NewWebhookSecret(),
+		e := models.WebhookEndpoint{ID: models.NewID(), OrgID: orgID, URL: srv.URL, Events: `["*"]`, Secret: models.NewWebhookSecret(),
 			Status: models.WebhookEnabled, CreatedAt: now, UpdatedAt: now}
 		if err := db.Create(&e).Error; err != nil {
 			t.Fatal(err)
@@ -181,37 +193,89 @@ func TestDeliverWebhooksReadsABatchOnce(t *testing.T) {
 			}
 			return ids, events
 		}
+		pending := func(ids []string) (n int64) {
+			db.Model(&models.WebhookDelivery{}).Where("id IN ? AND status = ?", ids, models.DeliveryPending).Count(&n)
+			return n
+		}
 		statements := &statementCounter{Interface: db.Logger}
 		local := netguard.Policy{PlainHTTP: true, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 		a := &activities.Webhooks{DB: db.Session(&gorm.Session{Logger: statements}), Egress: local,
 			Now: func() time.Time { return time.Unix(0, clock.Load()).UTC() }}
+		secondLater := func() { clock.Add(int64(2 * time.Second)) }
 
+		expect(func(int) int { return http.StatusNoContent })
 		ids, events := queue(5)
 		if out, err := a.DeliverWebhooks(t.Context(), ids); err != nil || out != activities.DeliveryDone {
 			t.Fatalf("a batch of 5: %s, %v", out, err)
 		}
-		if !slices.Equal(received, events) {
-			t.Fatalf("received %q, want the events in order %q", received, events)
+		if got := sent(); !slices.Equal(got, events) {
+			t.Fatalf("received %q, want the events in order %q", got, events)
 		}
 		if n := statements.n.Load(); n != 3+5 {
 			t.Fatalf("a batch of 5 sent %d statements, want 8: three reads and a record for each delivery", n)
 		}
 
+		// The second delivery's event erased while the first is made, a
+		// second before the next: it is not sent, the third is.
+		ids, events = queue(3)
+		expect(func(n int) int {
+			if n == 1 {
+				if err := db.Where("id = ?", ids[1]).Delete(&models.WebhookDelivery{}).Error; err != nil {
+					t.Error(err)
+				}
+				if err := db.Where("id = ?", events[1]).Delete(&models.WebhookEvent{}).Error; err != nil {
+					t.Error(err)
+				}
+				secondLater()
+			}
+			return http.StatusNoContent
+		})
+		if out, err := a.DeliverWebhooks(t.Context(), ids); err != nil || out != activities.DeliveryDone {
+			t.Fatalf("a delivery erased mid-batch: %s, %v", out, err)
+		}
+		if got, want := sent(), []string{events[0], events[2]}; !slices.Equal(got, want) {
+			t.Fatalf("received %q after the second was erased, want %q", got, want)
+		}
+
+		// The second of three fails: the first went out, so the batch ends
+		// as progress, the failure recorded and the rest pending.
+		ids, events = queue(3)
+		expect(func(n int) int {
+			if n == 2 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusNoContent
+		})
+		if out, err := a.DeliverWebhooks(t.Context(), ids); err != nil || out != activities.DeliveryProgress {
+			t.Fatalf("a failure after a delivery: %s, %v", out, err)
+		}
+		if got := sent(); !slices.Equal(got, events[:2]) || pending(ids) != 2 {
+			t.Fatalf("received %q, %d pending; want the first two sent and two pending", got, pending(ids))
+		}
+		// Its next batch starts at the failure; failing first, it is an error
+		// for the retry policy.
+		expect(func(int) int { return http.StatusServiceUnavailable })
+		if _, err := a.DeliverWebhooks(t.Context(), ids[1:]); err == nil {
+			t.Fatal("a batch whose first delivery fails is an error")
+		}
+
 		// Disabled while its first delivery is made, a second before the
 		// next: the batch stops there.
-		received = nil
-		disableAfter.Store(1)
 		ids, events = queue(3)
+		expect(func(n int) int {
+			if n == 1 {
+				if err := db.Model(&models.WebhookEndpoint{}).Where("id = ?", e.ID).Update("status", models.WebhookDisabled).Error; err != nil {
+					t.Error(err)
+				}
+				secondLater()
+			}
+			return http.StatusNoContent
+		})
 		if out, err := a.DeliverWebhooks(t.Context(), ids); err != nil || out != activities.DeliverySkipped {
 			t.Fatalf("disabled mid-batch: %s, %v", out, err)
 		}
-		if !slices.Equal(received, events[:1]) {
-			t.Fatalf("received %q after the endpoint was disabled, want only %q", received, events[:1])
-		}
-		var pending int64
-		db.Model(&models.WebhookDelivery{}).Where("id IN ? AND status = ?", ids, models.DeliveryPending).Count(&pending)
-		if pending != 2 {
-			t.Fatalf("%d deliveries wait for the endpoint, want 2", pending)
+		if got := sent(); !slices.Equal(got, events[:1]) || pending(ids) != 2 {
+			t.Fatalf("received %q after the endpoint was disabled, %d pending; want only %q, two pending", got, pending(ids), events[:1])
 		}
 	})
 }

@@ -87,11 +87,19 @@ func WebhookEndpoint(ctx workflow.Context, in WebhookEndpointInput) error {
 			}
 			continue // the endpoint is disabled: read its status again
 		}
-		if out == activities.DeliveryDone {
-			delivered += len(batch.DeliveryIDs)
+		if out == activities.DeliveryDone || out == activities.DeliveryProgress && countsProgress(ctx) {
+			delivered += len(batch.DeliveryIDs) // a batch cut short counts whole: it continues as new a little early
 		}
 		if delivered >= webhookRunDeliveries {
 			return workflow.NewContinueAsNewError(ctx, names.WebhookEndpointWorkflow, in)
 		}
 	}
+}
+
+// countsProgress is the version change that counts a batch ended by
+// DeliveryProgress toward continuing as new, so that a stream of them
+// keeps the history short too. Executions that got one before it replay
+// as DefaultVersion, without counting.
+func countsProgress(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, "webhook-progress-counts", workflow.DefaultVersion, 1) == 1
 }

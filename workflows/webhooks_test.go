@@ -116,3 +116,33 @@ func TestWebhookEndpointDeliversInOrderAndContinuesAsNew(t *testing.T) {
 		}
 	}
 }
+
+// A batch cut short by a failure after some deliveries (DeliveryProgress)
+// is followed by a batch read afresh, whose retries start again; it
+// counts toward continuing as new.
+func TestWebhookEndpointReadsAgainAfterProgress(t *testing.T) {
+	env := webhookEnv()
+	var a *activities.Webhooks
+	var list []activities.WebhookBatch
+	for b := range 20 {
+		ids := make([]string, activities.WebhookBatchSize)
+		for i := range ids {
+			ids[i] = fmt.Sprint("d", b*activities.WebhookBatchSize+i)
+		}
+		list = append(list, activities.WebhookBatch{Status: "enabled", DeliveryIDs: ids})
+	}
+	batches(env, list...)
+	calls := 0
+	env.OnActivity(a.DeliverWebhooks, mock.Anything, mock.Anything).Return(func(context.Context, []string) (activities.DeliveryOutcome, error) {
+		calls++
+		return activities.DeliveryProgress, nil
+	})
+	env.ExecuteWorkflow(workflows.WebhookEndpoint, endpointInput)
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow ended with %v, want continue-as-new", err)
+	}
+	if want := 5000 / activities.WebhookBatchSize; calls != want {
+		t.Fatalf("%d batches before continuing as new, want %d", calls, want)
+	}
+}

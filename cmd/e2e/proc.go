@@ -141,12 +141,12 @@ func (p *proc) kill() {
 func (p *proc) awaitReady(ctx context.Context, client *http.Client, timeout time.Duration) (time.Duration, error) {
 	took, err := harness.AwaitReady(ctx, client, p.readyz, timeout, p.exited)
 	switch {
+	case err == nil || ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return took, err
 	case errors.Is(err, harness.ErrNotReady):
 		return 0, fmt.Errorf("%s %w; its log ends:\n%s", p.name, err, p.logTail(20))
-	case err != nil && ctx.Err() == nil:
-		return 0, fmt.Errorf("%s, before it was ready: %w", p.name, err) // exited: its log is quoted
 	}
-	return took, err
+	return 0, fmt.Errorf("%s, before it was ready: %w", p.name, err) // exited: its log is quoted
 }
 
 // logTail is the end of the process's log, for failure messages.

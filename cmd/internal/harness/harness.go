@@ -115,7 +115,7 @@ func AwaitReady(ctx context.Context, client *http.Client, readyz string, timeout
 		if err := exited(); err != nil {
 			return 0, err
 		}
-		status, body, err := getStatus(ctx, client, readyz)
+		status, body, err := getStatus(ctx, client, readyz, min(5*time.Second, max(timeout-time.Since(started), 100*time.Millisecond)))
 		switch {
 		case err == nil && status == http.StatusOK:
 			return time.Since(started), nil
@@ -135,8 +135,12 @@ func AwaitReady(ctx context.Context, client *http.Client, readyz string, timeout
 	}
 }
 
-// getStatus is a GET's status and the start of its body.
-func getStatus(ctx context.Context, client *http.Client, url string) (int, string, error) {
+// getStatus is a GET's status and the start of its body, bounded by
+// timeout (a process that accepts but never answers is not waited on past
+// AwaitReady's timeout).
+func getStatus(ctx context.Context, client *http.Client, url string, timeout time.Duration) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
