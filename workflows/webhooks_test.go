@@ -39,6 +39,20 @@ func batches(env *testsuite.TestWorkflowEnvironment, list ...activities.WebhookB
 	})
 }
 
+// fullBatches is n batches of activities.WebhookBatchSize deliveries, d0
+// onwards.
+func fullBatches(n int) []activities.WebhookBatch {
+	var list []activities.WebhookBatch
+	for b := range n {
+		ids := make([]string, activities.WebhookBatchSize)
+		for i := range ids {
+			ids[i] = fmt.Sprint("d", b*activities.WebhookBatchSize+i)
+		}
+		list = append(list, activities.WebhookBatch{Status: "enabled", DeliveryIDs: ids})
+	}
+	return list
+}
+
 // A delivery that keeps failing is retried with growing waits, at most an
 // hour apart, for three days; then the endpoint is given up on — once —
 // and the deliveries behind it wait for it to be enabled.
@@ -88,15 +102,7 @@ func TestWebhookEndpointGivesUpAfterThreeDays(t *testing.T) {
 func TestWebhookEndpointDeliversInOrderAndContinuesAsNew(t *testing.T) {
 	env := webhookEnv()
 	var a *activities.Webhooks
-	var list []activities.WebhookBatch
-	for b := range 60 {
-		ids := make([]string, activities.WebhookBatchSize)
-		for i := range ids {
-			ids[i] = fmt.Sprint("d", b*activities.WebhookBatchSize+i)
-		}
-		list = append(list, activities.WebhookBatch{Status: "enabled", DeliveryIDs: ids})
-	}
-	batches(env, list...)
+	batches(env, fullBatches(60)...)
 	var sent []string
 	env.OnActivity(a.DeliverWebhooks, mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) (activities.DeliveryOutcome, error) {
 		sent = append(sent, ids...)
@@ -123,15 +129,7 @@ func TestWebhookEndpointDeliversInOrderAndContinuesAsNew(t *testing.T) {
 func TestWebhookEndpointReadsAgainAfterProgress(t *testing.T) {
 	env := webhookEnv()
 	var a *activities.Webhooks
-	var list []activities.WebhookBatch
-	for b := range 20 {
-		ids := make([]string, activities.WebhookBatchSize)
-		for i := range ids {
-			ids[i] = fmt.Sprint("d", b*activities.WebhookBatchSize+i)
-		}
-		list = append(list, activities.WebhookBatch{Status: "enabled", DeliveryIDs: ids})
-	}
-	batches(env, list...)
+	batches(env, fullBatches(20)...)
 	calls := 0
 	env.OnActivity(a.DeliverWebhooks, mock.Anything, mock.Anything).Return(func(context.Context, []string) (activities.DeliveryOutcome, error) {
 		calls++
